@@ -1,0 +1,90 @@
+"""Object storage behind a small interface, chosen by URI scheme.
+
+``open_store(uri)`` returns an :class:`ObjectStore` rooted at ``uri``:
+
+* no scheme or ``file://`` -> :class:`LocalStore`
+* ``memory://`` (and other fsspec protocols) -> :class:`FsspecStore`
+* ``s3://`` -> S3 (conditional PUT), added by the S3 backend module
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Mapping
+
+from lance_format.errors import UnsupportedSchemeError
+from lance_format.storage.base import ObjectInfo, ObjectStore, normalize_key
+from lance_format.storage.local import LocalStore
+
+StoreFactory = Callable[[str, Mapping[str, str]], ObjectStore]
+
+_FACTORIES: dict[str, StoreFactory] = {}
+
+
+def register_scheme(scheme: str, factory: StoreFactory) -> None:
+    """Register ``factory(uri, storage_options)`` for URIs starting with ``scheme://``."""
+    _FACTORIES[scheme] = factory
+
+
+def uri_scheme(uri: str) -> str:
+    """Return the URI scheme, ``"file"`` for plain paths."""
+    if "://" not in uri:
+        return "file"
+    return uri.split("://", 1)[0].lower()
+
+
+def open_store(uri: str, storage_options: Mapping[str, str] | None = None) -> ObjectStore:
+    """Return a store rooted at ``uri``.
+
+    Raises:
+        UnsupportedSchemeError: if no backend handles the URI's scheme.
+    """
+    uri = str(uri).rstrip("/") or "/"
+    scheme = uri_scheme(uri)
+    opts = dict(storage_options or {})
+    if scheme == "file":
+        return LocalStore(uri)
+    factory = _FACTORIES.get(scheme)
+    if factory is None:
+        _load_builtin(scheme)
+        factory = _FACTORIES.get(scheme)
+    if factory is None:
+        raise UnsupportedSchemeError(f"no storage backend for {scheme}:// (uri {uri!r})")
+    return factory(uri, opts)
+
+
+def split_uri(uri: str) -> tuple[str, str]:
+    """Split ``uri`` into (parent URI, last path component)."""
+    uri = str(uri).rstrip("/")
+    head, _, name = uri.rpartition("/")
+    if not head:
+        head = "." if "://" not in uri else head
+    if head.endswith(":/"):  # e.g. "memory://file" -> ("memory://", "file")
+        head += "/"
+    return head, name
+
+
+def _load_builtin(scheme: str) -> None:
+    # Optional backends register themselves on import; keep their heavy
+    # dependencies (fsspec, boto3) off the import path of plain local use.
+    if scheme == "s3":
+        try:
+            import lance_format.storage.s3  # noqa: F401
+        except ImportError:
+            pass
+    if scheme not in _FACTORIES:
+        try:
+            import lance_format.storage.fsspec_store  # noqa: F401
+        except ImportError:
+            pass
+
+
+__all__ = [
+    "ObjectInfo",
+    "ObjectStore",
+    "LocalStore",
+    "normalize_key",
+    "open_store",
+    "register_scheme",
+    "split_uri",
+    "uri_scheme",
+]

@@ -1,0 +1,139 @@
+"""Local file-system backend."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import uuid
+from typing import BinaryIO, Iterator
+
+from lance_format.errors import ObjectAlreadyExistsError, ObjectNotFoundError, StorageError
+from lance_format.storage.base import ObjectInfo, ObjectStore, normalize_key
+
+
+class _AtomicFile:
+    """Write to a temp name, then rename into place on close (plain data files only)."""
+
+    def __init__(self, final: str) -> None:
+        self._final = final
+        self._tmp = f"{final}.{uuid.uuid4().hex}.partial"
+        os.makedirs(os.path.dirname(final), exist_ok=True)
+        self._fh: BinaryIO = open(self._tmp, "wb")  # noqa: SIM115 - closed in close()
+
+    def write(self, data: bytes | bytearray | memoryview) -> int:
+        return self._fh.write(data)
+
+    def tell(self) -> int:
+        return self._fh.tell()
+
+    def close(self) -> None:
+        if self._fh.closed:
+            return
+        self._fh.close()
+        os.replace(self._tmp, self._final)
+
+    def abort(self) -> None:
+        if not self._fh.closed:
+            self._fh.close()
+        try:
+            os.unlink(self._tmp)
+        except FileNotFoundError:
+            pass
+
+    def __enter__(self) -> "_AtomicFile":
+        return self
+
+    def __exit__(self, exc_type: object, *_: object) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
+
+
+class LocalStore(ObjectStore):
+    """Objects are files below a local directory."""
+
+    def __init__(self, root: str) -> None:
+        if root.startswith("file://"):
+            root = root[len("file://") :]
+        self._dir = os.path.abspath(root)
+        self.root = self._dir.rstrip("/") or "/"
+
+    def _path(self, key: str) -> str:
+        key = normalize_key(key)
+        return os.path.join(self._dir, key) if key else self._dir
+
+    def read(self, key: str) -> bytes:
+        try:
+            with open(self._path(key), "rb") as fh:
+                return fh.read()
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError) as exc:
+            raise ObjectNotFoundError(f"{self.uri(key)}: not found") from exc
+
+    def read_range(self, key: str, start: int, length: int) -> bytes:
+        try:
+            with open(self._path(key), "rb") as fh:
+                fh.seek(start)
+                return fh.read(length)
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError) as exc:
+            raise ObjectNotFoundError(f"{self.uri(key)}: not found") from exc
+
+    def size(self, key: str) -> int:
+        path = self._path(key)
+        try:
+            if os.path.isdir(path):
+                raise ObjectNotFoundError(f"{self.uri(key)}: is a directory")
+            return os.path.getsize(path)
+        except (FileNotFoundError, NotADirectoryError) as exc:
+            raise ObjectNotFoundError(f"{self.uri(key)}: not found") from exc
+
+    def list(self, prefix: str = "") -> Iterator[ObjectInfo]:
+        base = self._path(prefix)
+        if not os.path.isdir(base):
+            return
+        for dirpath, _dirs, files in os.walk(base):
+            for name in files:
+                full = os.path.join(dirpath, name)
+                try:
+                    st = os.stat(full)
+                except FileNotFoundError:
+                    continue  # deleted while listing
+                rel = os.path.relpath(full, self._dir).replace(os.sep, "/")
+                mtime = dt.datetime.fromtimestamp(st.st_mtime, tz=dt.timezone.utc)
+                yield ObjectInfo(rel, st.st_size, mtime)
+
+    def write(self, key: str, data: bytes) -> None:
+        with _AtomicFile(self._path(key)) as fh:
+            fh.write(data)
+
+    def put_if_absent(self, key: str, data: bytes) -> None:
+        # Write a staging file, then hard-link it to the final name: link()
+        # fails with EEXIST instead of replacing, and readers never see a
+        # partially written final file. rename() would silently overwrite.
+        final = self._path(key)
+        os.makedirs(os.path.dirname(final), exist_ok=True)
+        staging = f"{final}#{uuid.uuid4().hex}"
+        with open(staging, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        try:
+            os.link(staging, final)
+        except FileExistsError as exc:
+            raise ObjectAlreadyExistsError(f"{self.uri(key)}: already exists") from exc
+        except OSError as exc:
+            raise StorageError(f"{self.uri(key)}: create-only write failed: {exc}") from exc
+        finally:
+            os.unlink(staging)
+
+    def open_writer(self, key: str) -> BinaryIO:
+        return _AtomicFile(self._path(key))  # type: ignore[return-value]
+
+    def delete(self, key: str) -> None:
+        try:
+            os.unlink(self._path(key))
+        except FileNotFoundError:
+            pass
+
+    def child(self, key: str) -> "LocalStore":
+        return LocalStore(self._path(key))
