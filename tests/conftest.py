@@ -1,0 +1,20 @@
+"""Shared pytest configuration.
+
+Hypothesis runs a bounded number of examples without deadlines: the machine
+is small and shared, and the tests check behaviour, not timings.
+"""
+
+from __future__ import annotations
+
+import os
+
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "default",
+    max_examples=int(os.environ.get("HYPOTHESIS_MAX_EXAMPLES", "25")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    derandomize=bool(os.environ.get("CI")),
+)
+settings.load_profile("default")
