@@ -9,7 +9,9 @@
 
 from __future__ import annotations
 
-from typing import Callable, Mapping
+import contextlib
+import importlib
+from collections.abc import Callable, Mapping
 
 from lance_format.errors import UnsupportedSchemeError
 from lance_format.storage.base import ObjectInfo, ObjectStore, normalize_key
@@ -38,7 +40,12 @@ def open_store(uri: str, storage_options: Mapping[str, str] | None = None) -> Ob
     Raises:
         UnsupportedSchemeError: if no backend handles the URI's scheme.
     """
-    uri = str(uri).rstrip("/") or "/"
+    uri = str(uri)
+    if "://" in uri:  # keep "memory://" intact; only trailing slashes of the path go
+        head, rest = uri.split("://", 1)
+        uri = f"{head}://{rest.rstrip('/')}"
+    else:
+        uri = uri.rstrip("/") or "/"
     scheme = uri_scheme(uri)
     opts = dict(storage_options or {})
     if scheme == "file":
@@ -66,16 +73,9 @@ def split_uri(uri: str) -> tuple[str, str]:
 def _load_builtin(scheme: str) -> None:
     # Optional backends register themselves on import; keep their heavy
     # dependencies (fsspec, boto3) off the import path of plain local use.
-    if scheme == "s3":
-        try:
-            import lance_format.storage.s3  # noqa: F401
-        except ImportError:
-            pass
-    if scheme not in _FACTORIES:
-        try:
-            import lance_format.storage.fsspec_store  # noqa: F401
-        except ImportError:
-            pass
+    module = "lance_format.storage.s3" if scheme == "s3" else "lance_format.storage.fsspec_store"
+    with contextlib.suppress(ImportError):
+        importlib.import_module(module)
 
 
 __all__ = [

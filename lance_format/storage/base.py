@@ -11,8 +11,9 @@ from __future__ import annotations
 import abc
 import datetime as dt
 import posixpath
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import BinaryIO, Iterator
+from typing import BinaryIO
 
 from lance_format.errors import PathEscapeError
 
@@ -117,6 +118,6 @@ class ObjectStore(abc.ABC):
         key = normalize_key(key)
         return f"{self.root}/{key}" if key else self.root
 
-    def child(self, key: str) -> "ObjectStore":
+    def child(self, key: str) -> ObjectStore:
         """Return a store rooted at the sub-directory ``key``."""
         raise NotImplementedError

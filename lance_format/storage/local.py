@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import os
 import uuid
-from typing import BinaryIO, Iterator
+from collections.abc import Iterator
+from typing import BinaryIO
 
 from lance_format.errors import ObjectAlreadyExistsError, ObjectNotFoundError, StorageError
 from lance_format.storage.base import ObjectInfo, ObjectStore, normalize_key
@@ -35,12 +37,10 @@ class _AtomicFile:
     def abort(self) -> None:
         if not self._fh.closed:
             self._fh.close()
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(self._tmp)
-        except FileNotFoundError:
-            pass
 
-    def __enter__(self) -> "_AtomicFile":
+    def __enter__(self) -> _AtomicFile:
         return self
 
     def __exit__(self, exc_type: object, *_: object) -> None:
@@ -99,7 +99,7 @@ class LocalStore(ObjectStore):
                 except FileNotFoundError:
                     continue  # deleted while listing
                 rel = os.path.relpath(full, self._dir).replace(os.sep, "/")
-                mtime = dt.datetime.fromtimestamp(st.st_mtime, tz=dt.timezone.utc)
+                mtime = dt.datetime.fromtimestamp(st.st_mtime, tz=dt.UTC)
                 yield ObjectInfo(rel, st.st_size, mtime)
 
     def write(self, key: str, data: bytes) -> None:
@@ -130,10 +130,8 @@ class LocalStore(ObjectStore):
         return _AtomicFile(self._path(key))  # type: ignore[return-value]
 
     def delete(self, key: str) -> None:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(self._path(key))
-        except FileNotFoundError:
-            pass
 
-    def child(self, key: str) -> "LocalStore":
+    def child(self, key: str) -> LocalStore:
         return LocalStore(self._path(key))

@@ -1,0 +1,272 @@
+"""S3 backend (boto3) with conditional-PUT commits; registers ``s3://``.
+
+Create-only writes send ``If-None-Match: *`` like object_store's default
+``S3ConditionalPut::ETagMatch`` does for lance, so two writers racing for the
+same manifest name cannot both succeed. The store needs an S3 implementation
+that honours conditional writes (AWS since 2024, MinIO, moto >= 5.0.x).
+
+Recognised ``storage_options`` (pylance / object_store spellings):
+
+* ``aws_access_key_id`` / ``access_key_id``, ``aws_secret_access_key`` /
+  ``secret_access_key``, ``aws_session_token`` / ``session_token`` / ``token``
+* ``region`` / ``aws_region`` / ``aws_default_region``
+* ``endpoint`` / ``aws_endpoint`` / ``endpoint_url`` / ``aws_endpoint_url``
+* ``allow_http`` (required for ``http://`` endpoints), ``virtual_hosted_style_request``,
+  ``skip_signature`` / ``aws_skip_signature``
+
+Without explicit keys boto3's default credential chain applies.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+from collections.abc import Iterator, Mapping
+from typing import Any, BinaryIO
+
+import boto3
+import botocore.config
+import botocore.exceptions
+from boto3.s3.transfer import TransferConfig
+
+from lance_format.errors import (
+    InvalidInputError,
+    ObjectAlreadyExistsError,
+    ObjectNotFoundError,
+    StorageError,
+)
+from lance_format.storage import register_scheme
+from lance_format.storage.base import ObjectInfo, ObjectStore, normalize_key
+from lance_format.storage.fsspec_store import SpooledWriter
+
+#: Writers switch to multipart uploads above this size, in parts of this size.
+MULTIPART_CHUNK = 16 * 1024 * 1024
+
+_KEY_ALIASES: dict[str, tuple[str, ...]] = {
+    "access_key": ("aws_access_key_id", "access_key_id"),
+    "secret_key": ("aws_secret_access_key", "secret_access_key"),
+    "token": ("aws_session_token", "session_token", "token"),
+    "region": ("region", "aws_region", "aws_default_region"),
+    "endpoint": ("endpoint", "aws_endpoint", "endpoint_url", "aws_endpoint_url"),
+    "allow_http": ("allow_http", "aws_allow_http"),
+    "virtual_hosted": ("virtual_hosted_style_request", "aws_virtual_hosted_style_request"),
+    "skip_signature": ("skip_signature", "aws_skip_signature"),
+}
+_NOT_FOUND_CODES = {"NoSuchKey", "404", "NotFound"}
+_CONFLICT_CODES = {"PreconditionFailed", "412", "ConditionalRequestConflict", "409"}
+
+# Clients are thread-safe and slow to build (~50 ms): share one per option set.
+_CLIENTS: dict[tuple[tuple[str, str], ...], Any] = {}
+_CLIENTS_LOCK = threading.Lock()
+
+
+def _option(opts: Mapping[str, str], name: str) -> str | None:
+    lowered = {k.lower(): v for k, v in opts.items()}
+    for alias in _KEY_ALIASES[name]:
+        value = lowered.get(alias)
+        if value is not None and str(value) != "":
+            return str(value)
+    return None
+
+
+def _truthy(value: str | None) -> bool:
+    return value is not None and value.strip().lower() in ("1", "true", "yes", "on")
+
+
+def _client(opts: Mapping[str, str]) -> Any:
+    cache_key = tuple(sorted((str(k), str(v)) for k, v in opts.items()))
+    with _CLIENTS_LOCK:
+        client = _CLIENTS.get(cache_key)
+        if client is not None:
+            return client
+        endpoint = _option(opts, "endpoint")
+        if endpoint and endpoint.lower().startswith("http://") and not _truthy(_option(opts, "allow_http")):
+            raise InvalidInputError(
+                f"S3 endpoint {endpoint!r} uses plain HTTP; pass storage_options allow_http='true'"
+            )
+        config_kwargs: dict[str, Any] = {
+            "retries": {"mode": "standard", "max_attempts": 5},
+            "max_pool_connections": 32,
+            # object_store/pylance default to path-style requests for custom endpoints.
+            "s3": {"addressing_style": "virtual" if _truthy(_option(opts, "virtual_hosted")) else "path"}
+            if endpoint
+            else {},
+        }
+        if _truthy(_option(opts, "skip_signature")):
+            config_kwargs["signature_version"] = botocore.UNSIGNED
+        session = boto3.session.Session(
+            aws_access_key_id=_option(opts, "access_key"),
+            aws_secret_access_key=_option(opts, "secret_key"),
+            aws_session_token=_option(opts, "token"),
+            region_name=_option(opts, "region"),
+        )
+        client = session.client("s3", endpoint_url=endpoint, config=botocore.config.Config(**config_kwargs))
+        _CLIENTS[cache_key] = client
+        return client
+
+
+def _error_code(exc: botocore.exceptions.ClientError) -> tuple[str, int]:
+    err = exc.response.get("Error", {}) or {}
+    status = int((exc.response.get("ResponseMetadata", {}) or {}).get("HTTPStatusCode", 0) or 0)
+    return str(err.get("Code", "")), status
+
+
+class S3Store(ObjectStore):
+    """Objects below ``s3://bucket/prefix``.
+
+    Args:
+        root: ``s3://bucket`` or ``s3://bucket/prefix``.
+        storage_options: Credentials, region and endpoint (see module docs).
+
+    Raises:
+        InvalidInputError: if the URI has no bucket or the options are inconsistent.
+    """
+
+    #: Keys per list_objects_v2 request (None: the service maximum, 1000).
+    list_page_size: int | None = None
+
+    def __init__(self, root: str, storage_options: Mapping[str, str] | None = None) -> None:
+        rest = root.split("://", 1)[1] if "://" in root else root
+        bucket, _, prefix = rest.partition("/")
+        if not bucket:
+            raise InvalidInputError(f"S3 URI {root!r} names no bucket")
+        self._bucket = bucket
+        self._prefix = normalize_key(prefix.strip("/")) if prefix.strip("/") else ""
+        self._opts = dict(storage_options or {})
+        self._client = _client(self._opts)
+        self.root = f"s3://{bucket}" + (f"/{self._prefix}" if self._prefix else "")
+
+    def _key(self, key: str) -> str:
+        key = normalize_key(key)
+        if not key:
+            return self._prefix
+        return f"{self._prefix}/{key}" if self._prefix else key
+
+    def _fail(self, key: str, action: str, exc: Exception) -> StorageError:
+        """Map a boto error for ``key`` to our exception hierarchy."""
+        if isinstance(exc, botocore.exceptions.ClientError):
+            code, status = _error_code(exc)
+            if code in _NOT_FOUND_CODES or (status == 404 and code != "NoSuchBucket"):
+                return ObjectNotFoundError(f"{self.uri(key)}: not found")
+            if code == "NoSuchBucket":
+                return ObjectNotFoundError(f"{self.uri(key)}: bucket {self._bucket!r} does not exist")
+            return StorageError(f"{self.uri(key)}: {action} failed: {code or status}: {exc}")
+        return StorageError(f"{self.uri(key)}: {action} failed: {exc}")
+
+    # -- reads ---------------------------------------------------------------
+    def read(self, key: str) -> bytes:
+        try:
+            resp = self._client.get_object(Bucket=self._bucket, Key=self._key(key))
+            return bytes(resp["Body"].read())
+        except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as exc:
+            raise self._fail(key, "read", exc) from exc
+
+    def read_range(self, key: str, start: int, length: int) -> bytes:
+        if start < 0 or length < 0:
+            raise StorageError(f"{self.uri(key)}: invalid range start={start} length={length}")
+        if length == 0:
+            self.size(key)  # still report a missing object
+            return b""
+        try:
+            resp = self._client.get_object(
+                Bucket=self._bucket, Key=self._key(key), Range=f"bytes={start}-{start + length - 1}"
+            )
+            return bytes(resp["Body"].read())
+        except botocore.exceptions.ClientError as exc:
+            code, status = _error_code(exc)
+            if code == "InvalidRange" or status == 416:
+                return b""  # start at or past the end: like a short local read
+            raise self._fail(key, "ranged read", exc) from exc
+        except botocore.exceptions.BotoCoreError as exc:
+            raise self._fail(key, "ranged read", exc) from exc
+
+    def size(self, key: str) -> int:
+        try:
+            resp = self._client.head_object(Bucket=self._bucket, Key=self._key(key))
+            return int(resp["ContentLength"])
+        except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as exc:
+            raise self._fail(key, "head", exc) from exc
+
+    def list(self, prefix: str = "") -> Iterator[ObjectInfo]:
+        base = self._key(prefix)
+        list_prefix = f"{base}/" if base else ""
+        strip = len(self._prefix) + 1 if self._prefix else 0
+        try:
+            paging = {"PageSize": self.list_page_size} if self.list_page_size else {}
+            pages = self._client.get_paginator("list_objects_v2").paginate(
+                Bucket=self._bucket, Prefix=list_prefix, PaginationConfig=paging
+            )
+            for page in pages:
+                for obj in page.get("Contents", []) or []:
+                    modified = obj.get("LastModified")
+                    if isinstance(modified, dt.datetime) and modified.tzinfo is None:
+                        modified = modified.replace(tzinfo=dt.UTC)
+                    yield ObjectInfo(str(obj["Key"])[strip:], int(obj["Size"]), modified)
+        except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as exc:
+            code = _error_code(exc)[0] if isinstance(exc, botocore.exceptions.ClientError) else ""
+            raise StorageError(f"{self.uri(prefix)}: list failed: {code}: {exc}") from exc
+
+    # -- writes --------------------------------------------------------------
+    def write(self, key: str, data: bytes) -> None:
+        try:
+            self._client.put_object(Bucket=self._bucket, Key=self._key(key), Body=bytes(data))
+        except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as exc:
+            raise self._fail(key, "write", exc) from exc
+
+    def put_if_absent(self, key: str, data: bytes) -> None:
+        try:
+            self._client.put_object(
+                Bucket=self._bucket, Key=self._key(key), Body=bytes(data), IfNoneMatch="*"
+            )
+        except botocore.exceptions.ClientError as exc:
+            code, status = _error_code(exc)
+            if code in _CONFLICT_CODES or status in (409, 412):
+                raise ObjectAlreadyExistsError(f"{self.uri(key)}: already exists") from exc
+            raise self._fail(key, "create-only write", exc) from exc
+        except botocore.exceptions.BotoCoreError as exc:
+            raise self._fail(key, "create-only write", exc) from exc
+
+    def open_writer(self, key: str) -> BinaryIO:
+        s3_key = self._key(key)
+
+        def commit(fh: BinaryIO, _size: int) -> None:
+            config = TransferConfig(
+                multipart_threshold=MULTIPART_CHUNK, multipart_chunksize=MULTIPART_CHUNK, use_threads=False
+            )
+            try:
+                self._client.upload_fileobj(fh, self._bucket, s3_key, Config=config)
+            except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as exc:
+                raise self._fail(key, "upload", exc) from exc
+            except boto3.exceptions.S3UploadFailedError as exc:
+                raise StorageError(f"{self.uri(key)}: upload failed: {exc}") from exc
+
+        return SpooledWriter(commit)  # type: ignore[return-value]
+
+    def delete(self, key: str) -> None:
+        try:
+            self._client.delete_object(Bucket=self._bucket, Key=self._key(key))
+        except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as exc:
+            err = self._fail(key, "delete", exc)
+            if not isinstance(err, ObjectNotFoundError) or "bucket" in str(err):
+                raise err from exc
+
+    def child(self, key: str) -> S3Store:
+        key = normalize_key(key)
+        if not key:
+            return self
+        store = S3Store.__new__(S3Store)
+        store._bucket = self._bucket
+        store._prefix = self._key(key)
+        store._opts = self._opts
+        store._client = self._client
+        store.root = self.uri(key)
+        return store
+
+
+def _factory(uri: str, storage_options: Mapping[str, str]) -> ObjectStore:
+    return S3Store(uri, storage_options)
+
+
+register_scheme("s3", _factory)
+
+__all__ = ["S3Store", "MULTIPART_CHUNK"]
