@@ -1,0 +1,1 @@
+"""A small Dagster code location that stores its assets as Lance datasets (see ``definitions``)."""

@@ -95,3 +95,7 @@ class CommitConflictError(LanceError):
 
 class InvalidInputError(LanceError, ValueError):
     """An argument is malformed (bad filter, bad mode, bad index)."""
+
+
+class RetryableCommitConflictError(CommitConflictError):
+    """A concurrent commit touched the same data; re-run the operation on the new version."""

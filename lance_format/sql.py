@@ -56,7 +56,6 @@ class _LanceSql(Dialect):
         IDENTIFIERS = ["`", '"']
 
 
-_NULL_BOOL = pa.scalar(None, pa.bool_())
 _INT_RE = re.compile(r"\d+")
 _ANSI_RE = re.compile(r"\x1b\[[0-9;]*m")
 _CMP: dict[type[exp.Expr], str] = {
@@ -120,6 +119,12 @@ class _Val:
     const: pa.Scalar | None = None
     text: str | None = None  # source text of a numeric literal, for exact decimals
 
+
+
+def _null_bool() -> pa.Scalar:
+    # Built on demand: creating a null scalar makes pyarrow import pandas, which
+    # would add ~0.2 s to every `import lance_format`.
+    return pa.scalar(None, pa.bool_())
 
 def _const(value: pa.Scalar, text: str | None = None) -> _Val:
     return _Val(pc.scalar(value), value.type, value, text)
@@ -364,7 +369,7 @@ class _Translator:
 
     def _bool(self, val: _Val, what: str) -> _Val:
         if pa.types.is_null(val.type):
-            return _const(_NULL_BOOL)
+            return _const(_null_bool())
         if not pa.types.is_boolean(val.type):
             raise self.fail(f"{what} needs a boolean operand, got {val.type}")
         return val
@@ -435,7 +440,7 @@ class _Translator:
     def _unify(self, left: _Val, right: _Val) -> tuple[_Val, _Val]:
         """Cast a literal to the other side's type (and dates up to timestamps)."""
         if pa.types.is_null(left.type) and pa.types.is_null(right.type):
-            return _const(_NULL_BOOL), _const(_NULL_BOOL)
+            return _const(_null_bool()), _const(_null_bool())
         if left.type == right.type:
             return left, right
         if right.const is not None and left.const is None:
@@ -544,9 +549,9 @@ class _Translator:
             values += [0.0, -0.0]  # IN (0.0) also matches -0.0, as DataFusion does
         found = pc.is_in(subject.expr, value_set=pa.array(values, subject.type), skip_nulls=True)
         if len(values) < len(consts):  # NULL in the list: a miss is unknown, not false
-            expr = pc.or_kleene(found, pc.scalar(_NULL_BOOL))
+            expr = pc.or_kleene(found, pc.scalar(_null_bool()))
         else:
-            expr = pc.or_kleene(found, pc.if_else(pc.is_null(subject.expr), _NULL_BOOL, False))
+            expr = pc.or_kleene(found, pc.if_else(pc.is_null(subject.expr), _null_bool(), False))
         return self._negated(node, _Val(expr, pa.bool_()))
 
     def _between(self, node: exp.Between) -> _Val:

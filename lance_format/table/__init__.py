@@ -1,0 +1,1 @@
+"""Table format core: manifests, naming, transactions, the commit protocol, fragments."""
