@@ -1,0 +1,48 @@
+"""The frame-handler interface: each frame library only converts its objects to and from Arrow."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+if TYPE_CHECKING:
+    from ..reader import ArrowSource
+
+
+class FrameHandler(ABC):
+    """Converts one frame library's objects to and from Arrow.
+
+    All Lance work (commits, metadata, version pinning) is done once, in Arrow, by the IO manager
+    and the resource; a handler is only the edge between Arrow and a library. Subclass it (and
+    list the subclass in ``LanceIOManager.frame_handlers()``) to add a library such as polars.
+    """
+
+    #: Short name used in error messages.
+    name: str = "frame"
+
+    @abstractmethod
+    def handles_type(self, tp: Any) -> bool:
+        """Whether an input annotated with ``tp`` should be loaded by this handler."""
+
+    @abstractmethod
+    def handles_value(self, obj: Any) -> bool:
+        """Whether an output value ``obj`` can be stored by this handler."""
+
+    @abstractmethod
+    def to_arrow(self, obj: Any) -> pa.Table | pa.RecordBatchReader:
+        """Convert an output value to an Arrow table or batch stream."""
+
+    @abstractmethod
+    def from_arrow(self, source: ArrowSource, tp: Any) -> Any:
+        """Build the object an input annotated with ``tp`` expects from a dataset scan."""
+
+
+def is_class_named(tp: Any, module_prefix: str, name: str) -> bool:
+    """Match a class by module and name, without importing the library that defines it."""
+    if not isinstance(tp, type):
+        return False
+    return any(
+        c.__name__ == name and c.__module__.split(".")[0] == module_prefix for c in tp.__mro__
+    )

@@ -1,0 +1,94 @@
+"""Unit tests of the config, read-spec and handler plumbing (no Dagster run)."""
+
+import sys
+
+import pyarrow as pa
+import pytest
+
+from lance_dagster.config import dataset_uri, default_root_uri, make_settings, parse_mode
+from lance_dagster.handlers import (
+    ArrowHandler,
+    PandasHandler,
+    default_handlers,
+    handler_for_type,
+    handler_for_value,
+)
+from lance_dagster.reader import ReadSpec
+from lance_dagster.writer import align_to_schema
+
+
+def test_dataset_uri_from_asset_key() -> None:
+    assert dataset_uri("s3://bucket/lake/", ["sales", "orders"]) == "s3://bucket/lake/sales/orders.lance"
+    assert dataset_uri("/data", "events") == "/data/events.lance"
+    assert dataset_uri("/data", "a/b.lance") == "/data/a/b.lance"
+    for bad in (["..", "x"], ["a", ""]):
+        with pytest.raises(ValueError, match="invalid dataset path"):
+            dataset_uri("/data", bad)
+
+
+def test_default_root(monkeypatch: pytest.MonkeyPatch, tmp_path: object) -> None:
+    monkeypatch.setenv("DAGSTER_HOME", "/opt/dagster")
+    assert default_root_uri() == "/opt/dagster/storage/lance_storage"
+    monkeypatch.delenv("DAGSTER_HOME")
+    assert default_root_uri().endswith("/lance_storage")
+    assert make_settings(None, None, "append", "").root_uri == default_root_uri()
+
+
+def test_modes() -> None:
+    assert parse_mode("append", where="x") == "append"
+    with pytest.raises(ValueError, match="x: write mode must be one of"):
+        parse_mode("upsert", where="x")
+    with pytest.raises(ValueError):
+        make_settings("/r", None, "create", None)
+
+
+def test_read_spec_parsing() -> None:
+    spec = ReadSpec.from_metadata({"version": 3, "columns": ["a", "b"], "filter": "a > 1"}, where="in")
+    assert (spec.pin, spec.columns, spec.filter) == (3, ("a", "b"), "a > 1")
+    assert ReadSpec.from_metadata({"tag": "gold"}, where="in").pin == "gold"
+    assert ReadSpec.from_metadata(None, where="in").pin is None
+    for bad in ({"version": "3"}, {"version": True}, {"version": 1, "tag": "t"}, {"columns": "a"},
+                {"tag": 5}, {"filter": 1}):
+        with pytest.raises(ValueError, match="^in: .*metadata"):
+            ReadSpec.from_metadata(bad, where="in")
+
+
+def test_handler_selection() -> None:
+    import pandas as pd
+
+    handlers = default_handlers()
+    assert isinstance(handler_for_value(handlers, pa.table({"a": [1]}), where="w"), ArrowHandler)
+    assert isinstance(handler_for_value(handlers, pd.DataFrame({"a": [1]}), where="w"), PandasHandler)
+    assert isinstance(handler_for_type(handlers, pd.DataFrame, where="w"), PandasHandler)
+    assert isinstance(handler_for_type(handlers, pa.RecordBatchReader, where="w"), ArrowHandler)
+    with pytest.raises(TypeError, match="w: cannot store a builtins.dict; supported frame libraries: pyarrow"):
+        handler_for_value(handlers, {"a": 1}, where="w")
+    with pytest.raises(TypeError, match="cannot load an input annotated as"):
+        handler_for_type(handlers, list, where="w")
+
+
+def test_pandas_handler_strips_pandas_metadata() -> None:
+    import pandas as pd
+
+    table = PandasHandler().to_arrow(pd.DataFrame({"a": [1, 2]}, index=[5, 6]))
+    assert table.schema.names == ["a"]
+    assert b"pandas" not in (table.schema.metadata or {})
+
+
+def test_missing_pandas_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    import pandas as pd
+
+    frame = pd.DataFrame({"a": [1]})
+    monkeypatch.setitem(sys.modules, "pandas", None)  # makes `import pandas` raise ImportError
+    with pytest.raises(ImportError, match=r"pip install 'lance-dagster\[pandas\]'"):
+        PandasHandler().to_arrow(frame)
+
+
+def test_align_to_schema_restores_arrow_types() -> None:
+    target = pa.schema([("v", pa.list_(pa.float32(), 2)), ("s", pa.string())])
+    data = pa.table({"v": pa.array([[1.0, 2.0]], pa.list_(pa.float32())), "s": pa.array(["x"], pa.large_string())})
+    assert align_to_schema(data, target).schema == target
+    reader = align_to_schema(pa.RecordBatchReader.from_batches(data.schema, data.to_batches()), target)
+    assert isinstance(reader, pa.RecordBatchReader) and reader.read_all().schema == target
+    other = pa.table({"w": [1]})
+    assert align_to_schema(other, target) is other
