@@ -1,0 +1,144 @@
+"""Conflict checks between our transaction and ones committed since our read version.
+
+The matrix follows lance's ``TransactionRebase::check_*`` (FACTS h). Rows are our
+operation, columns the already committed one. ``.`` = compatible (re-apply ours on
+top), ``R`` = retryable conflict, ``I`` = incompatible, letters = conditional.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+from lance_format.errors import CommitConflictError, RetryableCommitConflictError
+from lance_format.table.transaction import LanceOperation, Transaction
+
+_COLUMNS = (
+    "append", "delete", "update", "overwrite", "create_index", "rewrite", "merge", "project", "restore",
+    "reserve_fragments", "update_config", "data_replacement", "update_mem_wal_state", "clone", "update_bases",
+)
+
+_MATRIX: dict[str, tuple[str, ...]] = {
+    "append":            (".", ".", ".", "I", ".", ".", ".", ".", "I", ".", ".", ".", "I", ".", "."),
+    "delete":            (".", "a", "a", "I", ".", "b", "R", ".", "I", ".", ".", "b", "I", ".", "."),
+    "update":            (".", "a", "a", "I", ".", "b", "R", ".", "I", ".", ".", "b", "I", ".", "."),
+    "overwrite":         (".", ".", ".", "k", ".", ".", ".", ".", ".", ".", "k", ".", "I", ".", "."),
+    "create_index":      (".", ".", ".", "I", "f", "c", ".", ".", "I", ".", ".", "R", "I", ".", "."),
+    "rewrite":           (".", "b", "b", "I", "c", "e", "R", ".", "I", ".", ".", "b", ".", ".", "."),
+    "merge":             ("R", "R", "R", "I", ".", "R", "R", "I", "I", ".", ".", "R", "I", ".", "."),
+    "project":           (".", ".", ".", "I", ".", ".", "R", "R", "I", ".", ".", ".", "I", ".", "."),
+    "restore":           (".", ".", ".", ".", ".", ".", ".", ".", ".", ".", ".", ".", "I", ".", "."),
+    "reserve_fragments": (".", ".", ".", "I", ".", ".", ".", ".", "I", ".", ".", ".", ".", ".", "."),
+}
+
+FRAG_REUSE_INDEX = "__lance_frag_reuse"
+
+
+class Outcome(enum.Enum):
+    """Result of checking one pair of transactions."""
+
+    COMPATIBLE = "compatible"
+    #: Both touched the same fragments through deletion vectors only: merge them.
+    REBASE_DELETIONS = "rebase_deletions"
+    RETRYABLE = "retryable"
+    INCOMPATIBLE = "incompatible"
+
+
+def touched_fragment_ids(op: LanceOperation.BaseOperation) -> set[int]:
+    """Existing fragment ids an operation modifies or removes."""
+    L = LanceOperation
+    if isinstance(op, L.Delete):
+        return {f.id for f in op.updated_fragments} | set(op.deleted_fragment_ids)
+    if isinstance(op, L.Update):
+        return {f.id for f in op.updated_fragments} | set(op.removed_fragment_ids)
+    if isinstance(op, L.Rewrite):
+        return {f.id for g in op.groups for f in g.old_fragments}
+    raw = getattr(op, "raw", None)
+    if getattr(op, "kind", "") == "data_replacement" and raw is not None:
+        return {r.fragment_id for r in raw.replacements}
+    return set()
+
+
+def _files_changed(op: LanceOperation.BaseOperation, ids: set[int], base_files: dict[int, Any]) -> bool:
+    """Whether ``op`` changed the data files (not just deletions) of any fragment in ``ids``."""
+    L = LanceOperation
+    if isinstance(op, L.Update) and set(op.removed_fragment_ids) & ids:
+        return True
+    if isinstance(op, L.Delete) and set(op.deleted_fragment_ids) & ids:
+        return True
+    for frag in getattr(op, "updated_fragments", ()):
+        if frag.id in ids and base_files.get(frag.id) != frag.files:
+            return True
+    return False
+
+
+def check(mine: Transaction, theirs: Transaction, base_files: dict[int, Any]) -> Outcome:
+    """Classify ``mine`` against an already committed ``theirs``.
+
+    Args:
+        mine: The transaction being committed.
+        theirs: A transaction committed after ``mine.read_version``.
+        base_files: ``{fragment id: files}`` of the version ``mine`` read.
+    """
+    my_kind = mine.operation.kind
+    their_kind = theirs.operation.kind
+    row = _MATRIX.get(my_kind)
+    if row is None:
+        return Outcome.INCOMPATIBLE
+    cell = row[_COLUMNS.index(their_kind)] if their_kind in _COLUMNS else "I"
+    if cell == ".":
+        return Outcome.COMPATIBLE
+    if cell == "R":
+        return Outcome.RETRYABLE
+    if cell == "I":
+        return Outcome.INCOMPATIBLE
+    mo, to = mine.operation, theirs.operation
+    if cell == "a":
+        shared = touched_fragment_ids(mo) & touched_fragment_ids(to)
+        if not shared:
+            return Outcome.COMPATIBLE
+        if _files_changed(to, shared, base_files) or _files_changed(mo, shared, base_files):
+            return Outcome.RETRYABLE
+        return Outcome.REBASE_DELETIONS
+    if cell == "b":
+        shared = touched_fragment_ids(mo) & touched_fragment_ids(to)
+        return Outcome.RETRYABLE if shared else Outcome.COMPATIBLE
+    if cell == "e":
+        shared = touched_fragment_ids(mo) & touched_fragment_ids(to)
+        return Outcome.RETRYABLE if shared else Outcome.COMPATIBLE
+    if cell == "c":
+        index_op, rewrite = (mo, to) if my_kind == "create_index" else (to, mo)
+        old = touched_fragment_ids(rewrite)
+        for idx in getattr(index_op, "new_indices", ()):
+            if idx.fragment_ids is None or idx.fragment_ids & old:
+                return Outcome.RETRYABLE
+        return Outcome.COMPATIBLE
+    if cell == "f":
+        def reuse(op: Any) -> bool:
+            return any(i.name == FRAG_REUSE_INDEX for i in op.new_indices)
+        return Outcome.RETRYABLE if reuse(mo) and reuse(to) else Outcome.COMPATIBLE
+    if cell == "k":
+        return Outcome.INCOMPATIBLE if _config_keys(mo) & _config_keys(to) else Outcome.COMPATIBLE
+    return Outcome.INCOMPATIBLE
+
+
+def _config_keys(op: LanceOperation.BaseOperation) -> set[str]:
+    if isinstance(op, LanceOperation.Overwrite):
+        return set(op.config_upsert_values or {})
+    raw = getattr(op, "raw", None)
+    if raw is None:
+        return set()
+    keys = set(getattr(raw, "upsert_values", {})) | set(getattr(raw, "delete_keys", ()))
+    if raw.HasField("config_updates") if hasattr(raw, "config_updates") else False:
+        keys |= {e.key for e in raw.config_updates.update_entries}
+    return keys
+
+
+def raise_for(outcome: Outcome, mine: Transaction, theirs: Transaction, their_version: int) -> None:
+    """Raise the error for a failed check, naming both operations."""
+    what = (f"{mine.operation.kind} (read version {mine.read_version}) conflicts with "
+            f"{theirs.operation.kind} committed as version {their_version}")
+    if outcome is Outcome.RETRYABLE:
+        raise RetryableCommitConflictError(f"commit conflict: {what}; retry the operation on the new version")
+    if outcome is Outcome.INCOMPATIBLE:
+        raise CommitConflictError(f"commit conflict: {what}")

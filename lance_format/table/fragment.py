@@ -1,0 +1,361 @@
+"""Immutable fragment models (``DataFile``, ``DeletionFile``, ``FragmentMetadata``) and their codec.
+
+Each model keeps the protobuf message it was decoded from (``raw``, excluded from
+equality and repr). Encoding starts from a copy of that message and overwrites the
+known fields, so fields written by a newer Lance (unknown to our protos) survive a
+read-modify-write.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from google.protobuf import descriptor_pool
+from google.protobuf.message import DecodeError, Message
+from google.protobuf.message_factory import GetMessageClass
+
+from lance_format._pb import table_pb2
+from lance_format.errors import CorruptFileError, PathEscapeError
+from lance_format.storage import normalize_key
+
+DeletionFileType = Literal["array", "bitmap"]
+
+
+class _PbMarker(tuple[str, bytes]):
+    """A pickled protobuf message: (full message name, serialized bytes)."""
+
+
+def _freeze_pb(value: Any) -> Any:
+    if isinstance(value, Message):
+        return _PbMarker((value.DESCRIPTOR.full_name, value.SerializeToString()))
+    if isinstance(value, tuple) and value and isinstance(value[0], Message):
+        return tuple(_freeze_pb(v) for v in value)
+    return value
+
+
+def _thaw_pb(value: Any) -> Any:
+    if isinstance(value, _PbMarker):
+        cls = GetMessageClass(descriptor_pool.Default().FindMessageTypeByName(value[0]))
+        msg = cls()
+        msg.ParseFromString(value[1])
+        return msg
+    if isinstance(value, tuple) and value and isinstance(value[0], _PbMarker):
+        return tuple(_thaw_pb(v) for v in value)
+    return value
+
+
+class PicklableModel:
+    """Mixin for frozen dataclasses holding protobuf messages.
+
+    The generated modules are imported under their bare names (``table_pb2``), which
+    pickle cannot locate, so messages travel as (type name, bytes) instead. This lets
+    fragment metadata cross process boundaries (Spark executors to the driver).
+    """
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: _freeze_pb(v) for k, v in self.__dict__.items()}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for k, v in state.items():
+            object.__setattr__(self, k, _thaw_pb(v))
+
+
+@dataclass(frozen=True)
+class DataFile(PicklableModel):
+    """One Lance data file of a fragment.
+
+    Attributes:
+        path: Path relative to the dataset's ``data/`` directory.
+        fields: Dataset field ids stored in the file (those that own a column).
+        column_indices: Column index of each entry of ``fields``.
+        file_major_version: Lance file major version (2 for 2.x files).
+        file_minor_version: Lance file minor version.
+        file_size_bytes: Exact file size in bytes, or ``None`` when unknown.
+        base_id: Base path id for files outside the dataset root.
+    """
+
+    path: str
+    fields: tuple[int, ...]
+    column_indices: tuple[int, ...] = ()
+    file_major_version: int = 2
+    file_minor_version: int = 0
+    file_size_bytes: int | None = None
+    base_id: int | None = None
+    raw: Any = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "fields", tuple(int(f) for f in self.fields))
+        object.__setattr__(self, "column_indices", tuple(int(c) for c in self.column_indices))
+
+    @property
+    def file_version(self) -> tuple[int, int]:
+        """``(major, minor)`` as recorded in the manifest."""
+        return self.file_major_version, self.file_minor_version
+
+
+@dataclass(frozen=True)
+class DeletionFile(PicklableModel):
+    """A fragment's deletion vector file (FACTS d).
+
+    Attributes:
+        read_version: Dataset version the deleter read.
+        id: Random id that makes the file name unique.
+        file_type: ``"array"`` (``.arrow``) or ``"bitmap"`` (``.bin`` roaring).
+        num_deleted_rows: Exact number of deleted rows (0 would mean "unknown").
+        base_id: Base path id, ``None`` for the dataset root.
+    """
+
+    read_version: int
+    id: int
+    file_type: DeletionFileType
+    num_deleted_rows: int
+    base_id: int | None = None
+    raw: Any = field(default=None, compare=False, repr=False)
+
+    def path(self, fragment_id: int) -> str:
+        """Return the store key relative to the dataset root."""
+        ext = "bin" if self.file_type == "bitmap" else "arrow"
+        return f"_deletions/{fragment_id}-{self.read_version}-{self.id}.{ext}"
+
+
+@dataclass(frozen=True)
+class FragmentMetadata(PicklableModel):
+    """A horizontal slice of the table: data files over the same rows plus deletions.
+
+    Attributes:
+        id: Fragment id (unique in a version; 0 = "unassigned" in a transaction).
+        files: Data files, each holding a subset of the columns for the same rows.
+        physical_rows: Rows in the data files before deletions.
+        deletion_file: Deletion vector, if any rows were deleted.
+        row_id_meta: Raw ``RowIdSequence`` bytes (stable row ids), if any.
+        created_at_version_meta: Raw ``RowDatasetVersionSequence`` bytes, if any.
+        last_updated_at_version_meta: Raw ``RowDatasetVersionSequence`` bytes, if any.
+    """
+
+    id: int
+    files: tuple[DataFile, ...]
+    physical_rows: int
+    deletion_file: DeletionFile | None = None
+    row_id_meta: bytes | None = None
+    created_at_version_meta: bytes | None = None
+    last_updated_at_version_meta: bytes | None = None
+    raw: Any = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "files", tuple(self.files))
+
+    @property
+    def num_deletions(self) -> int:
+        """Rows deleted from this fragment."""
+        return 0 if self.deletion_file is None else self.deletion_file.num_deleted_rows
+
+    @property
+    def num_rows(self) -> int:
+        """Live rows (physical rows minus deletions)."""
+        return self.physical_rows - self.num_deletions
+
+    def with_id(self, new_id: int) -> FragmentMetadata:
+        """Return a copy carrying ``new_id``."""
+        return dataclasses.replace(self, id=new_id)
+
+    def to_json(self) -> dict[str, Any]:
+        """Return a JSON-serializable dict (pylance-compatible keys)."""
+        df = self.deletion_file
+        return {
+            "id": self.id,
+            "files": [
+                {
+                    "path": f.path,
+                    "fields": list(f.fields),
+                    "column_indices": list(f.column_indices),
+                    "file_major_version": f.file_major_version,
+                    "file_minor_version": f.file_minor_version,
+                    "file_size_bytes": f.file_size_bytes,
+                    "base_id": f.base_id,
+                }
+                for f in self.files
+            ],
+            "physical_rows": self.physical_rows,
+            "deletion_file": None
+            if df is None
+            else {
+                "read_version": df.read_version,
+                "id": df.id,
+                "file_type": df.file_type,
+                "num_deleted_rows": df.num_deleted_rows,
+                "base_id": df.base_id,
+            },
+        }
+
+    @staticmethod
+    def from_json(data: str | dict[str, Any]) -> FragmentMetadata:
+        """Inverse of :meth:`to_json` (also accepts the JSON text)."""
+        import json
+
+        obj: dict[str, Any] = json.loads(data) if isinstance(data, str) else data
+        files = tuple(
+            DataFile(
+                path=f["path"],
+                fields=f["fields"],
+                column_indices=f.get("column_indices") or (),
+                file_major_version=f.get("file_major_version", 2),
+                file_minor_version=f.get("file_minor_version", 0),
+                file_size_bytes=f.get("file_size_bytes"),
+                base_id=f.get("base_id"),
+            )
+            for f in obj["files"]
+        )
+        d = obj.get("deletion_file")
+        deletion = None
+        if d is not None:
+            deletion = DeletionFile(
+                d["read_version"], d["id"], d["file_type"], d["num_deleted_rows"], d.get("base_id")
+            )
+        return FragmentMetadata(obj["id"], files, obj["physical_rows"], deletion)
+
+
+# --- codec -------------------------------------------------------------------
+
+
+def check_data_path(path: str, where: str) -> str:
+    """Validate a data-file path from a manifest (must stay below ``data/``).
+
+    Raises:
+        PathEscapeError: if the path is absolute or climbs out of the dataset root.
+    """
+    if path and "/" not in path and "\\" not in path and "\x00" not in path and path not in (".", ".."):
+        return path  # a plain file name (the common case) cannot escape
+    try:
+        norm = normalize_key(f"data/{path}")
+    except PathEscapeError as exc:
+        raise PathEscapeError(f"{where}: data file path {path!r} escapes the dataset root") from exc
+    if not norm.startswith("data/"):
+        raise PathEscapeError(f"{where}: data file path {path!r} escapes the data directory")
+    return path
+
+
+def data_file_from_pb(pb: Any, where: str = "manifest") -> DataFile:
+    """Decode a ``lance.table.DataFile``."""
+    check_data_path(pb.path, where)
+    version = (pb.file_major_version, pb.file_minor_version)
+    if len(pb.fields) != len(pb.column_indices) and version >= (0, 3) and len(pb.column_indices) != 0:
+        raise CorruptFileError(f"{where}: data file {pb.path!r} has {len(pb.fields)} fields but "
+                               f"{len(pb.column_indices)} column indices")
+    return DataFile(
+        path=pb.path,
+        fields=tuple(pb.fields),
+        column_indices=tuple(pb.column_indices),
+        file_major_version=pb.file_major_version,
+        file_minor_version=pb.file_minor_version,
+        file_size_bytes=pb.file_size_bytes or None,
+        base_id=pb.base_id if pb.HasField("base_id") else None,
+        raw=pb,
+    )
+
+
+def data_file_to_pb(df: DataFile) -> Any:
+    """Encode a :class:`DataFile`."""
+    pb = table_pb2.DataFile()
+    if df.raw is not None:
+        pb.CopyFrom(df.raw)
+    pb.path = df.path
+    del pb.fields[:]
+    pb.fields.extend(df.fields)
+    del pb.column_indices[:]
+    pb.column_indices.extend(df.column_indices)
+    pb.file_major_version = df.file_major_version
+    pb.file_minor_version = df.file_minor_version
+    pb.file_size_bytes = df.file_size_bytes or 0
+    if df.base_id is None:
+        pb.ClearField("base_id")
+    else:
+        pb.base_id = df.base_id
+    return pb
+
+
+def deletion_file_from_pb(pb: Any) -> DeletionFile:
+    """Decode a ``lance.table.DeletionFile``."""
+    kind: DeletionFileType = "bitmap" if pb.file_type == 1 else "array"
+    return DeletionFile(
+        read_version=pb.read_version,
+        id=pb.id,
+        file_type=kind,
+        num_deleted_rows=pb.num_deleted_rows,
+        base_id=pb.base_id if pb.HasField("base_id") else None,
+        raw=pb,
+    )
+
+
+def deletion_file_to_pb(d: DeletionFile) -> Any:
+    """Encode a :class:`DeletionFile`."""
+    pb = table_pb2.DeletionFile()
+    if d.raw is not None:
+        pb.CopyFrom(d.raw)
+    pb.file_type = table_pb2.DeletionFile.BITMAP if d.file_type == "bitmap" else table_pb2.DeletionFile.ARROW_ARRAY
+    pb.read_version = d.read_version
+    pb.id = d.id
+    pb.num_deleted_rows = d.num_deleted_rows
+    if d.base_id is None:
+        pb.ClearField("base_id")
+    else:
+        pb.base_id = d.base_id
+    return pb
+
+
+def fragment_from_pb(pb: Any, where: str = "manifest") -> FragmentMetadata:
+    """Decode a ``lance.table.DataFragment``."""
+    deletion = deletion_file_from_pb(pb.deletion_file) if pb.HasField("deletion_file") else None
+    return FragmentMetadata(
+        id=pb.id,
+        files=tuple(data_file_from_pb(f, where) for f in pb.files),
+        physical_rows=pb.physical_rows,
+        deletion_file=deletion,
+        row_id_meta=pb.inline_row_ids if pb.HasField("inline_row_ids") else None,
+        created_at_version_meta=pb.inline_created_at_versions
+        if pb.HasField("inline_created_at_versions")
+        else None,
+        last_updated_at_version_meta=pb.inline_last_updated_at_versions
+        if pb.HasField("inline_last_updated_at_versions")
+        else None,
+        raw=pb,
+    )
+
+
+def fragment_to_pb(frag: FragmentMetadata) -> Any:
+    """Encode a :class:`FragmentMetadata` (unknown fields of ``raw`` are kept)."""
+    pb = table_pb2.DataFragment()
+    if frag.raw is not None:
+        pb.CopyFrom(frag.raw)
+    pb.id = frag.id
+    del pb.files[:]
+    pb.files.extend(data_file_to_pb(f) for f in frag.files)
+    if frag.deletion_file is None:
+        pb.ClearField("deletion_file")
+    else:
+        pb.deletion_file.CopyFrom(deletion_file_to_pb(frag.deletion_file))
+    pb.physical_rows = frag.physical_rows
+    if frag.row_id_meta is not None:
+        pb.inline_row_ids = frag.row_id_meta
+    elif pb.HasField("inline_row_ids"):
+        pb.ClearField("inline_row_ids")
+    if frag.created_at_version_meta is not None:
+        pb.inline_created_at_versions = frag.created_at_version_meta
+    elif pb.HasField("inline_created_at_versions"):
+        pb.ClearField("inline_created_at_versions")
+    if frag.last_updated_at_version_meta is not None:
+        pb.inline_last_updated_at_versions = frag.last_updated_at_version_meta
+    elif pb.HasField("inline_last_updated_at_versions"):
+        pb.ClearField("inline_last_updated_at_versions")
+    return pb
+
+
+def decode_fragment_bytes(data: bytes, where: str) -> FragmentMetadata:
+    """Decode serialized ``DataFragment`` bytes (used by ``FragmentMetadata`` pickling)."""
+    pb = table_pb2.DataFragment()
+    try:
+        pb.ParseFromString(data)
+    except DecodeError as exc:
+        raise CorruptFileError(f"{where}: malformed DataFragment: {exc}") from exc
+    return fragment_from_pb(pb, where)

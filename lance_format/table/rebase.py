@@ -1,0 +1,79 @@
+"""Rebasing a Delete/Update over a concurrent Delete/Update of the same fragments.
+
+When both transactions only changed deletion vectors of a shared fragment, lance merges
+the two vectors and retries (FACTS h, cell ``a``). If both deleted the same row, the
+commit is a retryable conflict instead.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from lance_format.errors import RetryableCommitConflictError
+from lance_format.storage import ObjectStore
+from lance_format.table import deletion as _deletion
+from lance_format.table.fragment import DeletionFile, FragmentMetadata
+from lance_format.table.manifest import Manifest
+from lance_format.table.transaction import LanceOperation, Transaction
+
+
+def _offsets(store: ObjectStore, frag: FragmentMetadata | None) -> npt.NDArray[np.uint32]:
+    if frag is None or frag.deletion_file is None:
+        return np.empty(0, dtype=np.uint32)
+    d = frag.deletion_file
+    theirs = _deletion.DeletionFile("arrow" if d.file_type == "array" else "bitmap", d.read_version, d.id,
+                                    d.num_deleted_rows, d.base_id)
+    return _deletion.read_deletion_file(store, frag.id, theirs)
+
+
+class DeletionRebase:
+    """Stateful rebaser: remembers each shared fragment as last seen, version after version."""
+
+    def __init__(self, base: Manifest):
+        self._seen: dict[int, FragmentMetadata | None] = {f.id: f for f in base.fragments}
+
+    def __call__(self, store: ObjectStore, txn: Transaction, theirs: Manifest, base: Manifest) -> Transaction:
+        """Return ``txn`` with its deletion vectors merged into those committed in ``theirs``."""
+        del base
+        op = txn.operation
+        if not isinstance(op, (LanceOperation.Delete, LanceOperation.Update)):
+            return txn
+        updated = list(op.updated_fragments)
+        removed = list(op.deleted_fragment_ids if isinstance(op, LanceOperation.Delete)
+                       else op.removed_fragment_ids)
+        for i, mine in enumerate(updated):
+            current = theirs.fragment(mine.id)
+            before = self._seen.get(mine.id)
+            if current is None:
+                raise RetryableCommitConflictError(
+                    f"commit conflict: fragment {mine.id} was removed by version {theirs.version}")
+            if before is not None and current.deletion_file == before.deletion_file:
+                continue  # this version did not touch the fragment
+            old = _offsets(store, before)
+            ours_new = np.setdiff1d(_offsets(store, mine), old)
+            theirs_all = _offsets(store, current)
+            if np.intersect1d(ours_new, np.setdiff1d(theirs_all, old)).size:
+                raise RetryableCommitConflictError(
+                    f"commit conflict: {op.kind} and the delete/update of version {theirs.version} "
+                    f"both changed the same rows of fragment {mine.id}")
+            merged = np.union1d(theirs_all, ours_new)
+            self._seen[mine.id] = current
+            if merged.size >= mine.physical_rows:
+                removed.append(mine.id)
+                updated[i] = None  # type: ignore[call-overload]
+                continue
+            w = _deletion.write_deletion_file(store, mine.id, txn.read_version, merged)
+            kind: Literal["array", "bitmap"] = "array" if w.file_type == "arrow" else "bitmap"
+            updated[i] = dataclasses.replace(mine, deletion_file=DeletionFile(w.read_version, w.id, kind,
+                                                                              w.num_deleted_rows))
+        kept = [f for f in updated if f is not None]
+        new_op: LanceOperation.BaseOperation
+        if isinstance(op, LanceOperation.Delete):
+            new_op = LanceOperation.Delete(kept, removed, op.predicate)
+        else:
+            new_op = dataclasses.replace(op, updated_fragments=kept, removed_fragment_ids=removed)
+        return dataclasses.replace(txn, operation=new_op)

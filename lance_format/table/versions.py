@@ -1,0 +1,204 @@
+"""Finding and loading versions: manifest listing, latest version, transactions, hint file."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import posixpath
+from typing import Any
+
+from google.protobuf.message import DecodeError
+
+from lance_format._pb import transaction_pb2
+from lance_format.errors import (
+    CorruptFileError,
+    DatasetNotFoundError,
+    ObjectNotFoundError,
+    VersionNotFoundError,
+)
+from lance_format.storage import ObjectStore
+from lance_format.table.manifest import (
+    Manifest,
+    check_feature_flags,
+    decode_manifest,
+    decode_manifest_pb,
+    summary_of_pb,
+)
+from lance_format.table.naming import (
+    HINT_KEY,
+    TRANSACTIONS_DIR,
+    VERSIONS_DIR,
+    NamingScheme,
+    detect_scheme,
+    manifest_key,
+    parse_manifest_name,
+)
+from lance_format.table.transaction import Transaction, decode_transaction
+
+
+def list_manifests(store: ObjectStore) -> tuple[dict[int, str], NamingScheme | None]:
+    """Return ``({version: key}, scheme)`` of every attached manifest.
+
+    Raises:
+        CorruptFileError: if V1 and V2 names are mixed.
+    """
+    names: dict[int, str] = {}
+    base_names: list[str] = []
+    for info in store.list(VERSIONS_DIR):
+        name = posixpath.basename(info.key)
+        if posixpath.dirname(info.key) != VERSIONS_DIR:
+            continue
+        parsed = parse_manifest_name(name)
+        if parsed is not None:
+            names[parsed[0]] = info.key
+            base_names.append(name)
+    return names, detect_scheme(base_names)
+
+
+def latest_version(store: ObjectStore) -> int | None:
+    """Return the newest version number, ``None`` if there is no manifest."""
+    found = find_latest(store)
+    return None if found is None else found[0]
+
+
+def find_latest(store: ObjectStore) -> tuple[int, str, NamingScheme] | None:
+    """Return ``(version, key, scheme)`` of the newest manifest, ``None`` if there is none.
+
+    The hint file lets us avoid listing ``_versions/``: the hinted manifest must exist
+    and we step forward past any newer ones (the hint may be stale). A missing, broken
+    or too-new hint falls back to a full listing, as lance does.
+    """
+    hint = read_hint(store)
+    if hint is not None and hint >= 1:
+        for scheme in (NamingScheme.V2, NamingScheme.V1):
+            key = manifest_key(hint, scheme)
+            if store.exists(key):
+                version = hint
+                while store.exists(nxt := manifest_key(version + 1, scheme)):
+                    version, key = version + 1, nxt
+                return version, key, scheme
+    names, listed = list_manifests(store)
+    if not names or listed is None:
+        return None
+    top = max(names)
+    return top, names[top], listed
+
+
+def manifest_key_of(store: ObjectStore, version: int) -> str:
+    """Return the key of ``version``'s manifest (V2 name first, then V1).
+
+    Raises:
+        VersionNotFoundError: if neither exists.
+    """
+    for scheme in (NamingScheme.V2, NamingScheme.V1):
+        key = manifest_key(version, scheme)
+        if store.exists(key):
+            return key
+    raise VersionNotFoundError(f"{store.uri('')}: version {version} does not exist")
+
+
+def read_manifest(store: ObjectStore, key: str, *, for_write: bool = False) -> Manifest:
+    """Read, decode and flag-check the manifest stored at ``key``."""
+    where = store.uri(key)
+    data = store.read(key)
+    manifest = decode_manifest(data, where)
+    check_feature_flags(manifest, where, for_write=for_write)
+    return manifest
+
+
+def load_manifest(store: ObjectStore, version: int | None = None, *, for_write: bool = False) -> Manifest:
+    """Load ``version`` (latest when ``None``).
+
+    Raises:
+        DatasetNotFoundError: if the store holds no dataset.
+        VersionNotFoundError: if the version does not exist.
+    """
+    if version is None:
+        found = find_latest(store)
+        if found is None:
+            raise DatasetNotFoundError(f"{store.uri('')}: no Lance dataset found (no manifests in _versions/)")
+        key = found[1]
+    else:
+        if version < 1:
+            raise VersionNotFoundError(f"{store.uri('')}: version {version} does not exist")
+        try:
+            key = manifest_key_of(store, version)
+        except VersionNotFoundError:
+            if latest_version(store) is None:
+                raise DatasetNotFoundError(f"{store.uri('')}: no Lance dataset found") from None
+            raise
+    try:
+        return read_manifest(store, key, for_write=for_write)
+    except ObjectNotFoundError as exc:  # removed between list and read (cleanup)
+        raise VersionNotFoundError(f"{store.uri(key)}: version {version} vanished") from exc
+
+
+def load_transaction(store: ObjectStore, manifest: Manifest) -> Transaction | None:
+    """Return the transaction that produced ``manifest`` (inline copy first, then the file)."""
+    where = f"{store.uri('')} version {manifest.version}"
+    if manifest.transaction_bytes is not None:
+        return decode_transaction(manifest.transaction_bytes, f"{where} (inline transaction)")
+    if manifest.transaction_file:
+        key = f"{TRANSACTIONS_DIR}/{manifest.transaction_file}"
+        try:
+            data = store.read(key)
+        except ObjectNotFoundError:
+            return None
+        return decode_transaction(data, store.uri(key))
+    return None
+
+
+def version_summaries(store: ObjectStore) -> list[dict[str, Any]]:
+    """Every version's number, timestamp, operation and summary, decoding protobufs only.
+
+    This is the fast path behind ``LanceDataset.versions()``: no fragment models and
+    no schema conversion, just the statistics pylance reports.
+    """
+    names, _ = list_manifests(store)
+    out = []
+    for version in sorted(names):
+        key = names[version]
+        where = store.uri(key)
+        try:
+            data = store.read(key)
+        except ObjectNotFoundError:
+            continue  # removed by a concurrent cleanup
+        pb, txn = decode_manifest_pb(data, where)
+        op = None
+        if txn is not None:
+            tpb = transaction_pb2.Transaction()
+            try:
+                tpb.ParseFromString(txn)
+            except DecodeError as exc:
+                raise CorruptFileError(f"{where}: malformed inline transaction: {exc}") from exc
+            op = tpb.WhichOneof("operation")
+        elif pb.transaction_file:
+            try:
+                t = decode_transaction(store.read(f"{TRANSACTIONS_DIR}/{pb.transaction_file}"), where)
+                op = t.operation.kind
+            except ObjectNotFoundError:
+                op = None
+        out.append({
+            "version": version,
+            "timestamp_ns": pb.timestamp.seconds * 1_000_000_000 + pb.timestamp.nanos,
+            "operation": op,
+            "metadata": summary_of_pb(pb),
+        })
+    return out
+
+
+def write_hint(store: ObjectStore, version: int) -> None:
+    """Rewrite ``_versions/latest_version_hint.json`` (after the manifest, never before)."""
+    # Only a hint: a failed write must not fail the commit.
+    with contextlib.suppress(Exception):
+        store.write(HINT_KEY, json.dumps({"version": version}, separators=(",", ":")).encode())
+
+
+def read_hint(store: ObjectStore) -> int | None:
+    """Return the hinted latest version, ``None`` if missing or unreadable."""
+    try:
+        obj = json.loads(store.read(HINT_KEY))
+        value = obj.get("version") if isinstance(obj, dict) else None
+        return value if isinstance(value, int) else None
+    except (ObjectNotFoundError, ValueError, CorruptFileError):
+        return None
