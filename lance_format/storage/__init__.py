@@ -60,14 +60,19 @@ def open_store(uri: str, storage_options: Mapping[str, str] | None = None) -> Ob
 
 
 def split_uri(uri: str) -> tuple[str, str]:
-    """Split ``uri`` into (parent URI, last path component)."""
-    uri = str(uri).rstrip("/")
-    head, _, name = uri.rpartition("/")
-    if not head:
-        head = "." if "://" not in uri else head
-    if head.endswith(":/"):  # e.g. "memory://file" -> ("memory://", "file")
-        head += "/"
-    return head, name
+    """Split ``uri`` into (parent URI, last path component).
+
+    ``"/tmp/a"`` -> ``("/tmp", "a")``; ``"/a"`` -> ``("/", "a")``; ``"a"`` -> ``(".", "a")``;
+    ``"memory://a"`` -> ``("memory://", "a")``; ``"s3://b/k/x"`` -> ``("s3://b/k", "x")``.
+    """
+    uri = str(uri)
+    stripped = uri.rstrip("/") or uri
+    head, sep, name = stripped.rpartition("/")
+    if not sep:
+        return ".", stripped
+    if "://" in uri and head.endswith(":/"):  # "memory://a" -> ("memory://", "a")
+        return head + "/", name
+    return head or "/", name
 
 
 def _load_builtin(scheme: str) -> None:

@@ -1,0 +1,618 @@
+"""The Lance 2.x file container: footer, offset tables, column metadata, buffers.
+
+Byte layout (all integers little endian), in file order::
+
+    page buffers            each padded with 0x48 up to a 64-byte boundary
+    column-level buffers    padded the same way
+    global buffer 0         raw ``lance.file.FileDescriptor`` (schema + row count)
+    column metadatas        one raw ``lance.file.v2.ColumnMetadata`` per column
+    CMO table               per column: u64 position, u64 size
+    GBO table               per global buffer: u64 position, u64 size
+    footer (40 bytes)       u64 column_meta_start, u64 cmo_table_start, u64 gbo_table_start,
+                            u32 num_global_buffers, u32 num_columns, u16 major, u16 minor, "LANC"
+
+The real reader takes the CMO table as the last ``16 * num_columns`` bytes before the GBO
+table, so the writer keeps them adjacent.
+
+Decoder / encoder protocol
+--------------------------
+:mod:`lance_format.file.reader` parses the container with :func:`read_file_metadata` and hands
+the result to a per-version decoder class (``lance_format.file.v2_0.FileDecoder20`` or the 2.1/2.2
+one in ``lance_format.file.v2_1``) constructed as::
+
+    decoder = DecoderClass(meta: FileMetadata, source: ByteSource,
+                           schema: pa.Schema, projection: Sequence[int])
+
+``schema`` is the whole file's Arrow schema (field metadata included) and ``projection`` the
+indices of the requested top-level fields, in output order. The decoder offers::
+
+    decoder.read_range(start: int, stop: int) -> pa.RecordBatch   # rows [start, stop)
+    decoder.take(indices: np.ndarray) -> pa.RecordBatch           # uint64 row offsets, any order
+
+both returning exactly the projected fields. Decoders must read only the byte ranges they need
+(through ``source.read_ranges``) and raise :class:`~lance_format.errors.CorruptFileError` naming
+``meta.path`` on inconsistent pages.
+
+The writer side is symmetric: :class:`ContainerWriter` owns the output stream and the
+alignment rules. :mod:`lance_format.file.writer` builds a per-version encoder
+(``lance_format.file.v2_0.FileEncoder20`` / ``lance_format.file.v2_1.FileEncoder21``)::
+
+    encoder = EncoderClass(writer: ContainerWriter, schema: pa.Schema, *,
+                           max_page_bytes: int | None, version: tuple[int, int])
+    encoder.owning_fields -> list[int]     # positions in LanceSchema.flat() (pre-order) of the
+                                           # fields that own a column, in column order
+    encoder.write_batch(batch: pa.RecordBatch) -> None   # batch already cast to ``schema``
+    encoder.finish() -> list[ColumnMetadata protobuf]    # one per column, by column index
+
+The encoder calls :meth:`ContainerWriter.write_buffer` for every page buffer (pages of different
+columns may interleave) and builds column metadata with :func:`make_column_metadata`; the writer
+then calls :meth:`ContainerWriter.finish`, which writes global buffer 0 (the FileDescriptor),
+the column metadatas, the CMO/GBO tables and the footer.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import struct
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, BinaryIO, Protocol
+
+import numpy as np
+import pyarrow as pa
+
+from lance_format._pb import file2_pb2, file_pb2
+from lance_format.errors import (
+    CorruptFileError,
+    StorageError,
+    UnsupportedEncodingError,
+    UnsupportedVersionError,
+)
+from lance_format.storage import ObjectStore, uri_scheme
+
+FOOTER_SIZE = 40
+MAGIC = b"LANC"
+PAGE_ALIGNMENT = 64
+PAD_BYTE = 0x48
+_FOOTER = struct.Struct("<QQQIIHH4s")
+
+#: type_url of page encodings in 2.0 files.
+ARRAY_ENCODING_URL = "/lance.encodings.ArrayEncoding"
+#: type_url of page layouts in 2.1+ files.
+PAGE_LAYOUT_URL = "/lance.encodings21.PageLayout"
+#: type_url of every column encoding.
+COLUMN_ENCODING_URL = "/lance.encodings.ColumnEncoding"
+#: ``ColumnEncoding{values: Empty}`` serialized; what every column carries by default.
+DEFAULT_COLUMN_ENCODING = b"\x0a\x00"
+
+V2_0 = (2, 0)
+V2_1 = (2, 1)
+V2_2 = (2, 2)
+
+#: Bytes read from the end of a file in the first request (footer + usual metadata).
+TAIL_PREFETCH = 64 * 1024
+_GATHER_GAP = 4096
+
+#: A bytes-like buffer returned by :class:`ByteSource`.
+Buf = bytes | memoryview
+
+
+def normalize_version(major: int, minor: int, where: str) -> tuple[int, int]:
+    """Map a footer version pair to the logical file version ``(2, x)``.
+
+    Raises:
+        UnsupportedVersionError: for legacy v1 files (0.2) and unknown versions.
+    """
+    if (major, minor) in ((0, 3), (2, 0)):
+        return V2_0
+    if (major, minor) in (V2_1, V2_2):
+        return (major, minor)
+    if (major, minor) in ((0, 1), (0, 2)):
+        raise UnsupportedVersionError(
+            f"{where}: legacy (v1) Lance file version {major}.{minor} is not supported"
+        )
+    raise UnsupportedVersionError(f"{where}: unsupported Lance file version {major}.{minor}")
+
+
+def parse_version_string(version: str | None) -> tuple[int, int]:
+    """Turn a writer ``version`` argument (``"2.0"``, ``"stable"`` ...) into ``(major, minor)``."""
+    text = "2.0" if version is None else str(version).strip().lower()
+    table = {"2.0": V2_0, "0.3": V2_0, "2.1": V2_1, "2.2": V2_2, "stable": V2_2}
+    if text not in table:
+        raise UnsupportedVersionError(f"unsupported Lance file version for writing: {version!r}")
+    return table[text]
+
+
+def footer_version(version: tuple[int, int]) -> tuple[int, int]:
+    """Version pair written in the footer (2.0 files say 0.3, as the real writer does)."""
+    return (0, 3) if version == V2_0 else version
+
+
+# -- reading ------------------------------------------------------------------------------------
+
+
+class ByteSource:
+    """Random access to one object, with a cached tail and coalesced range reads.
+
+    Local files are read with ``os.pread`` on one descriptor; other stores go through
+    ``ObjectStore.read_range``.
+
+    Args:
+        store: Store holding the object.
+        key: Key of the object in ``store``.
+        size: Known object size (skips a metadata request); validated against the footer.
+    """
+
+    def __init__(self, store: ObjectStore, key: str, size: int | None = None) -> None:
+        self.store = store
+        self.key = key
+        self.path = store.uri(key)
+        self._fd: int | None = None
+        if uri_scheme(self.path) == "file":
+            try:
+                self._fd = os.open(self.path, os.O_RDONLY)
+                if stat.S_ISDIR(os.fstat(self._fd).st_mode):
+                    self.close()
+            except OSError:
+                self._fd = None  # fall back to the store, which raises its own not-found error
+        if size is None:
+            size = os.fstat(self._fd).st_size if self._fd is not None else store.size(key)
+        self.size = int(size)
+        self._tail_start = self.size
+        self._tail = b""
+
+    def close(self) -> None:
+        """Release the file descriptor (if any)."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):  # interpreter shutdown
+            self.close()
+
+    def prefetch_tail(self, nbytes: int) -> None:
+        """Read and cache the last ``nbytes`` bytes."""
+        start = max(0, self.size - nbytes)
+        if start < self._tail_start:
+            self._tail = self._raw_read(start, self.size - start)
+            self._tail_start = start
+
+    def _raw_read(self, start: int, length: int) -> bytes:
+        if length <= 0:
+            return b""
+        if self._fd is not None:
+            try:
+                data = os.pread(self._fd, length, start)
+                # pread may return short reads for very large requests; finish them
+                while len(data) < length:
+                    more = os.pread(self._fd, length - len(data), start + len(data))
+                    if not more:
+                        break
+                    data += more
+            except OSError as exc:
+                raise StorageError(f"{self.path}: read of {length} bytes at {start} failed: {exc}") from exc
+        else:
+            data = self.store.read_range(self.key, start, length)
+        if len(data) != length:
+            raise CorruptFileError(
+                f"{self.path}: short read at offset {start} ({len(data)} of {length} bytes); "
+                "the file is truncated"
+            )
+        return data
+
+    def check_range(self, start: int, length: int, what: str) -> None:
+        """Raise CorruptFileError unless ``[start, start+length)`` lies inside the file."""
+        if start < 0 or length < 0 or start + length > self.size:
+            raise CorruptFileError(
+                f"{self.path}: {what} [{start}, {start + length}) lies outside the file ({self.size} bytes)"
+            )
+
+    def read_range(self, start: int, length: int, what: str = "buffer") -> bytes:
+        """Return exactly ``length`` bytes at ``start``."""
+        self.check_range(start, length, what)
+        if start >= self._tail_start:
+            off = start - self._tail_start
+            return self._tail[off : off + length]
+        return self._raw_read(start, length)
+
+    def read_ranges(self, ranges: Sequence[tuple[int, int]], what: str = "buffer") -> list[Buf]:
+        """Read several ``(start, length)`` ranges, merging ones that are close together.
+
+        Returns bytes-like objects (``bytes`` or zero-copy ``memoryview`` slices of a merged read).
+        """
+        if not ranges:
+            return []
+        for start, length in ranges:
+            self.check_range(start, length, what)
+        order = sorted(range(len(ranges)), key=lambda i: ranges[i][0])
+        out: list[Buf] = [b""] * len(ranges)
+        gap = 4096
+        i = 0
+        while i < len(order):
+            start, length = ranges[order[i]]
+            end = start + length
+            j = i + 1
+            while j < len(order) and ranges[order[j]][0] <= end + gap:
+                end = max(end, ranges[order[j]][0] + ranges[order[j]][1])
+                j += 1
+            if j == i + 1:
+                out[order[i]] = self.read_range(start, length, what)
+            else:
+                blob = memoryview(self.read_range(start, end - start, what))
+                for k in order[i:j]:
+                    s, n = ranges[k]
+                    out[k] = blob[s - start : s - start + n]
+            i = j
+        return out
+
+    def gather(
+        self, starts: np.ndarray, lengths: np.ndarray | int, what: str = "buffer"
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Read many small ranges with few requests.
+
+        Ranges closer than 4 KiB are merged into one request; local files are read with one
+        ``pread`` per merged block, object stores with concurrent requests. (A memory map would
+        avoid the per-block call but maps ~64 KiB around every touched page, inflating RSS.)
+
+        Returns:
+            ``(blob, pos)``: range ``i`` is ``blob[pos[i] : pos[i] + lengths[i]]``.
+        """
+        starts = np.asarray(starts, dtype=np.int64)
+        lens = np.broadcast_to(np.asarray(lengths, dtype=np.int64), starts.shape)
+        if starts.size == 0:
+            return np.empty(0, np.uint8), np.empty(0, np.int64)
+        ends = starts + lens
+        if int(starts.min()) < 0 or int(lens.min()) < 0 or int(ends.max()) > self.size:
+            raise CorruptFileError(f"{self.path}: {what} ranges reach outside the file ({self.size} bytes)")
+        order = np.argsort(starts, kind="stable")
+        s = starts[order]
+        e = np.maximum.accumulate(ends[order])
+        new = np.empty(len(s), dtype=bool)
+        new[0] = True
+        new[1:] = s[1:] > e[:-1] + _GATHER_GAP
+        first = np.flatnonzero(new)
+        last = np.append(first[1:] - 1, len(s) - 1)
+        bstart = s[first]
+        bsize = e[last] - bstart
+        bbase = np.zeros(len(first), dtype=np.int64)
+        np.cumsum(bsize[:-1], out=bbase[1:])
+        blob = np.empty(int(bsize.sum()), dtype=np.uint8)
+        blocks = list(zip(bstart.tolist(), bsize.tolist(), bbase.tolist(), strict=True))
+
+        def fetch(block: tuple[int, int, int]) -> None:
+            b0, n, base = block
+            blob[base : base + n] = np.frombuffer(self.read_range(b0, n, what), dtype=np.uint8)
+
+        fd, tail_start = self._fd, self._tail_start
+        if fd is not None:
+            # hot path of random access: bounds were checked above, so call pread directly
+            for b0, n, base in blocks:
+                if b0 >= tail_start:
+                    chunk = self._tail[b0 - tail_start : b0 - tail_start + n]
+                else:
+                    chunk = os.pread(fd, n, b0)
+                    if len(chunk) != n:
+                        chunk = self._raw_read(b0, n)  # finishes partial reads or raises on truncation
+                blob[base : base + n] = np.frombuffer(chunk, dtype=np.uint8)
+        elif len(blocks) > 1:
+            # object stores: independent requests, issued concurrently
+            with ThreadPoolExecutor(max_workers=min(16, len(blocks))) as pool:
+                list(pool.map(fetch, blocks))
+        else:
+            for block in blocks:
+                fetch(block)
+        block_of = np.cumsum(new) - 1
+        pos = np.empty(len(s), dtype=np.int64)
+        pos[order] = bbase[block_of] + (s - bstart[block_of])
+        return blob, pos
+
+
+@dataclass(frozen=True)
+class PageInfo:
+    """One page of a column.
+
+    Attributes:
+        buffer_offsets: Absolute file offsets of the page buffers.
+        buffer_sizes: Unpadded sizes of the page buffers.
+        length: Rows (items) in the page.
+        priority: First top-level row of the page.
+        type_url: ``Any.type_url`` of the page encoding.
+        encoding: Serialized encoding message (``Any.value``).
+    """
+
+    buffer_offsets: tuple[int, ...]
+    buffer_sizes: tuple[int, ...]
+    length: int
+    priority: int
+    type_url: str
+    encoding: bytes
+
+
+@dataclass(frozen=True)
+class ColumnInfo:
+    """Metadata of one column: its pages and column-level buffers."""
+
+    index: int
+    pages: tuple[PageInfo, ...]
+    buffer_offsets: tuple[int, ...]
+    buffer_sizes: tuple[int, ...]
+    encoding_type_url: str
+    encoding: bytes
+
+
+@dataclass
+class FileMetadata:
+    """Everything the tail of a 2.x file says.
+
+    Attributes:
+        path: File URI (used in error messages).
+        file_size: Size in bytes.
+        footer_version: ``(major, minor)`` exactly as in the footer.
+        version: Logical version, ``(2, 0)``, ``(2, 1)`` or ``(2, 2)``.
+        num_rows: Row count from the FileDescriptor.
+        schema_fields: ``lance.file.Field`` protobufs of the file schema, pre-order.
+        schema_metadata: Schema-level metadata.
+        columns: Column metadata, by column index.
+        global_buffers: ``(position, size)`` of every global buffer.
+    """
+
+    path: str
+    file_size: int
+    footer_version: tuple[int, int]
+    version: tuple[int, int]
+    num_rows: int
+    schema_fields: list[Any]
+    schema_metadata: dict[str, bytes]
+    columns: list[ColumnInfo]
+    global_buffers: list[tuple[int, int]] = field(default_factory=list)
+    column_meta_start: int = 0
+
+    @property
+    def major_version(self) -> int:
+        """Footer major version (pylance's ``LanceFileMetadata.major_version``)."""
+        return self.footer_version[0]
+
+    @property
+    def minor_version(self) -> int:
+        """Footer minor version (0.3 for 2.0 files)."""
+        return self.footer_version[1]
+
+    @property
+    def num_data_bytes(self) -> int:
+        """Bytes before global buffer 0 (page and column buffers)."""
+        return self.global_buffers[0][0] if self.global_buffers else 0
+
+
+def _unpack_any(raw: bytes, where: str) -> tuple[str, bytes]:
+    from google.protobuf import any_pb2
+    from google.protobuf.message import DecodeError
+
+    msg = any_pb2.Any()
+    try:
+        msg.ParseFromString(raw)
+    except DecodeError as exc:
+        raise CorruptFileError(f"{where}: cannot decode encoding Any message: {exc}") from exc
+    return msg.type_url, msg.value
+
+
+def _direct_encoding(enc: Any, where: str) -> tuple[str, bytes]:
+    kind = enc.WhichOneof("location")
+    if kind != "direct":
+        raise UnsupportedEncodingError(f"{where}: encoding location {kind!r} is not supported (only direct)")
+    return _unpack_any(enc.direct.encoding, where)
+
+
+def read_file_metadata(source: ByteSource) -> FileMetadata:
+    """Parse the footer, offset tables, FileDescriptor and column metadata of a 2.x file.
+
+    Raises:
+        CorruptFileError: truncated file, bad magic, tables outside the file, undecodable protobuf.
+        UnsupportedVersionError: legacy or unknown footer version.
+    """
+    from google.protobuf.message import DecodeError
+
+    path = source.path
+    if source.size < FOOTER_SIZE:
+        raise CorruptFileError(f"{path}: file is {source.size} bytes, too small for a Lance footer")
+    source.prefetch_tail(TAIL_PREFETCH)
+    tail = source.read_range(source.size - FOOTER_SIZE, FOOTER_SIZE, "footer")
+    cm_start, cmo_start, gbo_start, n_gb, n_cols, major, minor, magic = _FOOTER.unpack(tail)
+    if magic != MAGIC:
+        raise CorruptFileError(f"{path}: bad magic {magic!r} at end of file (expected b'LANC')")
+    version = normalize_version(major, minor, path)
+    body_end = source.size - FOOTER_SIZE
+    if gbo_start + 16 * n_gb > body_end:
+        raise CorruptFileError(
+            f"{path}: global buffer table ({n_gb} entries at {gbo_start}) runs into the footer"
+        )
+    if n_gb < 1:
+        raise CorruptFileError(f"{path}: no global buffers (schema expected)")
+    cmo_start = gbo_start - 16 * n_cols
+    if cmo_start < 0 or cm_start > cmo_start:
+        raise CorruptFileError(
+            f"{path}: column metadata table ({n_cols} columns) does not fit before {gbo_start}"
+        )
+    # gb0 and the column metadata precede the tables; fetch them in one go, as the real reader does
+    source.prefetch_tail(source.size - min(cm_start, cmo_start))
+    gbo = np.frombuffer(source.read_range(gbo_start, 16 * n_gb, "GBO table"), dtype="<u8").reshape(-1, 2)
+    cmo = np.frombuffer(source.read_range(cmo_start, 16 * n_cols, "CMO table"), dtype="<u8").reshape(-1, 2)
+    gbs = [(int(p), int(s)) for p, s in gbo]
+    for i, (pos, size) in enumerate(gbs):
+        source.check_range(pos, size, f"global buffer {i}")
+    fd_pos, fd_size = gbs[0]
+    source.prefetch_tail(source.size - fd_pos)
+    fd = file_pb2.FileDescriptor()
+    try:
+        fd.ParseFromString(source.read_range(fd_pos, fd_size, "file descriptor"))
+    except DecodeError as exc:
+        raise CorruptFileError(f"{path}: cannot decode the file descriptor (global buffer 0): {exc}") from exc
+    columns: list[ColumnInfo] = []
+    for ci in range(n_cols):
+        pos, size = int(cmo[ci, 0]), int(cmo[ci, 1])
+        source.check_range(pos, size, f"metadata of column {ci}")
+        cm = file2_pb2.ColumnMetadata()
+        where = f"{path}: column {ci}"
+        try:
+            cm.ParseFromString(source.read_range(pos, size, f"metadata of column {ci}"))
+        except DecodeError as exc:
+            raise CorruptFileError(f"{where}: cannot decode column metadata: {exc}") from exc
+        if cm.HasField("encoding"):
+            ctype, cenc = _direct_encoding(cm.encoding, where)
+        else:
+            ctype, cenc = COLUMN_ENCODING_URL, DEFAULT_COLUMN_ENCODING
+        pages = []
+        for pi, p in enumerate(cm.pages):
+            pwhere = f"{where} page {pi}"
+            if len(p.buffer_offsets) != len(p.buffer_sizes):
+                raise CorruptFileError(
+                    f"{pwhere}: {len(p.buffer_offsets)} buffer offsets but {len(p.buffer_sizes)} sizes"
+                )
+            for off, sz in zip(p.buffer_offsets, p.buffer_sizes, strict=False):
+                source.check_range(off, sz, f"column {ci} page {pi} buffer")
+            type_url, value = _direct_encoding(p.encoding, pwhere)
+            pages.append(
+                PageInfo(
+                    tuple(p.buffer_offsets), tuple(p.buffer_sizes), p.length, p.priority, type_url, value
+                )
+            )
+        for off, sz in zip(cm.buffer_offsets, cm.buffer_sizes, strict=False):
+            source.check_range(off, sz, f"column {ci} column buffer")
+        columns.append(
+            ColumnInfo(ci, tuple(pages), tuple(cm.buffer_offsets), tuple(cm.buffer_sizes), ctype, cenc)
+        )
+    return FileMetadata(
+        path=path,
+        file_size=source.size,
+        footer_version=(major, minor),
+        version=version,
+        num_rows=fd.length,
+        schema_fields=list(fd.schema.fields),
+        schema_metadata=dict(fd.schema.metadata),
+        columns=columns,
+        global_buffers=gbs,
+        column_meta_start=cm_start,
+    )
+
+
+class FileDecoder(Protocol):
+    """What reader.py expects from a per-version decoder (see module docstring)."""
+
+    def read_range(self, start: int, stop: int) -> pa.RecordBatch:
+        """Decode rows ``[start, stop)`` of the projected fields."""
+        ...
+
+    def take(self, indices: np.ndarray) -> pa.RecordBatch:
+        """Decode the rows at ``indices`` (uint64, any order, repeats allowed)."""
+        ...
+
+
+# -- writing ------------------------------------------------------------------------------------
+
+
+class ContainerWriter:
+    """Writes page buffers with 64-byte alignment, then the metadata tail.
+
+    Args:
+        stream: Binary stream positioned at offset 0 (``write`` / ``close``).
+        path: URI used in error messages.
+        version: Logical file version being written (``file_version`` attribute).
+    """
+
+    def __init__(self, stream: BinaryIO, path: str, version: tuple[int, int] = V2_0) -> None:
+        self._stream = stream
+        self.path = path
+        self.file_version = version
+        self.position = 0
+
+    def _write(self, data: Any) -> None:
+        view = memoryview(data).cast("B")
+        if view.nbytes:
+            self._stream.write(view)
+            self.position += view.nbytes
+
+    def _pad(self) -> None:
+        rem = self.position % PAGE_ALIGNMENT
+        if rem:
+            self._write(bytes([PAD_BYTE]) * (PAGE_ALIGNMENT - rem))
+
+    def write_buffer(self, data: Any) -> tuple[int, int]:
+        """Write one buffer (bytes-like or pyarrow Buffer) and pad to 64 bytes.
+
+        Returns:
+            ``(position, size)`` with the unpadded size.
+        """
+        pos = self.position
+        if isinstance(data, pa.Buffer):
+            data = memoryview(data)
+        size = memoryview(data).nbytes
+        self._write(data)
+        self._pad()
+        return pos, size
+
+    def finish(
+        self,
+        schema_fields: Sequence[Any],
+        schema_metadata: dict[str, bytes],
+        num_rows: int,
+        columns: Sequence[Any],
+        version: tuple[int, int],
+    ) -> int:
+        """Write global buffer 0, column metadatas, CMO/GBO tables and the footer.
+
+        Args:
+            schema_fields: ``lance.file.Field`` protobufs, pre-order.
+            schema_metadata: Schema metadata.
+            num_rows: Row count for the FileDescriptor.
+            columns: ``lance.file.v2.ColumnMetadata`` protobufs by column index.
+            version: Logical file version; 2.0 is written as 0.3 in the footer.
+
+        Returns:
+            The total file size.
+        """
+        fd = file_pb2.FileDescriptor()
+        fd.schema.fields.extend(schema_fields)
+        for k, v in schema_metadata.items():
+            fd.schema.metadata[k] = v
+        fd.length = num_rows
+        gb0_pos = self.position
+        gb0 = fd.SerializeToString()
+        self._write(gb0)
+        cm_start = self.position
+        cmo = []
+        for col in columns:
+            raw = col.SerializeToString()
+            cmo.append((self.position, len(raw)))
+            self._write(raw)
+        cmo_start = self.position
+        self._write(np.asarray(cmo, dtype="<u8").reshape(-1).tobytes() if cmo else b"")
+        gbo_start = self.position
+        self._write(struct.pack("<QQ", gb0_pos, len(gb0)))
+        major, minor = footer_version(version)
+        self._write(_FOOTER.pack(cm_start, cmo_start, gbo_start, 1, len(columns), major, minor, MAGIC))
+        return self.position
+
+
+def make_column_metadata(pages: Sequence[tuple[list[tuple[int, int]], int, int, str, bytes]]) -> Any:
+    """Build a ``ColumnMetadata`` protobuf.
+
+    Args:
+        pages: Per page ``(buffers [(position, size)], length, priority, type_url, encoding bytes)``.
+    """
+    from google.protobuf import any_pb2
+
+    cm = file2_pb2.ColumnMetadata()
+    cm.encoding.direct.encoding = any_pb2.Any(
+        type_url=COLUMN_ENCODING_URL, value=DEFAULT_COLUMN_ENCODING
+    ).SerializeToString()
+    for buffers, length, priority, type_url, encoding in pages:
+        p = cm.pages.add()
+        p.buffer_offsets.extend(b[0] for b in buffers)
+        p.buffer_sizes.extend(b[1] for b in buffers)
+        p.length = length
+        p.priority = priority
+        p.encoding.direct.encoding = any_pb2.Any(type_url=type_url, value=encoding).SerializeToString()
+    return cm

@@ -1,0 +1,271 @@
+"""``LanceFileReader``: read a single Lance 2.x data file (pylance-compatible API)."""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, TypeVar
+
+import numpy as np
+import pyarrow as pa
+from google.protobuf.message import DecodeError
+
+from lance_format.errors import (
+    CorruptFileError,
+    InvalidInputError,
+    LanceError,
+    SchemaError,
+    UnsupportedVersionError,
+)
+from lance_format.file.container import V2_0, ByteSource, FileDecoder, FileMetadata, read_file_metadata
+from lance_format.schema import LanceSchema
+from lance_format.schema_codec import schema_from_pb
+from lance_format.storage import ObjectStore, open_store, split_uri
+
+#: Bytes of decoded data the reader aims to hold per internal read (bounded-memory streaming).
+_CHUNK_BYTES = 16 * 1024 * 1024
+T = TypeVar("T")
+
+
+class ReaderResults:
+    """Result of a read: convert to a table or stream record batches.
+
+    Args:
+        schema: Schema of the batches.
+        batches: Iterator producing the batches lazily.
+    """
+
+    def __init__(self, schema: pa.Schema, batches: Iterator[pa.RecordBatch]) -> None:
+        self.schema = schema
+        self._batches = batches
+
+    def to_batches(self) -> pa.RecordBatchReader:
+        """Return the results as a streaming ``pyarrow.RecordBatchReader``."""
+        return pa.RecordBatchReader.from_batches(self.schema, self._batches)
+
+    def to_table(self) -> pa.Table:
+        """Return all results as one ``pyarrow.Table``."""
+        return pa.Table.from_batches(list(self._batches), schema=self.schema)
+
+
+_DECODE_ERRORS = (
+    ValueError,
+    IndexError,
+    KeyError,
+    TypeError,
+    OverflowError,
+    struct.error,
+    pa.ArrowException,
+    DecodeError,
+)
+
+
+def _guarded(path: str, fn: Callable[..., T], *args: Any) -> T:
+    """Run a decode step; stray low-level errors on malformed input become CorruptFileError."""
+    try:
+        return fn(*args)
+    except InvalidInputError:
+        raise
+    except LanceError as exc:
+        if path in str(exc):
+            raise
+        try:
+            named = type(exc)(f"{path}: {exc}")
+        except Exception:  # noqa: BLE001 - exotic constructor; keep the original error
+            raise exc from None
+        raise named from exc
+    except _DECODE_ERRORS as exc:
+        raise CorruptFileError(f"{path}: malformed file ({type(exc).__name__}: {exc})") from exc
+
+
+def _has_dictionary(typ: pa.DataType) -> bool:
+    if pa.types.is_dictionary(typ):
+        return True
+    return any(_has_dictionary(typ.field(i).type) for i in range(typ.num_fields))
+
+
+def _decoder_class(meta: FileMetadata) -> Any:
+    if meta.version == V2_0:
+        from lance_format.file.v2_0 import FileDecoder20
+
+        return FileDecoder20
+    try:
+        from lance_format.file import v2_1
+    except ImportError as exc:  # pragma: no cover - depends on the 2.1 package being present
+        raise UnsupportedVersionError(
+            f"{meta.path}: reading file version {meta.version} is not available"
+        ) from exc
+    cls = getattr(v2_1, "FileDecoder21", None)
+    if cls is None:
+        raise UnsupportedVersionError(f"{meta.path}: reading file version {meta.version} is not available")
+    return cls
+
+
+class LanceFileReader:
+    """Reader of one Lance data file (versions 2.0, 2.1 and 2.2).
+
+    Args:
+        path: File path or URI (ignored when ``store`` and ``key`` are given).
+        storage_options: Options for the object store.
+        columns: Top-level field names to read (default: all), in output order.
+        store: Object store holding the file (with ``key``).
+        key: Key of the file in ``store``.
+        file_size: Known file size in bytes (saves a request).
+
+    Raises:
+        CorruptFileError: the footer or metadata is malformed.
+        UnsupportedVersionError: legacy (0.1/0.2) or unknown file version.
+        SchemaError: a requested column does not exist.
+    """
+
+    def __init__(
+        self,
+        path: str | None = None,
+        storage_options: Mapping[str, str] | None = None,
+        columns: Sequence[str] | None = None,
+        *,
+        store: ObjectStore | None = None,
+        key: str | None = None,
+        file_size: int | None = None,
+    ) -> None:
+        if store is None or key is None:
+            if path is None:
+                raise InvalidInputError("LanceFileReader needs a path or a store and key")
+            parent, key = split_uri(str(path))
+            store = open_store(parent, storage_options)
+        self._source = ByteSource(store, key, file_size)
+        path_uri = self._source.path
+        self._meta = _guarded(path_uri, lambda: read_file_metadata(self._source))
+        self.lance_schema: LanceSchema = _guarded(
+            path_uri, lambda: schema_from_pb(self._meta.schema_fields, self._meta.schema_metadata)
+        )
+        full = _guarded(path_uri, self.lance_schema.to_arrow)
+        if columns is None:
+            projection = list(range(len(full)))
+        else:
+            names = full.names
+            projection = []
+            for name in columns:
+                if name not in names:
+                    raise SchemaError(f"{self._meta.path}: no column {name!r} (file has {names})")
+                projection.append(names.index(name))
+        cls = _decoder_class(self._meta)
+        self._decoder: FileDecoder = _guarded(
+            path_uri, lambda: cls(self._meta, self._source, full, projection)
+        )
+        self.schema: pa.Schema = pa.schema([full.field(i) for i in projection], metadata=full.metadata)
+        self._row_bytes = max(1, self._meta.num_data_bytes // max(self._meta.num_rows, 1))
+        self._has_dictionary = any(_has_dictionary(f.type) for f in self.schema)
+
+    # -- properties --------------------------------------------------------------------------
+    @property
+    def num_rows(self) -> int:
+        """Rows in the file."""
+        return self._meta.num_rows
+
+    @property
+    def file_version(self) -> tuple[int, int]:
+        """Logical file version ``(2, x)`` (a 2.0 file's footer says 0.3)."""
+        return self._meta.version
+
+    @property
+    def path(self) -> str:
+        """URI of the file."""
+        return self._meta.path
+
+    def metadata(self) -> FileMetadata:
+        """Container metadata: versions, columns, pages, global buffers."""
+        return self._meta
+
+    def read_global_buffer(self, index: int) -> bytes:
+        """Return global buffer ``index`` (0 is the FileDescriptor)."""
+        if not 0 <= index < len(self._meta.global_buffers):
+            raise InvalidInputError(f"{self.path}: no global buffer {index}")
+        pos, size = self._meta.global_buffers[index]
+        return bytes(self._source.read_range(pos, size, f"global buffer {index}"))
+
+    # -- reads -------------------------------------------------------------------------------
+    def _chunk_rows(self, batch_size: int) -> int:
+        if self._has_dictionary:
+            # the real reader builds each batch's dictionary from the pages that batch touches
+            return batch_size
+        rows = max(batch_size, _CHUNK_BYTES // self._row_bytes)
+        return max(batch_size, rows - rows % batch_size)
+
+    def _stream(self, start: int, stop: int, batch_size: int) -> Iterator[pa.RecordBatch]:
+        chunk = self._chunk_rows(batch_size)
+        pos = start
+        while pos < stop:
+            end = min(stop, pos + chunk)
+            batch = _guarded(self.path, self._decoder.read_range, pos, end)
+            for off in range(0, len(batch), batch_size):
+                yield batch.slice(off, batch_size)
+            pos = end
+
+    def _check_batch_size(self, batch_size: int) -> int:
+        if int(batch_size) <= 0:
+            raise InvalidInputError(f"batch_size must be positive, got {batch_size}")
+        return int(batch_size)
+
+    def read_all(self, *, batch_size: int = 1024, batch_readahead: int = 16) -> ReaderResults:
+        """Read every row of the projected columns.
+
+        Args:
+            batch_size: Rows per yielded batch (the last may be shorter).
+            batch_readahead: Accepted for pylance compatibility; reads are synchronous.
+        """
+        batch_size = self._check_batch_size(batch_size)
+        return ReaderResults(self.schema, self._stream(0, self.num_rows, batch_size))
+
+    def read_range(
+        self, start: int, num_rows: int, *, batch_size: int = 1024, batch_readahead: int = 16
+    ) -> ReaderResults:
+        """Read ``num_rows`` rows starting at row ``start``.
+
+        Raises:
+            InvalidInputError: the range reaches past the end of the file.
+        """
+        batch_size = self._check_batch_size(batch_size)
+        if start < 0 or num_rows < 0 or start + num_rows > self.num_rows:
+            raise InvalidInputError(
+                f"{self.path}: range [{start}, {start + num_rows}) outside the file's {self.num_rows} rows"
+            )
+        return ReaderResults(self.schema, self._stream(start, start + num_rows, batch_size))
+
+    def take_rows(
+        self, indices: Sequence[int] | np.ndarray, *, batch_size: int = 1024, batch_readahead: int = 16
+    ) -> ReaderResults:
+        """Read the rows at ``indices`` (any order; repeats allowed), reading only their pages' bytes.
+
+        Raises:
+            InvalidInputError: an index is negative or not below ``num_rows``.
+        """
+        batch_size = self._check_batch_size(batch_size)
+        try:
+            idx = np.asarray(indices, dtype=np.int64).reshape(-1)
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise InvalidInputError(f"{self.path}: row indices must be integers") from exc
+        if idx.size and (int(idx.min()) < 0 or int(idx.max()) >= self.num_rows):
+            raise InvalidInputError(f"{self.path}: row index out of range (file has {self.num_rows} rows)")
+
+        def gen() -> Iterator[pa.RecordBatch]:
+            chunk = self._chunk_rows(batch_size)
+            for off in range(0, int(idx.size), chunk):
+                batch = _guarded(self.path, self._decoder.take, idx[off : off + chunk])
+                for sub in range(0, len(batch), batch_size):
+                    yield batch.slice(sub, batch_size)
+
+        return ReaderResults(self.schema, gen())
+
+    def close(self) -> None:
+        """Release the file handle."""
+        self._source.close()
+
+    def __enter__(self) -> LanceFileReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+__all__ = ["LanceFileReader", "ReaderResults"]
