@@ -1,0 +1,141 @@
+"""FastLanes bit-packing (the layout of lance's `bitpacking` crate), vectorized with numpy.
+
+A block holds 1024 values of a ``T``-bit unsigned type packed to ``W`` bits each.  The block is
+viewed as ``1024 / T`` lanes; lane ``l`` holds the ``T`` values at indices
+``FL_ORDER[r // 8] * 16 + (r % 8) * 128 + l`` for rows ``r = 0..T-1``, concatenated LSB-first
+into ``W`` words of ``T`` bits.  Word ``w`` of lane ``l`` is stored at ``packed[w * LANES + l]``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from lance_format.errors import CorruptFileError
+
+FL_ORDER = np.array([0, 4, 2, 6, 1, 5, 3, 7], dtype=np.int64)
+BLOCK = 1024
+
+_DTYPES: dict[int, np.dtype[Any]] = {
+    8: np.dtype(np.uint8),
+    16: np.dtype(np.uint16),
+    32: np.dtype(np.uint32),
+    64: np.dtype(np.uint64),
+}
+
+
+def uint_dtype(bits: int) -> np.dtype[Any]:
+    """The unsigned numpy dtype with ``bits`` bits (8/16/32/64)."""
+    try:
+        return _DTYPES[bits]
+    except KeyError:
+        raise CorruptFileError(f"unsupported bit-packing word size {bits}") from None
+
+
+def _block_perm(t: int) -> np.ndarray:
+    """Order of the ``t / 8`` row groups inside each 128-value span of a FastLanes block."""
+    lanes = BLOCK // t
+    return (FL_ORDER[: t // 8] * 16) // lanes
+
+
+def _rows_to_values(rows: np.ndarray, t: int) -> np.ndarray:
+    """(n, T, lanes) row-major lane values -> (n, 1024) logical order.
+
+    Value ``FL_ORDER[g] * 16 + s * 128 + lane`` sits at row ``8 * g + s``: with ``q`` the rank of
+    ``g`` inside a 128-value span, the output is ``[s][q][lane]`` = ``rows[g][s][lane]``.
+    """
+    n = rows.shape[0]
+    lanes = BLOCK // t
+    grouped = rows.reshape(n, t // 8, 8, lanes)
+    inv = np.argsort(_block_perm(t))
+    return np.ascontiguousarray(grouped[:, inv].transpose(0, 2, 1, 3)).reshape(n, BLOCK)
+
+
+def _values_to_rows(values: np.ndarray, t: int) -> np.ndarray:
+    n = values.shape[0]
+    lanes = BLOCK // t
+    spans = values.reshape(n, 8, t // 8, lanes).transpose(0, 2, 1, 3)  # [q][s][lane]
+    return np.ascontiguousarray(spans[:, _block_perm(t)]).reshape(n, t, lanes)
+
+
+def unpack_blocks(packed: np.ndarray, width: int, t: int) -> np.ndarray:
+    """Unpack ``n`` consecutive blocks of ``1024*width/t`` words each into ``n*1024`` values.
+
+    Args:
+        packed: 1-D array of dtype uint{t}; its length must be a multiple of ``1024*width/t``.
+        width: packed bit width (0..t).
+        t: bit width of the unpacked type.
+
+    Returns:
+        1-D uint{t} array of ``n * 1024`` values in logical order.
+    """
+    dtype = uint_dtype(t)
+    if not 0 <= width <= t:
+        raise CorruptFileError(f"bit width {width} out of range for {t}-bit values")
+    lanes = BLOCK // t
+    words_per_block = BLOCK * width // t
+    if width == 0:
+        n = 0 if words_per_block == 0 else len(packed) // words_per_block
+        return np.zeros(n * BLOCK, dtype)
+    if len(packed) % words_per_block:
+        raise CorruptFileError("bit-packed buffer is not a whole number of blocks")
+    n = len(packed) // words_per_block
+    p = packed.astype(dtype, copy=False).reshape(n, width, lanes)
+    if width == t:
+        rows = p
+    else:
+        rows = np.empty((n, t, lanes), dtype)
+        mask = dtype.type((1 << width) - 1)
+        for r in range(t):  # one vectorized step per bit row (t <= 64), over all blocks and lanes
+            w0, sh = divmod(r * width, t)
+            v = p[:, w0, :] >> dtype.type(sh)
+            if sh + width > t:
+                v |= p[:, w0 + 1, :] << dtype.type(t - sh)
+            np.bitwise_and(v, mask, out=rows[:, r, :])
+    return _rows_to_values(rows, t).reshape(-1)
+
+
+def pack_blocks(values: np.ndarray, width: int, t: int) -> np.ndarray:
+    """Pack ``n*1024`` values (uint{t}) to ``width`` bits each; inverse of :func:`unpack_blocks`."""
+    dtype = uint_dtype(t)
+    lanes = BLOCK // t
+    if len(values) % BLOCK:
+        raise ValueError("pack_blocks needs a multiple of 1024 values")
+    n = len(values) // BLOCK
+    if width == 0:
+        return np.zeros(0, dtype)
+    v = _values_to_rows(values.astype(dtype, copy=False).reshape(n, BLOCK), t)
+    if width == t:
+        return v.reshape(-1)
+    v = v & dtype.type((1 << width) - 1)
+    out = np.zeros((n, width, lanes), dtype)
+    for r in range(t):
+        w0, sh = divmod(r * width, t)
+        out[:, w0, :] |= v[:, r, :] << dtype.type(sh)
+        if sh + width > t:
+            out[:, w0 + 1, :] |= v[:, r, :] >> dtype.type(t - sh)
+    return out.reshape(-1)
+
+
+def bit_widths(values: np.ndarray, t: int) -> np.ndarray:
+    """Bits needed per 1024-value block (the last block may be partial)."""
+    dtype = uint_dtype(t)
+    v = values.astype(dtype, copy=False)
+    n = len(v)
+    nblocks = (n + BLOCK - 1) // BLOCK
+    padded = np.zeros(nblocks * BLOCK, dtype)
+    padded[:n] = v
+    mx = padded.reshape(nblocks, BLOCK).max(axis=1)
+    widths = np.zeros(nblocks, np.int64)
+    nz = mx > 0
+    if nz.any():
+        # bit_length of max; float log2 is exact enough after splitting into 32-bit halves
+        m = mx[nz].astype(np.uint64)
+        hi = (m >> np.uint64(32)).astype(np.float64)
+        lo = (m & np.uint64(0xFFFFFFFF)).astype(np.float64)
+        bl = np.where(
+            hi > 0, np.floor(np.log2(np.maximum(hi, 1))) + 33, np.floor(np.log2(np.maximum(lo, 1))) + 1
+        )
+        widths[nz] = bl.astype(np.int64)
+    return widths

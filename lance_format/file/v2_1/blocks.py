@@ -1,0 +1,165 @@
+"""Decoded data blocks: the in-memory shapes compressive encodings decode into."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass
+class Fixed:
+    """``n`` fixed-width values of ``bits`` bits each, packed LSB-first in ``data`` (uint8)."""
+
+    bits: int
+    data: np.ndarray
+    n: int
+
+
+@dataclass
+class Var:
+    """``len(offsets) - 1`` variable-width values; ``offsets`` are int64 into ``data`` (uint8)."""
+
+    offsets: np.ndarray
+    data: np.ndarray
+
+    @property
+    def n(self) -> int:
+        return len(self.offsets) - 1
+
+
+@dataclass
+class Fsl:
+    """Fixed-size lists of fixed-width items; ``validity[i]`` (or None) is the item validity of layer i."""
+
+    dims: list[int]
+    validity: list[np.ndarray | None]
+    items: Fixed
+    n: int
+
+
+@dataclass
+class PackedStruct:
+    """Row-major packed struct of fixed-width children (bits per child)."""
+
+    bits: list[int]
+    data: np.ndarray
+    n: int
+
+
+@dataclass
+class VarPackedStruct:
+    """Row-major struct with variable-width children, unzipped into one block per child."""
+
+    children: list[Block]
+    n: int
+
+
+@dataclass
+class BlobRefs:
+    """Blob descriptions: absolute file ``positions`` and ``sizes`` of each row's bytes."""
+
+    positions: np.ndarray
+    sizes: np.ndarray
+    n: int
+
+
+@dataclass
+class Constant:
+    """``n`` copies of one value (``value`` raw bytes) or ``n`` nulls (``value`` is None)."""
+
+    value: bytes | None
+    n: int
+
+
+Block = Fixed | Var | Fsl | PackedStruct | VarPackedStruct | BlobRefs | Constant
+
+
+@dataclass
+class Chunk:
+    """The value buffers of one mini-block chunk and the number of values it holds."""
+
+    buffers: list[np.ndarray]
+    n: int
+    extra: dict[str, object] = field(default_factory=dict)
+
+
+@dataclass
+class ChunkSet:
+    """All chunks of a mini-block page: value buffer ``b`` of chunk ``i`` is
+    ``data[starts[b][i] : starts[b][i] + sizes[b][i]]``; chunk ``i`` holds ``counts[i]`` values."""
+
+    data: np.ndarray
+    starts: list[np.ndarray]
+    sizes: list[np.ndarray]
+    counts: np.ndarray
+
+    def chunks(self) -> list[Chunk]:
+        """Materialize per-chunk buffer views (for the generic decoders)."""
+        st = [s.tolist() for s in self.starts]
+        sz = [s.tolist() for s in self.sizes]
+        d = self.data
+        return [
+            Chunk([d[st[b][i] : st[b][i] + sz[b][i]] for b in range(len(st))], c)
+            for i, c in enumerate(self.counts.tolist())
+        ]
+
+    def slices(self, b: int, nbytes: np.ndarray | None = None, skip: int = 0) -> list[np.ndarray]:
+        """Views of buffer ``b`` of every chunk, from byte ``skip``, ``nbytes`` long (default: all)."""
+        st = (self.starts[b] + skip).tolist()
+        ln = (self.sizes[b] - skip if nbytes is None else nbytes).tolist()
+        d = self.data
+        return [d[s : s + n] for s, n in zip(st, ln, strict=False)]
+
+
+def fixed_to_uint(block: Fixed) -> np.ndarray:
+    """View a byte-aligned fixed block of 8/16/32/64 bits as an unsigned numpy array."""
+    dt = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}[block.bits]
+    nbytes = block.n * block.bits // 8
+    return np.ascontiguousarray(block.data[:nbytes]).view(dt)
+
+
+def take_var(block: Var, rows: np.ndarray) -> Var:
+    """The values at ``rows`` of a variable-width block."""
+    starts = block.offsets[rows]
+    lens = block.offsets[rows + 1] - starts
+    offsets = np.zeros(len(rows) + 1, np.int64)
+    np.cumsum(lens, out=offsets[1:])
+    idx = np.repeat(starts - offsets[:-1], lens) + np.arange(int(offsets[-1]), dtype=np.int64)
+    return Var(offsets, block.data[idx])
+
+
+def take_block(block: Block, rows: np.ndarray) -> Block:
+    """The values at ``rows`` (int64 positions) of any decoded block."""
+    if isinstance(block, Var):
+        return take_var(block, rows)
+    if isinstance(block, Constant):
+        return Constant(block.value, len(rows))
+    if isinstance(block, Fixed):
+        if block.bits % 8 == 0:
+            width = block.bits // 8
+            mat = np.ascontiguousarray(block.data[: block.n * width]).reshape(block.n, width)
+            return Fixed(block.bits, mat[rows].reshape(-1), len(rows))
+        bits = np.unpackbits(block.data, bitorder="little", count=block.n * block.bits).reshape(
+            block.n, block.bits
+        )
+        return Fixed(block.bits, np.packbits(bits[rows].reshape(-1), bitorder="little"), len(rows))
+    if isinstance(block, PackedStruct):
+        width = sum(block.bits) // 8
+        mat = np.ascontiguousarray(block.data[: block.n * width]).reshape(block.n, width)
+        return PackedStruct(block.bits, mat[rows].reshape(-1), len(rows))
+    if isinstance(block, Fsl):
+        dim = int(np.prod(block.dims))
+        item_rows = (rows[:, None] * dim + np.arange(dim)[None, :]).reshape(-1)
+        items = take_block(block.items, item_rows)
+        assert isinstance(items, Fixed)
+        validity: list[np.ndarray | None] = []
+        cum = 1
+        for d, v in zip(block.dims, block.validity, strict=True):
+            cum *= d
+            if v is None:
+                validity.append(None)
+            else:
+                validity.append(v.reshape(block.n, cum)[rows].reshape(-1))
+        return Fsl(block.dims, validity, items, len(rows))
+    raise TypeError(f"cannot take rows of {type(block).__name__}")

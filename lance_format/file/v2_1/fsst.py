@@ -1,0 +1,178 @@
+"""FSST symbol-table decoding (format of lance's `fsst` crate), vectorized over a whole buffer.
+
+Symbol table bytes: ``u64`` header (``"FSST"`` magic in the high 32 bits, bit 24 = data is
+compressed, low 8 bits = number of symbols), then ``n`` little-endian ``u64`` symbols, then ``n``
+symbol lengths (one byte each).  Compressed data: a byte ``c != 255`` emits symbol ``c``;
+``255`` escapes the next byte, which is emitted literally.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lance_format.errors import CorruptFileError
+
+_MAGIC = 0x46535354
+ESC = 255
+
+
+class SymbolTable:
+    """A parsed FSST symbol table."""
+
+    def __init__(self, raw: bytes) -> None:
+        if len(raw) < 8:
+            raise CorruptFileError("FSST symbol table shorter than its 8-byte header")
+        header = int.from_bytes(raw[:8], "little")
+        if header >> 32 != _MAGIC:
+            raise CorruptFileError("FSST symbol table has a bad magic number")
+        self.compressed = bool((header >> 24) & 1)
+        n = header & 0xFF
+        if len(raw) < 8 + 9 * n:
+            raise CorruptFileError("FSST symbol table is truncated")
+        self.symbols = np.zeros((256, 8), np.uint8)
+        self.lens = np.zeros(256, np.uint8)
+        if n:
+            self.symbols[:n] = np.frombuffer(raw, np.uint8, 8 * n, 8).reshape(n, 8)
+            self.lens[:n] = np.frombuffer(raw, np.uint8, n, 8 + 8 * n)
+        if (self.lens[:n] > 8).any() or (self.lens[:n] == 0).any():
+            raise CorruptFileError("FSST symbol length out of range")
+        self.n = n
+        self.words = self.symbols.reshape(-1).view(np.uint64).copy()
+        self._arrow: dict[bool, pa.Array] = {}
+
+    def arrow(self, large: bool) -> pa.Array:
+        """The symbols (codes 0..255) and literal bytes (256..511) as an Arrow binary array."""
+        arr = self._arrow.get(large)
+        if arr is None:
+            lens = np.concatenate([self.lens.astype(np.int64), np.ones(256, np.int64)])
+            offs = np.zeros(513, np.int64)
+            np.cumsum(lens, out=offs[1:])
+            sym_bytes = self.symbols[np.arange(256)[:, None], np.arange(8)[None, :]]
+            keep = np.arange(8)[None, :] < self.lens[:, None]
+            data = np.concatenate([sym_bytes[keep], np.arange(256, dtype=np.uint8)])
+            typ = pa.large_binary() if large else pa.binary()
+            ob = pa.py_buffer(offs if large else offs.astype(np.int32))
+            arr = pa.Array.from_buffers(typ, 512, [None, ob, pa.py_buffer(data)])
+            self._arrow[large] = arr
+        return arr
+
+
+_PARALLEL_MIN_BYTES = 4 << 20
+
+
+def decode(table: SymbolTable, data: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Decompress concatenated FSST strings, splitting large inputs across threads.
+
+    Args:
+        table: the page's symbol table.
+        data: uint8 compressed bytes of all strings.
+        offsets: int64 string boundaries into ``data`` (``len = strings + 1``).
+
+    Returns:
+        (decoded uint8 bytes, int64 offsets into them).
+    """
+    workers = num_threads()
+    nstr = len(offsets) - 1
+    if not table.compressed or workers < 2 or len(data) < _PARALLEL_MIN_BYTES or nstr < 2 * workers:
+        return _decode(table, data, offsets)
+    cuts = np.linspace(0, nstr, workers + 1).astype(np.int64)
+    pieces = [(int(offsets[a]), offsets[a : b + 1]) for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
+    results = list(
+        _fsst_pool().map(lambda p: _decode(table, data[p[0] : int(p[1][-1])], p[1] - p[0]), pieces)
+    )
+    out = np.concatenate([r[0] for r in results])
+    offs = [results[0][1]]
+    base = int(results[0][1][-1])
+    for r in results[1:]:
+        offs.append(r[1][1:] + base)
+        base += int(r[1][-1])
+    return out, np.concatenate(offs)
+
+
+_POOLS: dict[str, ThreadPoolExecutor] = {}
+_POOL_LOCK = threading.Lock()
+
+
+def num_threads() -> int:
+    """Worker threads for decoding: ``LANCE_FORMAT_NUM_THREADS`` or min(4, CPUs); 1 = no threads."""
+    raw = os.environ.get("LANCE_FORMAT_NUM_THREADS", "")
+    if raw.isdigit() and int(raw) > 0:
+        return int(raw)
+    return min(4, os.cpu_count() or 1)
+
+
+def pool(name: str = "columns") -> ThreadPoolExecutor:
+    """Shared worker threads (numpy releases the GIL in the heavy loops).
+
+    Separate pools per nesting level keep a column task that waits on FSST sub-tasks from
+    starving them.
+    """
+    with _POOL_LOCK:
+        ex = _POOLS.get(name)
+        if ex is None:
+            ex = ThreadPoolExecutor(max_workers=num_threads(), thread_name_prefix=f"lance21-{name}")
+            _POOLS[name] = ex
+        return ex
+
+
+def _fsst_pool() -> ThreadPoolExecutor:
+    return pool("fsst")
+
+
+def _decode(table: SymbolTable, data: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    if not table.compressed:
+        return data, offsets
+    b = data.astype(np.uint8, copy=False)
+    n = len(b)
+    if n == 0:
+        return b, np.zeros_like(offsets)
+    is255 = b == ESC
+    if not is255.any():
+        is_esc = None
+    else:
+        pairs = is255[1:] & is255[:-1]
+        if not pairs.any():  # every 255 is an escape: no literal 255 follows one
+            is_esc = is255
+        else:
+            pos = np.arange(n, dtype=np.int64)
+            prev255 = np.concatenate([[False], is255[:-1]])
+            run_start = np.maximum.accumulate(np.where(is255 & ~prev255, pos, 0))
+            is_esc = is255 & (((pos - run_start) & 1) == 0)
+        if is_esc[-1]:
+            raise CorruptFileError("FSST data ends with an escape byte")
+    if is_esc is None:
+        kept = b
+        is_lit = None
+        kidx = offsets
+    else:
+        keep = ~is_esc
+        is_lit = np.concatenate([[False], is_esc[:-1]])[keep]
+        kept = b[keep]
+        esc_cum = np.concatenate([[0], np.cumsum(is_esc.astype(np.int64))])
+        kidx = offsets - esc_cum[offsets]
+    if is_lit is None:
+        if int(kept.max()) >= table.n:
+            raise CorruptFileError("FSST code refers to a missing symbol")
+        codes = kept
+    else:
+        if (kept[~is_lit] >= table.n).any():
+            raise CorruptFileError("FSST code refers to a missing symbol")
+        codes = np.where(is_lit, kept.astype(np.uint16) + np.uint16(256), kept)
+    # Arrow's take over a 512-entry binary array (256 symbols + 256 literal bytes) writes the
+    # decoded bytes contiguously: its data buffer is the output, its offsets the code boundaries.
+    large = len(codes) * 8 >= 1 << 31
+    taken = pc.take(table.arrow(large), pa.array(codes))
+    bufs = taken.buffers()
+    offs_all = np.frombuffer(bufs[1], np.int64 if large else np.int32)[: len(codes) + 1]
+    total = int(offs_all[-1])
+    out = np.frombuffer(bufs[2], np.uint8, total) if total else np.zeros(0, np.uint8)
+    return out, offs_all[kidx].astype(np.int64)
+
+
+_LANE = np.arange(8, dtype=np.uint8)[None, :]
