@@ -7,7 +7,8 @@ Run from the repository root::
 
 Measured per engine, in one run and on the same data:
 
-* commit latency (median and p95) of ``--appends`` appends of ``--rows`` rows each;
+* commit latency (median and p95) of ``--appends`` appends of ``--rows`` rows each
+  (the engines alternate append by append, so machine load hits both alike);
 * open-latest and ``versions()`` on the resulting dataset (``--appends`` + 1 versions),
   each in a fresh Python process so no cache survives (median of ``--fresh-runs``);
 * ``delete`` of 10% of the rows, then a full scan with the deletions applied.
@@ -94,21 +95,29 @@ def _timed(fn: Callable[[], Any]) -> tuple[float, Any]:
     return time.perf_counter() - start, out
 
 
-def _fresh_process(script: str, module: str, uri: str, runs: int) -> dict[str, Any]:
-    """Run ``script`` ``runs`` times in new interpreters; per-key medians of the timings."""
-    samples: list[dict[str, Any]] = []
+def _fresh_once(script: str, module: str, uri: str) -> dict[str, Any]:
+    """Run ``script`` once in a new interpreter and return its JSON timings."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")]))
-    for _ in range(runs):
-        proc = subprocess.run([sys.executable, "-c", script, module, uri], capture_output=True, text=True,
-                              cwd=REPO_ROOT, env=env, timeout=600, check=False)
-        if proc.returncode != 0:
-            raise RuntimeError(proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "failed")
-        samples.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    proc = subprocess.run([sys.executable, "-c", script, module, uri], capture_output=True, text=True,
+                          cwd=REPO_ROOT, env=env, timeout=600, check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "failed")
+    out: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return out
+
+
+def _medians(samples: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per-key medians of fresh-process timings (other keys from the last sample)."""
     out: dict[str, Any] = dict(samples[-1])
     for key in ("import", "open", "versions"):
         if samples[0][key] is not None:
             out[key] = statistics.median(s[key] for s in samples)
     return out
+
+
+def _fresh_process(script: str, module: str, uri: str, runs: int) -> dict[str, Any]:
+    """Run ``script`` ``runs`` times in new interpreters; per-key medians of the timings."""
+    return _medians([_fresh_once(script, module, uri) for _ in range(runs)])
 
 
 def _guard(result: Result, metrics: tuple[str, ...], fn: Callable[[], Any]) -> Any:
@@ -122,55 +131,99 @@ def _guard(result: Result, metrics: tuple[str, ...], fn: Callable[[], Any]) -> A
         return None
 
 
-def bench_lance(module: Any, module_name: str, root: Path, args: argparse.Namespace) -> Result:
-    """Commit, fresh-open, versions, delete and scan for a pylance-compatible module."""
-    res = Result()
-    uri = str(root / f"{module_name}.lance")
+@dataclass
+class Engine:
+    """One pylance-compatible module under test and its dataset."""
+
+    module: Any
+    name: str
+    uri: str
+    res: Result = field(default_factory=Result)
+    commit_lat: list[float] = field(default_factory=list)
+    fresh: list[dict[str, Any]] = field(default_factory=list)
+    scans: list[float] = field(default_factory=list)
+    broken: set[str] = field(default_factory=set)
+
+    def run(self, phase: str, metrics: tuple[str, ...], fn: Callable[[], Any]) -> Any:
+        """Run one step of ``phase`` unless the phase already failed for this engine."""
+        if phase in self.broken:
+            return None
+        out = _guard(self.res, metrics, fn)
+        if any(m in self.res.errors for m in metrics):
+            self.broken.add(phase)
+        return out
+
+
+def bench_lance_engines(engines: list[Engine], args: argparse.Namespace) -> None:
+    """Commit, fresh-open, versions, delete and scan for each engine.
+
+    The engines take turns step by step (one append each, alternating who goes
+    first), so a shared machine's changing load affects both sides alike.
+    """
     kwargs = {"data_storage_version": args.file_version} if args.file_version else {}
-    ds = module.write_dataset(make_batch(0, args.rows), uri, mode="create", **kwargs)
-    res.notes.append(f"data_storage_version={getattr(ds, 'data_storage_version', '?')} "
-                     "(pass --file-version to compare like with like)")
+    commit_m = ("commit median", "commit p95")
+    fresh_m = ("open latest (fresh)", "versions() (fresh)", "import (fresh)")
+    for e in engines:
+        ds = e.run("create", commit_m + fresh_m + ("delete 10%", "full scan after delete"),
+                   lambda e=e: e.module.write_dataset(make_batch(0, args.rows), e.uri, mode="create", **kwargs))
+        if ds is not None:
+            e.res.notes.append(f"data_storage_version={getattr(ds, 'data_storage_version', '?')} "
+                               "(pass --file-version to compare like with like)")
+    live = [e for e in engines if "create" not in e.broken]
 
-    def commits() -> None:
-        lat = []
-        for i in range(1, args.appends + 1):
-            batch = make_batch(i, args.rows)
-            start = time.perf_counter()
-            module.write_dataset(batch, uri, mode="append")
-            lat.append(time.perf_counter() - start)
-        res.values["commit median"] = float(np.median(lat))
-        res.values["commit p95"] = float(np.percentile(lat, 95))
+    def turns(step: int) -> list[Engine]:
+        return live if step % 2 else live[::-1]
 
-    _guard(res, ("commit median", "commit p95"), commits)
+    for i in range(1, args.appends + 1):
+        batch = make_batch(i, args.rows)
+        for e in turns(i):
+            def append(e: Engine = e, batch: pa.Table = batch) -> None:
+                start = time.perf_counter()
+                e.module.write_dataset(batch, e.uri, mode="append")
+                e.commit_lat.append(time.perf_counter() - start)
+            e.run("commit", commit_m, append)
+    for e in live:
+        if "commit" not in e.broken and e.commit_lat:
+            e.res.values["commit median"] = float(np.median(e.commit_lat))
+            e.res.values["commit p95"] = float(np.percentile(e.commit_lat, 95))
 
-    def fresh() -> None:
-        got = _fresh_process(_FRESH_LANCE, module_name, uri, args.fresh_runs)
-        res.values["open latest (fresh)"] = got["open"]
-        res.values["versions() (fresh)"] = got["versions"]
-        res.values["import (fresh)"] = got["import"]
-        res.notes.append(f"{got['n_versions']} versions, latest v{got['version']}")
+    for r in range(args.fresh_runs):
+        for e in turns(r):
+            e.run("fresh", fresh_m, lambda e=e: e.fresh.append(_fresh_once(_FRESH_LANCE, e.name, e.uri)))
+    for e in live:
+        if "fresh" not in e.broken and e.fresh:
+            got = _medians(e.fresh)
+            e.res.values["open latest (fresh)"] = got["open"]
+            e.res.values["versions() (fresh)"] = got["versions"]
+            e.res.values["import (fresh)"] = got["import"]
+            e.res.notes.append(f"{got['n_versions']} versions, latest v{got['version']}")
 
-    _guard(res, ("open latest (fresh)", "versions() (fresh)", "import (fresh)"), fresh)
+    for e in live:
+        def delete(e: Engine = e) -> None:
+            handle = e.module.dataset(e.uri)
+            e.res.values["delete 10%"], _ = _timed(lambda: handle.delete(DELETE_PREDICATE))
+        e.run("delete", ("delete 10%",), delete)
+
     total = (args.appends + 1) * args.rows
+    expected = total - (total + 9) // 10
+    for r in range(args.scan_repeats):
+        for e in turns(r):
+            def scan(e: Engine = e, first: bool = r == 0) -> None:
+                seconds, table = _timed(lambda: e.module.dataset(e.uri).to_table())
+                e.scans.append(seconds)
+                if table.num_rows != expected and first:
+                    e.res.notes.append(f"scan returned {table.num_rows} rows, expected {expected}")
+            e.run("scan", ("full scan after delete",), scan)
+    for e in live:
+        if "scan" not in e.broken and e.scans:
+            e.res.values["full scan after delete"] = statistics.median(e.scans)
 
-    def delete() -> None:
-        handle = module.dataset(uri)
-        res.values["delete 10%"], _ = _timed(lambda: handle.delete(DELETE_PREDICATE))
 
-    _guard(res, ("delete 10%",), delete)
-
-    def scan() -> None:
-        times = []
-        for _ in range(args.scan_repeats):
-            seconds, table = _timed(lambda: module.dataset(uri).to_table())
-            times.append(seconds)
-        expected = total - (total + 9) // 10
-        if table.num_rows != expected:
-            res.notes.append(f"scan returned {table.num_rows} rows, expected {expected}")
-        res.values["full scan after delete"] = statistics.median(times)
-
-    _guard(res, ("full scan after delete",), scan)
-    return res
+def bench_lance(module: Any, module_name: str, root: Path, args: argparse.Namespace) -> Result:
+    """All metrics for one pylance-compatible module on its own (see :func:`bench_lance_engines`)."""
+    engine = Engine(module, module_name, str(root / f"{module_name}.lance"))
+    bench_lance_engines([engine], args)
+    return engine.res
 
 
 def bench_parquet(root: Path, args: argparse.Namespace) -> Result:
@@ -271,12 +324,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         print(f"{args.appends} appends x {args.rows} rows; fresh-process runs={args.fresh_runs}; dir={root}",
               flush=True)
-        pylance = bench_lance(lance, "lance", root, args)
+        theirs = Engine(lance, "lance", str(root / "lance.lance"))
         ours_mod, why = _load_ours()
-        ours = None
-        if ours_mod is not None:
-            ours = Result()
-            ours = _guard(ours, tuple(METRICS), lambda: bench_lance(ours_mod, "lance_format", root, args)) or ours
+        mine = Engine(ours_mod, "lance_format", str(root / "lance_format.lance")) if ours_mod is not None else None
+        bench_lance_engines([theirs] + ([mine] if mine is not None else []), args)
+        pylance = theirs.res
+        ours = mine.res if mine is not None else None
         parquet = None if args.no_parquet else bench_parquet(root, args)
         print(render(pylance, ours, parquet))
         if why:

@@ -426,25 +426,38 @@ def _delete_rows(ds: LanceDataset, predicate: str | pc.Expression) -> tuple[Mani
     updated: list[FragmentMetadata] = []
     removed: list[int] = []
     total = 0
-    frags = ds._manifest.fragments
+    by_id = {f.id: f for f in ds._manifest.fragments}
 
-    def one(frag: FragmentMetadata) -> tuple[FragmentMetadata | None, int]:
-        return delete_from_fragment(ds, frag, expr)
+    def one(item: tuple[int, np.ndarray[Any, Any]]) -> tuple[int, FragmentMetadata | None, int]:
+        return (item[0], *apply_deletions(ds, by_id[item[0]], item[1]))
 
-    # Fragments are independent: scan them and write their deletion files concurrently.
-    with ThreadPoolExecutor(max_workers=min(8, max(1, len(frags)))) as pool:
-        for frag, (meta, hits) in zip(frags, pool.map(one, frags), strict=True):
+    # The predicate is evaluated over many fragments at once; then each fragment with
+    # matches gets its deletion file. On a remote store those writes overlap (they are
+    # latency-bound); on a local disk threads measured slower (the creates serialize
+    # in the file system and the GIL), so they are done in order.
+    matches = matching_offsets(ds, expr)
+    if ds._ctx.low_latency:
+        results: Iterator[tuple[int, FragmentMetadata | None, int]] = map(one, matches)
+        pool = None
+    else:
+        pool = ThreadPoolExecutor(max_workers=8)
+        results = (f.result() for f in [pool.submit(one, m) for m in matches])
+    try:
+        for frag_id, meta, hits in results:
             total += hits
             if meta is None:
-                removed.append(frag.id)
+                removed.append(frag_id)
             elif hits:
                 updated.append(meta)
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
     # Like pylance, a delete that matches nothing still commits a version.
     pred_text = predicate if isinstance(predicate, str) else str(predicate)
     txn = Transaction(ds.version, LanceOperation.Delete(updated, removed, pred_text))
     return commit_transaction(ds._store, txn, base=ds._manifest), total
 
 
-from lance_format.fragment import LanceFragment, delete_from_fragment  # noqa: E402  (circular import)
+from lance_format.fragment import LanceFragment, apply_deletions, matching_offsets  # noqa: E402  (circular import)
 
 __all__ = ["LanceDataset", "LanceOperation", "Tags", "Transaction", "dataset"]

@@ -9,11 +9,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Union
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_format.errors import InvalidInputError
-from lance_format.scanner import DEFAULT_BATCH_SIZE, ROW_ADDR, LanceScanner, ScanOptions, referenced_columns
+from lance_format.scanner import (
+    DEFAULT_BATCH_SIZE,
+    ROW_ADDR,
+    ROW_ID,
+    LanceScanner,
+    ScanOptions,
+    apply_filter,
+    referenced_columns,
+)
 from lance_format.storage import open_store
 from lance_format.table import deletion as _deletion
 from lance_format.table.fragment import DataFile, DeletionFile, FragmentMetadata
@@ -205,6 +214,16 @@ def delete_from_fragment(ds: LanceDataset, frag: FragmentMetadata, expr: pc.Expr
     opts = ScanOptions(referenced_columns(expr, ds.schema.names), expr, with_row_address=True, fragments=[frag])
     hits = [b.column(ROW_ADDR).to_numpy() for b in LanceScanner(ds._ctx, opts).to_batches()]
     new = (np.concatenate(hits) & np.uint64(0xFFFFFFFF)).astype(np.uint32) if hits else None
+    return apply_deletions(ds, frag, new)
+
+
+def apply_deletions(ds: LanceDataset, frag: FragmentMetadata, new: npt.NDArray[np.uint32] | None
+                    ) -> tuple[FragmentMetadata | None, int]:
+    """Add the (live) row offsets ``new`` to ``frag``'s deletion vector and write its file.
+
+    Returns:
+        As :func:`delete_from_fragment`.
+    """
     if new is None or new.size == 0:
         return frag, 0
     merged = np.union1d(ds._ctx.deleted_offsets(frag), new)
@@ -214,6 +233,57 @@ def delete_from_fragment(ds: LanceDataset, frag: FragmentMetadata, expr: pc.Expr
     kind: Literal["array", "bitmap"] = "array" if w.file_type == "arrow" else "bitmap"
     deletion = DeletionFile(w.read_version, w.id, kind, w.num_deleted_rows)
     return dataclasses.replace(frag, deletion_file=deletion), int(new.size)
+
+
+#: Rows (and bytes) gathered before the delete predicate is evaluated once over all
+#: of them: one compute plan per chunk instead of one per fragment, bounded memory.
+DELETE_CHUNK_ROWS = 1 << 20
+DELETE_CHUNK_BYTES = 64 << 20
+
+
+def matching_offsets(ds: LanceDataset, expr: pc.Expression) -> Iterator[tuple[int, npt.NDArray[np.uint32]]]:
+    """Yield ``(fragment id, sorted live row offsets matching expr)`` for fragments with matches.
+
+    Only the columns ``expr`` references are read; deleted rows are skipped. Matches
+    of one fragment are yielded together, in fragment order.
+    """
+    names = ds.schema.names
+    text = str(expr)
+    opts = ScanOptions(referenced_columns(expr, names), None, with_row_id=ROW_ID in text,
+                       with_row_address=True)
+    pending: list[pa.RecordBatch] = []
+    rows = size = 0
+    carry: tuple[int, list[npt.NDArray[np.uint64]]] | None = None
+
+    def flush() -> Iterator[tuple[int, npt.NDArray[np.uint32]]]:
+        nonlocal carry
+        table = pa.Table.from_batches(pending)
+        pending.clear()
+        hit = apply_filter(table, expr).column(ROW_ADDR).to_numpy()
+        if hit.size == 0:
+            return
+        frag_ids = (hit >> np.uint64(32)).astype(np.int64)
+        cuts = np.flatnonzero(np.diff(frag_ids)) + 1
+        for part in np.split(hit, cuts):
+            fid = int(part[0] >> np.uint64(32))
+            if carry is not None and carry[0] != fid:
+                yield carry[0], (np.concatenate(carry[1]) & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+                carry = None
+            if carry is None:
+                carry = (fid, [])
+            carry[1].append(part)
+
+    for batch in LanceScanner(ds._ctx, opts).to_batches():
+        pending.append(batch)
+        rows += batch.num_rows
+        size += batch.nbytes
+        if rows >= DELETE_CHUNK_ROWS or size >= DELETE_CHUNK_BYTES:
+            yield from flush()
+            rows = size = 0
+    if pending:
+        yield from flush()
+    if carry is not None:
+        yield carry[0], (np.concatenate(carry[1]) & np.uint64(0xFFFFFFFF)).astype(np.uint32)
 
 
 __all__ = ["DataFile", "DeletionFile", "FragmentMetadata", "LanceFragment", "write_fragments"]

@@ -25,7 +25,8 @@ from lance_format.storage import ObjectStore, open_store
 from lance_format.table.commit import DEFAULT_DATA_STORAGE_VERSION, commit_transaction
 from lance_format.table.fragment import DataFile, FragmentMetadata
 from lance_format.table.manifest import Manifest
-from lance_format.table.naming import new_data_file_name
+from lance_format.table.manifest import arrow_schema as table_arrow_schema
+from lance_format.table.naming import NamingScheme, new_data_file_name
 from lance_format.table.transaction import COMMIT_MESSAGE_KEY, LanceOperation, Transaction
 from lance_format.table.versions import find_latest, read_manifest
 
@@ -219,6 +220,18 @@ def prepare_write(
         ``(arrow schema of the data, batches, lance schema of the data columns,
         manifest appended to (or None), read version (0 = new), storage version)``.
     """
+    return _prepare_write(data, store, schema=schema, mode=mode, data_storage_version=data_storage_version)[:6]
+
+
+def _prepare_write(
+    data: Any,
+    store: ObjectStore,
+    *,
+    schema: pa.Schema | None,
+    mode: WriteMode,
+    data_storage_version: str | None,
+) -> tuple[pa.Schema, Iterator[pa.RecordBatch], LanceSchema, Manifest | None, int, str, NamingScheme | None]:
+    # As prepare_write, plus the naming scheme of the versions seen (None = no dataset yet).
     arrow_schema, batches = to_batch_stream(data, schema)
     found = find_latest(store)
     latest = found[0] if found is not None else None
@@ -228,18 +241,24 @@ def prepare_write(
     if mode == "append" and latest is not None:
         assert found is not None
         base = read_manifest(store, found[1], for_write=True)
-        base.schema.check_compatible(arrow_schema)
-        # Reorder columns to table order; the file gets the table's field ids.
-        order = [n for n in base.schema.to_arrow().names if n in arrow_schema.names]
-        data_schema = base.schema.project(order)
-        target = data_schema.to_arrow()
+        table_arrow = table_arrow_schema(base.schema)
+        if arrow_schema.equals(table_arrow):
+            # The common append: same columns, order and types; nothing to check or project.
+            data_schema, target = base.schema, table_arrow
+        else:
+            base.schema.check_compatible(arrow_schema)
+            # Reorder columns to table order; the file gets the table's field ids.
+            order = [n for n in table_arrow.names if n in arrow_schema.names]
+            data_schema = base.schema.project(order)
+            target = data_schema.to_arrow()
         version = normalize_storage_version(data_storage_version, base.data_storage_version)
-        return target, batches, data_schema, base, latest, version
+        return target, batches, data_schema, base, latest, version, found[2]
     if mode not in ("create", "append", "overwrite"):
         raise InvalidInputError(f"mode must be 'create', 'append' or 'overwrite', got {mode!r}")
     lance_schema = LanceSchema.from_arrow(arrow_schema)
     version = normalize_storage_version(data_storage_version)
-    return lance_schema.to_arrow(), batches, lance_schema, None, latest or 0, version
+    scheme = found[2] if found is not None else None
+    return lance_schema.to_arrow(), batches, lance_schema, None, latest or 0, version, scheme
 
 
 def write_dataset(
@@ -289,7 +308,7 @@ def write_dataset(
     if isinstance(uri, LanceDataset):
         uri = uri.uri
     store = open_store(str(uri), storage_options)
-    target, batches, data_schema, base, read_version, version = prepare_write(
+    target, batches, data_schema, base, read_version, version, scheme = _prepare_write(
         data, store, schema=schema, mode=mode, data_storage_version=data_storage_version)
     frags = write_fragment_files(store, target, batches, data_schema, max_rows_per_file=max_rows_per_file,
                                  max_rows_per_group=max_rows_per_group, max_bytes_per_file=max_bytes_per_file,
@@ -306,7 +325,8 @@ def write_dataset(
     try:
         manifest = commit_transaction(store, txn, enable_v2_manifest_paths=enable_v2_manifest_paths,
                                       data_storage_version=version, must_not_exist=(mode == "create"),
-                                      enable_stable_row_ids=enable_stable_row_ids, base=base)
+                                      enable_stable_row_ids=enable_stable_row_ids, base=base,
+                                      observed=(read_version, scheme) if base is not None and scheme else None)
     except LanceError:
         for frag in frags:
             for df in frag.files:

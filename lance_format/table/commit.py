@@ -10,6 +10,7 @@ and tries again, a bounded number of times.
 from __future__ import annotations
 
 import dataclasses
+import operator
 import random
 import time
 from collections.abc import Callable, Sequence
@@ -34,6 +35,8 @@ from lance_format.table.manifest import (
     check_feature_flags,
     compute_feature_flags,
     encode_manifest_pb,
+    kept_prefix,
+    manifest_from_pb,
 )
 from lance_format.table.naming import TRANSACTIONS_DIR, NamingScheme, manifest_key
 from lance_format.table.transaction import (
@@ -46,6 +49,7 @@ from lance_format.table.versions import (
     find_latest,
     load_manifest,
     load_transaction,
+    remember_written,
     write_hint,
 )
 
@@ -205,7 +209,7 @@ def build_manifest(base: Manifest | None, txn: Transaction, *, version: int,
         raise InvalidInputError(f"this library cannot commit a {op.kind} operation")
 
     assert schema is not None and data_format is not None
-    frags = tuple(sorted(frags, key=lambda f: f.id))
+    frags = tuple(sorted(frags, key=operator.attrgetter("id")))
     ids = [f.id for f in frags]
     if len(set(ids)) != len(ids):
         raise InvalidInputError(f"duplicate fragment ids in the new version: {ids}")
@@ -228,6 +232,7 @@ def build_manifest(base: Manifest | None, txn: Transaction, *, version: int,
         indices=indices,
         next_row_id=next_row_id,
         raw=base.raw if base is not None else None,
+        raw_fragments=base.raw_fragments if base is not None else None,
         reader_feature_flags=FLAG_STABLE_ROW_IDS if stable else 0,
     )
     return _finish(new, base, txn, version)
@@ -275,11 +280,12 @@ def _swap_index(index_pb: Any, swap: dict[str, LanceOperation.RewrittenIndex]) -
 
 
 def _finish(new: Manifest, base: Manifest | None, txn: Transaction, version: int) -> Manifest:
-    new = new.replace(version=version, timestamp_ns=_now_ns(), writer_version=OUR_WRITER_VERSION,
-                      transaction_file=txn.file_name, tag="", transaction_bytes=None)
+    # The flags depend only on fields this final replace leaves alone.
     base_flags = base.reader_feature_flags if base is not None else 0
     reader, writer = compute_feature_flags(new, base_flags)
-    return new.replace(reader_feature_flags=reader, writer_feature_flags=writer)
+    return new.replace(version=version, timestamp_ns=_now_ns(), writer_version=OUR_WRITER_VERSION,
+                       transaction_file=txn.file_name, tag="", transaction_bytes=None,
+                       reader_feature_flags=reader, writer_feature_flags=writer)
 
 
 def _backoff(attempt: int, unit: float) -> None:
@@ -298,6 +304,7 @@ def commit_transaction(
     rebase_deletions: DeletionRebaser | None = None,
     enable_stable_row_ids: bool = False,
     base: Manifest | None = None,
+    observed: tuple[int, NamingScheme] | None = None,
 ) -> Manifest:
     """Commit ``txn`` as the next version of the dataset in ``store``.
 
@@ -313,6 +320,9 @@ def commit_transaction(
         base: The manifest of ``txn.read_version`` if the caller already has it.
         rebase_deletions: Merges deletion vectors when a concurrent Delete/Update touched
             the same fragments; without it such a race is a retryable conflict.
+        observed: ``(latest version, naming scheme)`` as the caller just saw them. The first
+            attempt trusts it instead of looking again; put-if-absent of the next version
+            is the arbiter, so a stale value only costs a retry (which looks properly).
 
     Returns:
         The committed manifest.
@@ -327,15 +337,20 @@ def commit_transaction(
         base_read = base if base is not None and base.version == read_version else \
             load_manifest(store, read_version)
         check_feature_flags(base_read, store.uri(""), for_write=True)
-    base_files = {f.id: f.files for f in base_read.fragments} if base_read is not None else {}
+    base_files: dict[int, Any] | None = None  # built only if there is something to check against
     checked = read_version
     blind = read_version == 0 or isinstance(txn.operation, LanceOperation.Restore)
     attempt = 0
     started = time.monotonic()
     unit = 0.0
+    trusted = observed if observed is not None and observed[0] >= 1 else None
+    scheme: NamingScheme | None
     while True:
-        found = find_latest(store)
-        latest, scheme = (found[0], found[2]) if found is not None else (0, None)
+        if trusted is not None:
+            (latest, scheme), trusted = trusted, None
+        else:
+            found = find_latest(store)
+            latest, scheme = (found[0], found[2]) if found is not None else (0, None)
         if must_not_exist and latest:
             raise DatasetAlreadyExistsError(f"{store.uri('')}: dataset already exists (version {latest})")
         if blind:
@@ -349,6 +364,8 @@ def commit_transaction(
             if theirs is None:
                 raise CommitConflictError(f"{store.uri('')}: version {v} has no transaction; cannot check "
                                           f"{txn.operation.kind} for conflicts")
+            if base_files is None:
+                base_files = {f.id: f.files for f in base_read.fragments} if base_read is not None else {}
             outcome = conflicts.check(txn, theirs, base_files)
             if outcome is conflicts.Outcome.REBASE_DELETIONS:
                 if rebase_deletions is None and base_read is not None:
@@ -390,5 +407,13 @@ def commit_transaction(
             _backoff(attempt, unit)
             continue
         write_hint(store, latest + 1)
-        return manifest.replace(raw=written, transaction_bytes=txn_bytes)
+        # What reading the file back gives, so the next append on this dataset need not
+        # decode it again. Fragments whose stored bytes were carried over from the base
+        # are decoded models already (``raw_fragments``); only re-encoded ones are decoded.
+        target = sorted(manifest.fragments, key=operator.attrgetter("id"))
+        kept = tuple(target[:kept_prefix(manifest, target)])
+        decoded = manifest_from_pb(written, store.uri(key), indices=manifest.indices,
+                                   transaction_bytes=txn_bytes, known_fragments=kept)
+        remember_written(store, key, data, decoded)
+        return manifest.replace(raw=written, transaction_bytes=txn_bytes, raw_fragments=decoded.fragments)
 

@@ -10,18 +10,20 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import operator
 import struct
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import pyarrow as pa
 from google.protobuf.message import DecodeError
 
 from lance_format._pb import table_pb2
 from lance_format.errors import CorruptFileError, IncompatibleFeatureError
 from lance_format.schema import LanceSchema
 from lance_format.schema_codec import schema_from_pb, schema_to_pb
-from lance_format.table.fragment import FragmentMetadata, PicklableModel, fragment_from_pb, fragment_to_pb
+from lance_format.table.fragment import FragmentMetadata, PicklableModel, encoded_fragment, fragments_from_pb
 
 MAGIC = b"LANC"
 FOOTER_SIZE = 16
@@ -78,6 +80,8 @@ class Manifest(PicklableModel):
         indices: ``IndexMetadata`` protobuf messages of the index section.
         raw: Decoded ``lance.table.Manifest`` (keeps unknown fields).
         transaction_bytes: Inline transaction protobuf bytes, if present.
+        raw_fragments: The models decoded from ``raw.fragments``, in order (set by decoding
+            and committing); a rewrite keeps the stored bytes of those still present.
     """
 
     schema: LanceSchema
@@ -97,6 +101,7 @@ class Manifest(PicklableModel):
     indices: tuple[Any, ...] = ()
     raw: Any = field(default=None, compare=False, repr=False)
     transaction_bytes: bytes | None = field(default=None, compare=False, repr=False)
+    raw_fragments: tuple[FragmentMetadata, ...] | None = field(default=None, compare=False, repr=False)
 
     @property
     def timestamp(self) -> dt.datetime:
@@ -182,15 +187,23 @@ def _bits(value: int) -> str:
 def compute_feature_flags(manifest: Manifest, base_flags: int = 0) -> tuple[int, int]:
     """Return ``(reader, writer)`` flags for a manifest about to be written."""
     flags = base_flags & PASSTHROUGH_FLAGS
-    if any(f.deletion_file is not None for f in manifest.fragments):
+    default = _parse_version(manifest.data_format[1])
+    # One pass over the fragments (this runs on every commit).
+    deletions = mixed = False
+    for frag in manifest.fragments:
+        if frag.deletion_file is not None:
+            deletions = True
+        for df in frag.files:
+            version = (df.file_major_version, df.file_minor_version)
+            if version != default and version != (0, 3):
+                mixed = True
+    if deletions:
         flags |= FLAG_DELETION_FILES
     if manifest.uses_stable_row_ids:
         flags |= FLAG_STABLE_ROW_IDS
     if manifest.raw is not None and len(manifest.raw.base_paths) > 0:
         flags |= FLAG_BASE_PATHS
-    default = _parse_version(manifest.data_format[1])
-    if any(df.file_version != default for frag in manifest.fragments for df in frag.files
-           if df.file_version != (0, 3)):
+    if mixed:
         flags |= FLAG_MIXED_FILE_VERSIONS
     writer = flags | (FLAG_TABLE_CONFIG if manifest.config else 0)
     return flags, writer
@@ -216,6 +229,25 @@ def _lp(message: Any) -> bytes:
     return struct.pack("<I", len(body)) + bytes(body)
 
 
+_fragment_id = operator.attrgetter("id")
+
+
+def kept_prefix(m: Manifest, target: Sequence[FragmentMetadata]) -> int:
+    """How many leading fragments of ``target`` (sorted by id) are ``m.raw.fragments`` as stored.
+
+    Those are the very model objects decoded from them (the leading ``m.raw_fragments``).
+    """
+    known = m.raw_fragments
+    if m.raw is None or known is None or len(known) != len(m.raw.fragments):
+        return 0
+    keep = 0
+    for old, new in zip(known, target, strict=False):  # target may be longer (appends)
+        if old is not new:
+            break
+        keep += 1
+    return keep
+
+
 def manifest_to_pb(m: Manifest) -> Any:
     """Build the ``lance.table.Manifest`` message (starting from ``m.raw``)."""
     pb = table_pb2.Manifest()
@@ -227,8 +259,13 @@ def manifest_to_pb(m: Manifest) -> Any:
     pb.schema_metadata.clear()
     for key, value in metadata.items():
         pb.schema_metadata[key] = value if isinstance(value, bytes) else str(value).encode()
-    del pb.fragments[:]
-    pb.fragments.extend(fragment_to_pb(f) for f in sorted(m.fragments, key=lambda f: f.id))
+    target = sorted(m.fragments, key=_fragment_id)
+    # ``pb.fragments`` (copied from raw) already encodes ``raw_fragments``: keep the
+    # leading run that is unchanged and encode only the rest; an append then
+    # re-encodes one fragment instead of all of them.
+    keep = kept_prefix(m, target)
+    del pb.fragments[keep:]
+    pb.fragments.extend([encoded_fragment(f) for f in target[keep:]])
     pb.version = m.version
     pb.ClearField("timestamp")
     if m.timestamp_ns:
@@ -320,16 +357,37 @@ def decode_manifest_pb(data: bytes, where: str) -> tuple[Any, bytes | None]:
     return pb, txn
 
 
+#: Per-fragment statistics by serialized fragment: versions share most fragments, so
+#: ``versions()`` over N versions computes each distinct fragment's numbers once.
+_FRAGMENT_STATS: dict[bytes, tuple[int, int, int, int, int]] = {}
+_FRAGMENT_STATS_MAX = 1 << 14  # ~200 bytes each
+
+
+def _fragment_stats(frag: Any) -> tuple[int, int, int, int, int]:
+    size = 0
+    for f in frag.files:
+        size += f.file_size_bytes
+    if frag.HasField("deletion_file"):
+        return frag.physical_rows, len(frag.files), size, 1, frag.deletion_file.num_deleted_rows
+    return frag.physical_rows, len(frag.files), size, 0, 0
+
+
 def summary_of_pb(pb: Any) -> dict[str, str]:
     """:meth:`Manifest.summary` computed straight from a ``Manifest`` protobuf."""
-    physical = deleted = files = size = with_deletions = 0
-    for frag in pb.fragments:
-        physical += frag.physical_rows
-        files += len(frag.files)
-        size += sum(f.file_size_bytes for f in frag.files)
-        if frag.HasField("deletion_file"):
-            with_deletions += 1
-            deleted += frag.deletion_file.num_deleted_rows
+    cache = _FRAGMENT_STATS
+    frags = pb.fragments[:]
+    keys = [f.SerializeToString() for f in frags]
+    stats = [cache.get(k) for k in keys]
+    if None in stats:  # only fragments new since the versions seen so far
+        for i, st in enumerate(stats):
+            if st is None:
+                stats[i] = st = _fragment_stats(frags[i])
+                if len(cache) >= _FRAGMENT_STATS_MAX:
+                    cache.clear()  # bounded; rebuilt on demand
+                cache[keys[i]] = st
+    # Column sums in C (zip/sum) rather than five additions per fragment in bytecode.
+    totals = [sum(col) for col in zip(*stats, strict=True)] if stats else [0] * 5
+    physical, files, size, with_deletions, deleted = totals
     return {
         "total_data_file_rows": str(physical),
         "total_data_files": str(files),
@@ -362,15 +420,52 @@ def _decode_pb(data: bytes, where: str) -> tuple[Any, bytes | None, int]:
     return pb, txn, pos
 
 
+#: Arrow form of schemas, by object (kept alive here so ids stay unique; bounded).
+_ARROW_SCHEMAS: dict[int, tuple[LanceSchema, pa.Schema]] = {}
+
+
+def arrow_schema(schema: LanceSchema) -> pa.Schema:
+    """``schema.to_arrow()``, computed once per schema object (both are immutable).
+
+    Decoded manifests share schema objects, so every commit and dataset handle of a
+    table reuses one conversion.
+    """
+    hit = _ARROW_SCHEMAS.get(id(schema))
+    if hit is not None and hit[0] is schema:
+        return hit[1]
+    converted = schema.to_arrow()
+    if len(_ARROW_SCHEMAS) >= 256:
+        _ARROW_SCHEMAS.clear()
+    _ARROW_SCHEMAS[id(schema)] = (schema, converted)
+    return converted
+
+
+#: Decoded schemas by their protobuf bytes (LanceSchema is immutable; versions share it).
+_SCHEMAS: dict[tuple[tuple[bytes, ...], tuple[tuple[str, bytes], ...]], LanceSchema] = {}
+
+
 def manifest_from_pb(pb: Any, where: str, *, indices: tuple[Any, ...] = (),
-                     transaction_bytes: bytes | None = None) -> Manifest:
-    """Convert a decoded ``lance.table.Manifest`` into a :class:`Manifest`."""
-    try:
-        schema = schema_from_pb(list(pb.fields), dict(pb.schema_metadata))
-    except CorruptFileError:
-        raise
-    except Exception as exc:  # schema codec errors carry no file name; add it
-        raise CorruptFileError(f"{where}: invalid schema: {exc}") from exc
+                     transaction_bytes: bytes | None = None,
+                     known_fragments: tuple[FragmentMetadata, ...] = ()) -> Manifest:
+    """Convert a decoded ``lance.table.Manifest`` into a :class:`Manifest`.
+
+    ``known_fragments`` are models already decoded from the leading ``pb.fragments``
+    (a writer that just encoded ``pb`` from them passes them instead of decoding again).
+    """
+    fields = pb.fields[:]
+    metadata = dict(pb.schema_metadata)
+    key = (tuple([f.SerializeToString() for f in fields]), tuple(sorted(metadata.items())))
+    schema = _SCHEMAS.get(key)
+    if schema is None:
+        try:
+            schema = schema_from_pb(fields, metadata)
+        except CorruptFileError:
+            raise
+        except Exception as exc:  # schema codec errors carry no file name; add it
+            raise CorruptFileError(f"{where}: invalid schema: {exc}") from exc
+        if len(_SCHEMAS) >= 256:
+            _SCHEMAS.clear()
+        _SCHEMAS[key] = schema
     wv = None
     if pb.HasField("writer_version"):
         w = pb.writer_version
@@ -385,9 +480,14 @@ def manifest_from_pb(pb: Any, where: str, *, indices: tuple[Any, ...] = (),
     else:
         data_format = ("lance", _infer_format(pb))
     ts = pb.timestamp.seconds * 1_000_000_000 + pb.timestamp.nanos if pb.HasField("timestamp") else 0
+    if known_fragments:
+        rest = fragments_from_pb(pb.fragments[len(known_fragments):], where, out_of=len(pb.fragments))
+        fragments = known_fragments + rest
+    else:
+        fragments = fragments_from_pb(pb.fragments, where)
     return Manifest(
         schema=schema,
-        fragments=tuple(fragment_from_pb(f, where) for f in pb.fragments),
+        fragments=fragments,
         version=pb.version,
         timestamp_ns=ts,
         writer_version=wv,
@@ -403,6 +503,7 @@ def manifest_from_pb(pb: Any, where: str, *, indices: tuple[Any, ...] = (),
         indices=indices,
         raw=pb,
         transaction_bytes=transaction_bytes,
+        raw_fragments=fragments,
     )
 
 
