@@ -86,7 +86,8 @@ def encode_arrow_deletions(offsets: npt.NDArray[np.uint32]) -> bytes:
     """Serialize row offsets as a one-batch Arrow IPC file (ZSTD body compression)."""
     batch = pa.record_batch([pa.array(offsets, type=pa.uint32())], schema=ROW_ID_SCHEMA)
     sink = pa.BufferOutputStream()
-    options = pa.ipc.IpcWriteOptions(compression="zstd")
+    # One tiny batch: a thread pool only adds overhead (output bytes are identical).
+    options = pa.ipc.IpcWriteOptions(compression="zstd", use_threads=False)
     with pa.ipc.new_file(sink, ROW_ID_SCHEMA, options=options) as writer:
         writer.write_batch(batch)
     return bytes(sink.getvalue().to_pybytes())
@@ -148,7 +149,9 @@ def write_deletion_file(
 def decode_arrow_deletions(data: bytes, path: str) -> npt.NDArray[np.uint32]:
     """Parse and validate a ``.arrow`` deletion file; ``path`` names it in errors."""
     try:
-        reader = pa.ipc.open_file(pa.BufferReader(data))
+        reader = pa.ipc.open_file(
+            pa.BufferReader(data), options=pa.ipc.IpcReadOptions(use_threads=False)
+        )
         schema = reader.schema
         if not schema.equals(ROW_ID_SCHEMA, check_metadata=True) or schema.metadata:
             raise CorruptFileError(
