@@ -53,8 +53,8 @@ from lance_format.table.versions import (
     write_hint,
 )
 
-#: Default data storage version for new datasets (switch to "2.2" once the 2.2 writer lands).
-DEFAULT_DATA_STORAGE_VERSION = "2.0"
+#: Default data storage version for new datasets: 2.2, pylance 14.0.2's "stable" default.
+DEFAULT_DATA_STORAGE_VERSION = "2.2"
 DEFAULT_MAX_RETRIES = 20
 
 #: Hook that rewrites our transaction after a concurrent Delete/Update on the same fragments.
