@@ -57,7 +57,7 @@ class LanceIOManager(ConfigurableIOManagerFactory):  # type: ignore[type-arg]
         default="overwrite", description="Write mode when an asset's metadata names none: overwrite or append."
     )
     data_storage_version: str | None = Field(
-        default=None, description="Lance data storage (file) version for new datasets, e.g. '2.0' or '2.1'."
+        default=None, description="Lance data storage (file) version for new datasets: '2.0', '2.1' or '2.2' (default 2.2, as pylance)."
     )
 
     @classmethod
