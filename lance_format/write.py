@@ -256,7 +256,11 @@ def _prepare_write(
     if mode not in ("create", "append", "overwrite"):
         raise InvalidInputError(f"mode must be 'create', 'append' or 'overwrite', got {mode!r}")
     lance_schema = LanceSchema.from_arrow(arrow_schema)
-    version = normalize_storage_version(data_storage_version)
+    default = DEFAULT_DATA_STORAGE_VERSION
+    if found is not None and data_storage_version is None:
+        # An overwrite keeps the table's storage version unless asked otherwise (as pylance).
+        default = read_manifest(store, found[1]).data_storage_version
+    version = normalize_storage_version(data_storage_version, default)
     scheme = found[2] if found is not None else None
     return lance_schema.to_arrow(), batches, lance_schema, None, latest or 0, version, scheme
 
