@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from lance_format.errors import CorruptFileError
 
@@ -82,18 +83,25 @@ def unpack_blocks(packed: np.ndarray, width: int, t: int) -> np.ndarray:
         raise CorruptFileError("bit-packed buffer is not a whole number of blocks")
     n = len(packed) // words_per_block
     p = packed.astype(dtype, copy=False).reshape(n, width, lanes)
-    if width == t:
-        rows = p
-    else:
-        rows = np.empty((n, t, lanes), dtype)
-        mask = dtype.type((1 << width) - 1)
-        for r in range(t):  # one vectorized step per bit row (t <= 64), over all blocks and lanes
-            w0, sh = divmod(r * width, t)
-            v = p[:, w0, :] >> dtype.type(sh)
-            if sh + width > t:
-                v |= p[:, w0 + 1, :] << dtype.type(t - sh)
-            np.bitwise_and(v, mask, out=rows[:, r, :])
-    return _rows_to_values(rows, t).reshape(-1)
+    # row r = 8 * g + s of every lane goes straight to its logical place [s][perm[g]][lane] (no
+    # row-major intermediate); one vectorized step per bit row, over all blocks and lanes.  The
+    # output comes from Arrow's pool, which reuses freed memory (fresh numpy pages fault in).
+    out = np.frombuffer(pa.allocate_buffer(n * BLOCK * dtype.itemsize), dtype).reshape(n, 8, t // 8, lanes)
+    perm = _block_perm(t).tolist()
+    mask = dtype.type((1 << width) - 1) if width < t else dtype.type(0)
+    for r in range(t):
+        g, s = divmod(r, 8)
+        dst = out[:, s, perm[g], :]
+        if width == t:
+            dst[...] = p[:, r, :]
+            continue
+        w0, sh = divmod(r * width, t)
+        np.right_shift(p[:, w0, :], dtype.type(sh), out=dst)
+        if sh + width > t:
+            dst |= p[:, w0 + 1, :] << dtype.type(t - sh)
+        if sh + width != t:
+            dst &= mask
+    return out.reshape(-1)
 
 
 def pack_blocks(values: np.ndarray, width: int, t: int) -> np.ndarray:

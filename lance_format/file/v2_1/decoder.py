@@ -13,9 +13,10 @@ import pyarrow as pa
 from lance_format._pb import encodings_v2_1_pb2 as pb
 from lance_format.errors import CorruptFileError, LanceError, UnsupportedEncodingError
 from lance_format.file.v2_1.arrow import leaf_paths, merge, page_to_arrow
-from lance_format.file.v2_1.blocks import BlobRefs, Var
+from lance_format.file.v2_1.blocks import BlobRefs, Var, gather_ranges
 from lance_format.file.v2_1.fsst import num_threads, pool
 from lance_format.file.v2_1.layout import decode_miniblock_page, decode_page, miniblock_plan
+from lance_format.file.v2_1.readio import read_ranges
 
 PAGE_LAYOUT_URL = "/lance.encodings21.PageLayout"
 _CACHE_BYTES = 256 * 1024 * 1024  # decoded pages kept for later batches of the same pages
@@ -23,6 +24,8 @@ _PARALLEL_MIN_ROWS = 16384
 _MAX_PAGE_ROWS = 1 << 32  # sanity bound: a corrupt length must not make us allocate terabytes
 _PARTIAL_READS_BEFORE_CACHING = 2
 _PARTIAL_MIN_BYTES = 16 * 1024  # smaller pages are simply decoded whole
+_WHOLE_BUFFER_FRACTION = 8  # take: read the whole data buffer when >= 1/8 of it is wanted
+_PARTIAL_MAX_ROWS = 32768  # longer ranges (a scan's chunks) decode the page whole: cheaper per row
 
 
 class _Leaf:
@@ -33,6 +36,11 @@ class _Leaf:
         self.path = path
         lengths = np.array([p.length for p in column.pages], np.int64)
         self.page_starts = np.concatenate([[0], np.cumsum(lengths)])
+        leaf_type = path[-1].type
+        is_var = pa.types.is_string(leaf_type) or pa.types.is_binary(leaf_type)
+        is_var = is_var or pa.types.is_large_string(leaf_type) or pa.types.is_large_binary(leaf_type)
+        nbytes = sum(sum(p.buffer_sizes) for p in column.pages)
+        self.cost_rank = (not is_var, -nbytes)  # decode order in parallel reads: lowest first
 
 
 class Decoder21:
@@ -57,6 +65,7 @@ class Decoder21:
         self._cache_bytes = 0
         self._partial_reads: dict[tuple[int, int], int] = {}
         self._last: dict[int, tuple[int, pa.Array]] = {}
+        self._next_start: dict[int, int] = {}  # per column: where the previous read_range stopped
         self._lock = threading.Lock()
         col = 0
         self._leaves: list[list[_Leaf]] = []
@@ -131,12 +140,12 @@ class Decoder21:
         for p in missing:
             page = leaf.column.pages[p]
             ranges.extend(zip(page.buffer_offsets, page.buffer_sizes, strict=False))
-        raw = self.source.read_ranges(ranges, "page buffer") if ranges else []
+        raw = read_ranges(self.source, ranges, "page buffer") if ranges else []
         pos = 0
         for p in missing:
             page = leaf.column.pages[p]
             nb = len(page.buffer_offsets)
-            bufs = [np.frombuffer(b, np.uint8) for b in raw[pos : pos + nb]]
+            bufs = raw[pos : pos + nb]
             pos += nb
             out[p] = self._decode_one(leaf, p, page, bufs)
             self._remember((col, p), out[p])
@@ -187,30 +196,43 @@ class Decoder21:
         pages = list(range(max(first, 0), min(last, len(leaf.column.pages))))
         if len(pages) == 1:
             partial = self._small_range(
-                leaf, pages[0], start - int(starts[pages[0]]), stop - int(starts[pages[0]])
+                leaf, pages[0], start - int(starts[pages[0]]), stop - int(starts[pages[0]]), start
             )
             if partial is not None:
+                with self._lock:
+                    self._next_start[leaf.column.index] = stop
                 return partial
         arrays = self._decode_pages(leaf, pages)
+        with self._lock:
+            self._next_start[leaf.column.index] = stop
         if not arrays:
             return pa.array([], type=leaf.path[0].type)
-        arr = arrays[0] if len(arrays) == 1 else pa.concat_arrays(arrays)
-        base = int(starts[pages[0]])
-        return arr.slice(start - base, stop - start)
+        if len(arrays) == 1:
+            return arrays[0].slice(start - int(starts[pages[0]]), stop - start)
+        # slice before concatenating: only the requested rows of each page are copied
+        parts = [
+            arr.slice(
+                max(start - int(starts[p]), 0), min(stop, int(starts[p + 1])) - max(start, int(starts[p]))
+            )
+            for p, arr in zip(pages, arrays, strict=True)
+        ]
+        return pa.concat_arrays(parts)
 
-    def _small_range(self, leaf: _Leaf, p: int, lo: int, hi: int) -> pa.Array | None:
+    def _small_range(self, leaf: _Leaf, p: int, lo: int, hi: int, start: int) -> pa.Array | None:
         """A few rows of a big page: decode just their mini-block chunks.
 
         A page read this way a few times is decoded whole (and cached) instead, so sequential
         small batches do not keep re-reading chunk metadata.
         """
         length = int(leaf.column.pages[p].length)
-        if (hi - lo) * 8 > length:
+        if (hi - lo) * 8 > length or hi - lo > _PARTIAL_MAX_ROWS:
             return None
         key = (leaf.column.index, p)
         if self._cached(key) is not None:
             return None
         with self._lock:
+            if self._next_start.get(key[0]) == start:
+                return None  # a sequential scan will read the rest of the page: decode it whole
             touches = self._partial_reads.get(key, 0) + 1
             self._partial_reads[key] = touches
         if touches > _PARTIAL_READS_BEFORE_CACHING:
@@ -236,8 +258,10 @@ class Decoder21:
         if stop == start:
             decoded: list[pa.Array] = []
         elif len(all_leaves) > 1 and stop - start >= _PARALLEL_MIN_ROWS and num_threads() > 1:
-            decoded = list(pool().map(lambda leaf: self._leaf_range(leaf, start, stop), all_leaves))
-
+            # the slowest leaves first (strings: FSST / offsets work), so they do not finish last
+            order = sorted(range(len(all_leaves)), key=lambda i: all_leaves[i].cost_rank)
+            futures = {i: pool().submit(self._leaf_range, all_leaves[i], start, stop) for i in order}
+            decoded = [futures[i].result() for i in range(len(all_leaves))]
         else:
             decoded = [self._leaf_range(leaf, start, stop) for leaf in all_leaves]
         pos = 0
@@ -315,8 +339,8 @@ class Decoder21:
             extra = [(page.buffer_offsets[0], page.buffer_sizes[0])]
             if m.HasField("dictionary"):
                 extra.append((page.buffer_offsets[2], page.buffer_sizes[2]))
-            raw = self.source.read_ranges(extra, "page buffer")
-            meta = np.frombuffer(raw[0], np.uint8)
+            raw = read_ranges(self.source, extra, "page buffer")
+            meta = raw[0]
             counts, sizes = miniblock_plan(m, meta)
             first_row = np.concatenate([[0], np.cumsum(counts)])
             if int(first_row[-1]) != int(page.length):
@@ -328,10 +352,16 @@ class Decoder21:
             offs = np.concatenate([[0], np.cumsum(sizes)])
             if int(offs[-1]) > page.buffer_sizes[1]:
                 raise CorruptFileError("mini-block chunks run past the end of the data buffer")
-            ranges = [(page.buffer_offsets[1] + int(offs[c]), int(sizes[c])) for c in chunks.tolist()]
-            parts = self.source.read_ranges(ranges, "page buffer")
-            data = np.frombuffer(b"".join(parts), np.uint8)
-            bufs = [meta, data] + ([np.frombuffer(raw[1], np.uint8)] if len(raw) > 1 else [])
+            # the chosen chunks, read with few requests (vectorized merging) and packed back to back
+            lens = sizes[chunks].astype(np.int64)
+            if int(lens.sum()) * _WHOLE_BUFFER_FRACTION >= int(offs[-1]):
+                # many chunks: one large read of the data buffer beats thousands of small ones
+                whole = read_ranges(self.source, [(int(page.buffer_offsets[1]), int(offs[-1]))])[0]
+                data = gather_ranges(whole, offs[chunks], lens)
+            else:
+                blob, at = self.source.gather(int(page.buffer_offsets[1]) + offs[chunks], lens, "page buffer")
+                data = gather_ranges(blob, at, lens)
+            bufs = [meta, data] + ([raw[1]] if len(raw) > 1 else [])
             sel_counts = counts[chunks]
             sel_base = np.concatenate([[0], np.cumsum(sel_counts)[:-1]])
             pos = rows - first_row[chunk_of] + sel_base[np.searchsorted(chunks, chunk_of)]

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from lance_format._pb import encodings_v2_1_pb2 as pb
 from lance_format.errors import InvalidInputError
@@ -101,8 +104,24 @@ def serialize(
     visible: np.ndarray | None,
     large: bool,
     max_rep: int,
-) -> tuple[bytes, bytes, pb.CompressiveEncoding | None, pb.CompressiveEncoding | None, bytes | None]:
+) -> tuple[bytes, Any, pb.CompressiveEncoding | None, pb.CompressiveEncoding | None, bytes | None]:
     """Frame the chunks: returns (metadata buffer, data buffer, rep enc, def enc, repetition index)."""
+    if rep is None and defs is None:
+        fast = _serialize_flat(values, large)
+        if fast is not None:
+            return fast[0], fast[1], None, None, None
+    return _serialize_general(values, rep, defs, visible, large, max_rep)
+
+
+def _serialize_general(
+    values: ValueChunks,
+    rep: np.ndarray | None,
+    defs: np.ndarray | None,
+    visible: np.ndarray | None,
+    large: bool,
+    max_rep: int,
+) -> tuple[bytes, bytes, pb.CompressiveEncoding | None, pb.CompressiveEncoding | None, bytes | None]:
+    """:func:`serialize` one chunk at a time (any levels)."""
     counts = values.counts
     nchunks = len(counts)
     n_levels = len(rep) if rep is not None else len(defs) if defs is not None else sum(counts)
@@ -169,3 +188,59 @@ def serialize(
         out.append(b"".join(parts))
     rep_idx = rep_index(rep, bounds, max_rep).tobytes() if rep is not None else None
     return meta.tobytes(), b"".join(out), rep_enc, def_enc, rep_idx
+
+
+def _serialize_flat(values: ValueChunks, large: bool) -> tuple[bytes, pa.Buffer] | None:
+    """:func:`serialize` for chunks without levels, framed by one Arrow ``take``.
+
+    The pieces (every value buffer, every chunk header already padded to 8 bytes, and fill runs
+    of 0..7 bytes) become the values of one binary array; taking them in output order writes the
+    whole data buffer in a single C++ pass.  Returns ``None`` when chunks differ in buffer count.
+    """
+    counts = values.counts
+    nchunks = len(counts)
+    nb = len(values.buffers[0]) if nchunks else 0
+    if nchunks == 0 or nb == 0 or any(len(b) != nb for b in values.buffers):
+        return None
+    flat = [piece for bufs in values.buffers for piece in bufs]
+    lens = np.fromiter(map(len, flat), np.int64, len(flat)).reshape(nchunks, nb)
+    vw = 4 if large else 2
+    if int(lens.max()) >= 1 << (8 * vw):
+        raise InvalidInputError("a mini-block value buffer is too large for its size field")
+    head = 2 + nb * vw  # u16 level count (0: no levels), then each value buffer's size
+    head_p = head + _pad8(head)
+    padded = (lens + 7) // 8 * 8
+    words = (head_p + padded.sum(axis=1)) // 8
+    if not large and int(words.max()) > 4096:
+        raise InvalidInputError("a 2.1 mini-block chunk would exceed 32 KiB")
+    headers = np.full((nchunks, head_p), FILL, np.uint8)
+    headers[:, :2] = 0
+    headers[:, 2:head] = lens.astype(np.uint32 if large else np.uint16).view(np.uint8).reshape(nchunks, -1)
+    fills = bytes([FILL]) * 28  # runs of 0, 1, ..., 7 fill bytes
+    fill_lens = np.arange(8, dtype=np.int64)
+    piece_lens = np.concatenate([lens.reshape(-1), np.full(nchunks, head_p, np.int64), fill_lens])
+    offsets = np.zeros(len(piece_lens) + 1, np.int64)
+    np.cumsum(piece_lens, out=offsets[1:])
+    nbufs = nchunks * nb
+    order = np.empty((nchunks, 1 + 2 * nb), np.int64)
+    order[:, 0] = nbufs + np.arange(nchunks)
+    order[:, 1::2] = np.arange(nbufs).reshape(nchunks, nb)
+    order[:, 2::2] = nbufs + nchunks + (padded - lens)
+    big = int(offsets[-1]) >= 1 << 31 or int(head_p * nchunks + padded.sum()) >= 1 << 31
+    typ = pa.large_binary() if big else pa.binary()
+    pieces = pa.Array.from_buffers(
+        typ,
+        len(piece_lens),
+        [
+            None,
+            pa.py_buffer(offsets if big else offsets.astype(np.int32)),
+            pa.py_buffer(b"".join([*flat, headers.tobytes(), fills])),
+        ],
+    )
+    framed = pc.take(pieces, pa.array(order.reshape(-1)))
+    total = int(head_p * nchunks + padded.sum())
+    out = framed.buffers()[2].slice(0, total) if total else pa.py_buffer(b"")
+    logs = np.maximum(np.frexp(np.asarray(counts, np.float64))[1].astype(np.int64) - 1, 0)  # log2
+    logs[-1] = 0
+    meta = ((words - 1) << 4) | logs
+    return meta.astype(np.uint32 if large else np.uint16).tobytes(), out

@@ -97,13 +97,13 @@ def unravel(
             raise CorruptFileError("repetition level exceeds the number of list layers")
         if len(r_all) and r_all[0] != max_rep:
             raise CorruptFileError("page does not start at a row boundary")
-        pos = np.flatnonzero(r_all == max_rep)
+        pos: np.ndarray | None = np.flatnonzero(r_all == max_rep)
     else:
-        pos = np.arange(num_levels, dtype=np.int64)
+        pos = None  # no lists: every level is a position (no index array needed)
     outs: list[LayerOut] = [LayerOut(None, None)] * nlayers
     for k in range(nlayers - 1, -1, -1):
         layer = layers[k]
-        d = d_all[pos] if d_all is not None else None
+        d = d_all if d_all is None or pos is None else d_all[pos]
         if not layer.is_list:
             validity = None
             if layer == Layer.NULLABLE_ITEM and d is not None:
@@ -111,7 +111,7 @@ def unravel(
             outs[k] = LayerOut(validity, None)
             continue
         r = int(list_rank[k])
-        assert r_all is not None
+        assert r_all is not None and pos is not None
         mask = r_all >= (r - 1) if r > 1 else np.ones(num_levels, bool)
         if d_all is not None:
             mask &= d_all <= base[k]
@@ -135,4 +135,4 @@ def unravel(
             validity = ~null if null.any() else None
         outs[k] = LayerOut(validity, offsets)
         pos = child
-    return outs, len(pos)
+    return outs, num_levels if pos is None else len(pos)
