@@ -304,12 +304,16 @@ def _ool_levels(
     nblk = (num_levels + 1023) // 1024
     if (sizes != nblk * per_block).any():
         return None  # some chunk keeps its tail unpacked
+    rem = num_levels % 1024
+    if ((rem > 0) & (2 * rem == per_block)).any():
+        # A raw u16 tail exactly as long as a packed block: lance stores it raw (the
+        # sizes cannot tell the two apart), so the generic path, which prefers raw, decodes it.
+        return None
     parts = [data[a : a + b] for a, b in zip(starts.tolist(), (nblk * per_block).tolist(), strict=True)]
     words = np.concatenate(parts).view(np.uint16) if parts else np.zeros(0, np.uint16)
     vals = bitpack.unpack_blocks(words, width, 16).reshape(-1, 1024)
     valid = np.full(len(vals), 1024, np.int64)
     last_block = np.cumsum(nblk) - 1
-    rem = num_levels % 1024
     has_rem = (rem > 0) & (nblk > 0)
     valid[last_block[has_rem]] = rem[has_rem]
     if (valid == 1024).all():
