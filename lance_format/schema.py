@@ -8,6 +8,11 @@ Mirrors what pylance 14.0.2 writes into manifests and data files:
   ``"list.struct"``, ``"dict:string:int8:false"``, ``"fixed_size_list:float:8"`` ...);
 * fixed-size lists have no child field unless their item is a struct;
 * dictionaries are leaves whose value and index types live in the logical type string;
+* Arrow maps are logical type ``"map"`` with one non-null ``"entries"`` struct child holding
+  ``key`` (non-null) and ``value`` (2.2 files only; ``keys_sorted`` maps are refused);
+* blob-v2 columns (manifest: struct ``lance.blob.v2``<data, uri>; data files: a packed struct
+  with ``lance-encoding:blob``) map to :data:`BLOB_DESCRIPTION_TYPE`, which is what pylance's
+  scans return for them;
 * field metadata is kept as bytes; ``lance-schema:unenforced-primary-key`` also sets
   :attr:`LanceField.unenforced_primary_key`.
 
@@ -25,6 +30,8 @@ import pyarrow as pa
 from lance_format.errors import SchemaError, UnsupportedTypeError
 
 __all__ = [
+    "BLOB_DESCRIPTION_TYPE",
+    "BLOB_V2_EXTENSION",
     "ENCODING_DICTIONARY",
     "ENCODING_NONE",
     "ENCODING_PLAIN",
@@ -45,6 +52,19 @@ ENCODING_VAR_BINARY = 2
 ENCODING_DICTIONARY = 3
 
 PRIMARY_KEY_METADATA_KEY = "lance-schema:unenforced-primary-key"
+BLOB_METADATA_KEY = "lance-encoding:blob"
+BLOB_V2_EXTENSION = "lance.blob.v2"
+#: What pylance 14.0.2 stores in 2.2 data files for a blob-v2 column and returns from scans.
+BLOB_DESCRIPTION_TYPE = pa.struct(
+    [
+        pa.field("kind", pa.uint8(), nullable=False),
+        pa.field("position", pa.uint64(), nullable=False),
+        pa.field("size", pa.uint64(), nullable=False),
+        pa.field("blob_id", pa.uint32(), nullable=False),
+        pa.field("blob_uri", pa.string(), nullable=False),
+    ]
+)
+BLOB_DESCRIPTION_METADATA = {"lance-encoding:packed": b"true", BLOB_METADATA_KEY: b"true"}
 _EXT_NAME_KEY = "ARROW:extension:name"
 _EXT_META_KEY = "ARROW:extension:metadata"
 # pylance treats these metadata values as "true" (checked against 14.0.2).
@@ -115,6 +135,11 @@ def arrow_type_to_logical(data_type: pa.DataType, path: str = "<type>") -> str:
         return f"fixed_size_binary:{data_type.byte_width}"
     if t.is_struct(data_type):
         return "struct"
+    if t.is_map(data_type):
+        if data_type.keys_sorted:
+            # pylance 14.0.2 refuses these too ("Unsupported map field with keys_sorted=true").
+            raise UnsupportedTypeError(f"field {path!r}: Lance cannot store maps with keys_sorted=true")
+        return "map"
     if t.is_list(data_type) or t.is_large_list(data_type):
         base = "list" if t.is_list(data_type) else "large_list"
         return f"{base}.struct" if t.is_struct(data_type.value_type) else base
@@ -273,6 +298,8 @@ class LanceField:
         """Return the Arrow type of this field (extension types as their storage type)."""
         path = path or self.name
         logical = self.logical_type
+        if logical == "struct" and _is_blob_v2(self):
+            return BLOB_DESCRIPTION_TYPE
         if logical == "struct":
             return pa.struct([c.to_arrow(_path(path, c.name)) for c in self.children])
         if logical in ("list", "list.struct", "large_list", "large_list.struct"):
@@ -291,6 +318,8 @@ class LanceField:
             if not size.isdigit():
                 raise UnsupportedTypeError(f"field {path!r}: malformed Lance logical type {logical!r}")
             return pa.list_(self.children[0].to_arrow(_path(path, self.children[0].name)), int(size))
+        if logical == "map":
+            return _map_type(self, path)
         if logical == "json":
             raise UnsupportedTypeError(f"field {path!r}: Lance JSON columns are not supported")
         if self.children:
@@ -300,7 +329,11 @@ class LanceField:
     def to_arrow(self, path: str | None = None) -> pa.Field:
         """Return the Arrow field (with metadata, including extension markers)."""
         data_type = self.arrow_type(path)
-        return pa.field(self.name, data_type, self.nullable, metadata=dict(self.metadata) or None)
+        metadata = dict(self.metadata)
+        if data_type.equals(BLOB_DESCRIPTION_TYPE):
+            # What pylance's scans return for a blob-v2 column: the descriptor, not the bytes.
+            metadata = dict(BLOB_DESCRIPTION_METADATA)
+        return pa.field(self.name, data_type, self.nullable, metadata=metadata or None)
 
 
 def _field_from_arrow(
@@ -335,6 +368,9 @@ def _field_from_arrow(
             _field_from_arrow(data_type.field(i), field_id, next_id, _path(path, data_type.field(i).name))
             for i in range(data_type.num_fields)
         ]
+    elif t.is_map(data_type):
+        entries = data_type.field(0)
+        children = [_field_from_arrow(entries, field_id, next_id, _path(path, entries.name))]
     elif (
         t.is_list(data_type)
         or t.is_large_list(data_type)
@@ -357,6 +393,28 @@ def _field_from_arrow(
     )
 
 
+def _map_type(field: LanceField, path: str) -> pa.DataType:
+    """Arrow map of a Lance ``map`` field: one non-null ``entries`` struct child of key and value."""
+    entries = field.children[0] if len(field.children) == 1 else None
+    if entries is None or entries.logical_type != "struct" or len(entries.children) != 2:
+        raise SchemaError(f"field {path!r}: a map needs one struct child with a key and a value field")
+    key, value = entries.children
+    epath = _path(path, entries.name)
+    key_field = key.to_arrow(_path(epath, key.name))
+    if key_field.nullable:
+        raise SchemaError(f"field {path!r}: map keys must not be nullable")
+    return pa.map_(key_field, value.to_arrow(_path(epath, value.name)))
+
+
+def _is_blob_v2(field: LanceField) -> bool:
+    """A blob-v2 column: the manifest's ``lance.blob.v2`` struct<data, uri>, or a data file's packed
+    blob struct (whose descriptor children ``schema_codec`` drops)."""
+    ext = field.extension_name or field.metadata.get(_EXT_NAME_KEY, b"").decode(errors="replace")
+    if ext == BLOB_V2_EXTENSION:
+        return True
+    return not field.children and is_truthy_flag(field.metadata.get(BLOB_METADATA_KEY))
+
+
 def _validate_primary_key(fields: Iterable[LanceField]) -> None:
     def walk(field: LanceField, path: str, ancestors_nullable: bool) -> None:
         nullable = ancestors_nullable or field.nullable
@@ -377,7 +435,7 @@ def _validate_primary_key(fields: Iterable[LanceField]) -> None:
 def _is_single_column_struct(field: LanceField) -> bool:
     if field.logical_type != "struct":
         return False
-    if field.extension_name == "lance.blob.v2":
+    if _is_blob_v2(field):
         return True
     return is_truthy_flag(field.metadata.get("lance-encoding:packed")) or is_truthy_flag(
         field.metadata.get("packed")

@@ -12,12 +12,20 @@ from typing import Any
 
 from lance_format._pb import file_pb2
 from lance_format.errors import SchemaError
-from lance_format.schema import PRIMARY_KEY_METADATA_KEY, LanceField, LanceSchema, is_truthy_flag
+from lance_format.schema import (
+    BLOB_DESCRIPTION_TYPE,
+    BLOB_METADATA_KEY,
+    PRIMARY_KEY_METADATA_KEY,
+    LanceField,
+    LanceSchema,
+    is_truthy_flag,
+)
 
 __all__ = ["schema_from_pb", "schema_to_pb"]
 
 # lance.file.Field.Type PARENT: the only value current writers use.
 _FIELD_TYPE = 0
+_BLOB_FIELDS = frozenset(f.name for f in BLOB_DESCRIPTION_TYPE)
 
 
 def schema_to_pb(schema: LanceSchema) -> tuple[list[Any], dict[str, bytes]]:
@@ -51,8 +59,15 @@ def schema_from_pb(fields: Iterable[Any], metadata: Mapping[str, bytes] | None =
     # Each entry: the field's own arguments plus its (mutable) child list.
     nodes: dict[int, tuple[dict[str, Any], list[int]]] = {}
     top: list[int] = []
+    blob_children = 0
     for msg in fields:
         fid = int(msg.id)
+        if fid == -1 and int(msg.parent_id) == -1 and msg.name in _BLOB_FIELDS and blob_children:
+            # pylance 14.0.2 lists a blob-v2 column's descriptor fields after its packed struct
+            # with id -1 (data files only); the struct alone stands for the descriptor.
+            blob_children -= 1
+            continue
+        blob_children = 0
         if fid in nodes:
             raise SchemaError(f"field {msg.name!r}: duplicate field id {fid}")
         parent = int(msg.parent_id)
@@ -69,6 +84,8 @@ def schema_from_pb(fields: Iterable[Any], metadata: Mapping[str, bytes] | None =
             "extension_name": msg.extension_name,
         }
         nodes[fid] = (args, [])
+        if msg.logical_type == "struct" and is_truthy_flag(dict(msg.metadata).get(BLOB_METADATA_KEY)):
+            blob_children = len(_BLOB_FIELDS)
         if parent == -1:
             top.append(fid)
         elif parent in nodes:

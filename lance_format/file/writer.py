@@ -99,10 +99,16 @@ class LanceFileWriter:
         self.schema = schema
         cls = _encoder_class(self.file_version)
         self._stream = self._store.open_writer(self._key)
-        self._container = ContainerWriter(self._stream, self.path, self.file_version)
-        self._encoder = cls(
-            self._container, schema, max_page_bytes=self._max_page_bytes, version=self.file_version
-        )
+        try:
+            self._container = ContainerWriter(self._stream, self.path, self.file_version)
+            self._encoder = cls(
+                self._container, schema, max_page_bytes=self._max_page_bytes, version=self.file_version
+            )
+        except BaseException:
+            # The encoder refuses schemas it cannot store (e.g. maps before 2.2): leave no
+            # partial file behind.
+            self.abort()
+            raise
 
     def _conform(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         assert self.schema is not None

@@ -23,7 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import lance_format as lf
-from lance_format.errors import LanceError, SchemaError
+from lance_format.errors import LanceError
 
 FLAG_MIXED = 256
 FILTERS = ("id % 3 = 1", "x > 0 AND s_null IS NOT NULL", "s_null IS NULL OR id < 20")
@@ -290,26 +290,17 @@ def test_pylance_more_operations_read_by_us(tmp_path: Path) -> None:
     assert assert_history_same(uri)[-1] == lance.dataset(uri).version
 
 
-@pytest.mark.xfail(strict=True, raises=SchemaError, reason=(
-    "lance_format/schema.py LanceField.arrow_type: logical type 'map' (child 'entries' = "
-    "struct<key, value>), which pylance 14.0.2 writes for Arrow map columns in 2.2 files, is refused "
-    "with SchemaError \"logical type 'map' cannot have child fields\", so such datasets do not open"))
-def test_pylance_22_map_column_known_bug(tmp_path: Path) -> None:
+def test_pylance_22_map_column(tmp_path: Path) -> None:
     uri = str(tmp_path / "ds")
     tab = pa.table({"id": np.arange(100), "m": pa.array([[("k", i), ("j", None)][: i % 3] for i in range(100)],
                                                          pa.map_(pa.string(), pa.int64()))})
     lance.write_dataset(tab, uri)  # default 2.2 (2.0 / 2.1 refuse maps)
     assert lance.dataset(uri).to_table().equals(tab)
     assert_history_same(uri)
+    assert lf.dataset(uri).to_table().equals(tab)
 
 
-@pytest.mark.xfail(strict=True, raises=SchemaError, reason=(
-    "blob v2 columns (large_binary with field metadata lance-encoding:blob=true; pylance 14.0.2 "
-    "stores them in 2.2 files as a packed struct<kind, position, size, blob_id, blob_uri> and returns "
-    "that descriptor struct from to_table) are not supported: lance_format.dataset(uri).to_table() "
-    "raises SchemaError \"<data file>: field 'position': duplicate field id -1\" (file schema decode "
-    "in lance_format/file/reader.py / schema_codec.py)"))
-def test_pylance_22_blob_column_known_gap(tmp_path: Path) -> None:
+def test_pylance_22_blob_column(tmp_path: Path) -> None:
     uri = str(tmp_path / "ds")
     schema = pa.schema([pa.field("id", pa.int64()),
                         pa.field("blob", pa.large_binary(), metadata={"lance-encoding:blob": "true"})])
@@ -318,6 +309,8 @@ def test_pylance_22_blob_column_known_gap(tmp_path: Path) -> None:
     ours = lf.dataset(uri)
     assert ours.count_rows() == 20
     assert_same_rows(ours.to_table(), lance.dataset(uri).to_table(), uri)
+    # pylance's scans return the blob descriptors (struct<kind, position, size, blob_id, blob_uri>)
+    assert_same_rows(ours.take([19, 0, 7]), lance.dataset(uri).take([19, 0, 7]), uri)
 
 
 # --- 3: our histories read by pylance, then continued by pylance ----------------------------

@@ -10,7 +10,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from lance_format.file.v2_1.arrow import leaf_paths
+from lance_format.file.v2_1.arrow import item_field, leaf_paths
 from lance_format.file.v2_1.decoder import Decoder21, make_decoder
 from lance_format.file.v2_1.encoder import Encoder21
 
@@ -34,8 +34,9 @@ def owning_field_positions(schema: pa.Schema) -> list[int]:
             for i in range(t.num_fields):
                 child = t.field(i)
                 visit(child, leaf_children and _is_leaf_here(child))
-        elif pa.types.is_list(t) or pa.types.is_large_list(t):
-            visit(t.value_field, not leaf and _is_leaf_here(t.value_field))
+        elif pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_map(t):
+            item = item_field(t)
+            visit(item, not leaf and _is_leaf_here(item))
 
     def _is_leaf_here(field: pa.Field) -> bool:
         return leaf_paths(field) == [[field]]

@@ -24,7 +24,12 @@ def is_leaf_type(t: pa.DataType) -> bool:
     """Leaves own a column in 2.1+ (everything except structs with children and lists)."""
     if pa.types.is_struct(t):
         return bool(t.num_fields == 0)
-    return not (pa.types.is_list(t) or pa.types.is_large_list(t))
+    return not (pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_map(t))
+
+
+def item_field(t: pa.DataType) -> pa.Field:
+    """The child of a list-like type (a map's child is its ``entries`` struct)."""
+    return t.field(0) if pa.types.is_map(t) else t.value_field
 
 
 def is_packed(field: pa.Field) -> bool:
@@ -39,7 +44,7 @@ def leaf_paths(field: pa.Field) -> list[list[pa.Field]]:
         return [[field]]
     if pa.types.is_struct(field.type):
         return [[field] + p for i in range(field.type.num_fields) for p in leaf_paths(field.type.field(i))]
-    return [[field] + p for p in leaf_paths(field.type.value_field)]
+    return [[field] + p for p in leaf_paths(item_field(field.type))]
 
 
 def _bitmap(validity: np.ndarray | None) -> pa.Buffer | None:
@@ -264,6 +269,7 @@ def page_to_arrow(page: PageData, path: list[pa.Field], where: str) -> pa.Array:
 
 
 def _list_type(t: pa.DataType, child: pa.Field) -> pa.DataType:
+    # A map's per-leaf path array is a plain list; ``merge`` turns the leaves into the map.
     return pa.large_list(child) if pa.types.is_large_list(t) else pa.list_(child)
 
 
@@ -288,8 +294,12 @@ def merge(field: pa.Field, arrays: list[pa.Array]) -> pa.Array:
     o0 = offsets[0].as_py()
     o1 = offsets[-1].as_py()
     child_arrays = [a.values.slice(a.offsets[0].as_py(), o1 - o0) for a in arrays]
-    child = merge(t.value_field, child_arrays)
+    child = merge(item_field(t), child_arrays)
     new_offs = pa.compute.subtract(offsets, pa.scalar(o0, offsets.type)) if o0 else offsets
-    cls = pa.LargeListArray if pa.types.is_large_list(t) else pa.ListArray
     mask = pa.compute.invert(first.is_valid()) if first.null_count else None
+    if pa.types.is_map(t):
+        if child.type.num_fields != 2 or child.null_count:
+            raise CorruptFileError(f"map column {field.name!r}: entries must be non-null key/value structs")
+        return pa.MapArray.from_arrays(new_offs, child.field(0), child.field(1), type=t, mask=mask)
+    cls = pa.LargeListArray if pa.types.is_large_list(t) else pa.ListArray
     return cls.from_arrays(new_offs, child, type=t, mask=mask)

@@ -31,6 +31,7 @@ from lance_format.file.v2_1.valuesenc import (
     flat_chunks,
     inline_bitpack_chunks,
 )
+from lance_format.schema import is_truthy_flag
 
 PAGE_LAYOUT_URL = "/lance.encodings21.PageLayout"
 DEFAULT_PAGE_BYTES = 8 * 1024 * 1024
@@ -48,6 +49,32 @@ def _path_kinds(path: list[pa.Field]) -> list[str]:
         else:
             kinds.append("list")
     return kinds
+
+
+def _refuse_unwritable(field: pa.Field, path: str, version: tuple[int, ...]) -> None:
+    """Refuse maps before 2.2 (as pylance 14.0.2) and blob-v2 descriptor structs (not implemented).
+
+    A descriptor (what scans of a blob-v2 column return) points into the file it was read from;
+    copying it into another file would produce dangling blob references.
+    """
+    t = field.type
+    if pa.types.is_struct(t) and is_truthy_flag((field.metadata or {}).get(META_BLOB.encode())):
+        raise UnsupportedTypeError(
+            f"field {path!r}: writing blob v2 columns (struct with {META_BLOB}=true, e.g. the blob "
+            f"descriptors a scan returns) is not supported (file version {version[0]}.{version[1]})"
+        )
+    if pa.types.is_map(t) and version < (2, 2):
+        raise UnsupportedTypeError(
+            f"field {path!r}: map columns need data storage version 2.2 "
+            f"(file version {version[0]}.{version[1]} cannot store {t})"
+        )
+    if pa.types.is_struct(t):
+        for i in range(t.num_fields):
+            _refuse_unwritable(t.field(i), f"{path}.{t.field(i).name}", version)
+    elif pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        _refuse_unwritable(t.value_field, f"{path}.{t.value_field.name}", version)
+    elif pa.types.is_map(t):
+        _refuse_unwritable(t.field(0), f"{path}.{t.field(0).name}", version)
 
 
 class _Column:
@@ -79,6 +106,8 @@ class Encoder21:
         self.page_bytes = int(max_page_bytes or DEFAULT_PAGE_BYTES)
         self.columns: list[_Column] = []
         self.field_columns: list[list[_Column]] = []
+        for f in schema:
+            _refuse_unwritable(f, f.name, self.version)
         for f in schema:
             meta = {k.decode(): v.decode() for k, v in (f.metadata or {}).items()}
             cols = []
