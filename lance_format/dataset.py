@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -13,8 +14,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_format.errors import (
+    CommitConflictError,
     DatasetNotFoundError,
     InvalidInputError,
+    LanceError,
     RetryableCommitConflictError,
     TagNotFoundError,
 )
@@ -33,7 +36,7 @@ from lance_format.storage import ObjectStore, open_store
 from lance_format.table import tags as _tags
 from lance_format.table.commit import DEFAULT_MAX_RETRIES, commit_transaction
 from lance_format.table.fragment import FragmentMetadata
-from lance_format.table.manifest import Manifest
+from lance_format.table.manifest import Manifest, check_feature_flags
 from lance_format.table.transaction import COMMIT_MESSAGE_KEY, LanceOperation, Transaction
 from lance_format.table.versions import (
     find_latest,
@@ -427,6 +430,8 @@ def _delete_rows(ds: LanceDataset, predicate: str | pc.Expression) -> tuple[Mani
     removed: list[int] = []
     total = 0
     by_id = {f.id: f for f in ds._manifest.fragments}
+    # Refuse before any deletion file is written, so a refused delete leaves no orphans.
+    check_feature_flags(ds._manifest, ds._store.uri(""), for_write=True)
 
     def one(item: tuple[int, np.ndarray[Any, Any]]) -> tuple[int, FragmentMetadata | None, int]:
         return (item[0], *apply_deletions(ds, by_id[item[0]], item[1]))
@@ -455,7 +460,16 @@ def _delete_rows(ds: LanceDataset, predicate: str | pc.Expression) -> tuple[Mani
     # Like pylance, a delete that matches nothing still commits a version.
     pred_text = predicate if isinstance(predicate, str) else str(predicate)
     txn = Transaction(ds.version, LanceOperation.Delete(updated, removed, pred_text))
-    return commit_transaction(ds._store, txn, base=ds._manifest), total
+    try:
+        return commit_transaction(ds._store, txn, base=ds._manifest), total
+    except CommitConflictError:
+        # Raised only before the manifest is put: the deletion files written above are
+        # referenced by no version, so remove them (a retry writes fresh ones).
+        for meta in updated:
+            if meta.deletion_file is not None and meta.deletion_file != by_id[meta.id].deletion_file:
+                with contextlib.suppress(LanceError):
+                    ds._store.delete(meta.deletion_file.path(meta.id))
+        raise
 
 
 from lance_format.fragment import LanceFragment, apply_deletions, matching_offsets  # noqa: E402  (circular import)

@@ -71,6 +71,25 @@ def deletion_file_key(
     return f"{DELETION_DIR}/{fragment_id}-{read_version}-{file_id}.{_EXTENSIONS[file_type]}"
 
 
+def kind_after_delete(previous: str | None, total: int) -> Literal["arrow", "bitmap"]:
+    """File kind pylance 14.0.2 writes for a fragment that now has ``total`` deleted rows.
+
+    Its deletion vector starts as a bitmap when built fresh with at least
+    :data:`BITMAP_THRESHOLD` rows; a set (``.arrow``) that grows is promoted only once it holds
+    *more* than the threshold; a bitmap stays a bitmap.
+
+    Args:
+        previous: Kind of the fragment's current deletion file (``"array"``/``"arrow"`` or
+            ``"bitmap"``), or ``None`` if it has none.
+        total: Deleted rows after this change (old and new).
+    """
+    if previous is None:
+        return "arrow" if total < BITMAP_THRESHOLD else "bitmap"
+    if previous == "bitmap":
+        return "bitmap"
+    return "arrow" if total <= BITMAP_THRESHOLD else "bitmap"
+
+
 def _as_row_offsets(deleted: npt.ArrayLike) -> npt.NDArray[np.uint32]:
     arr = np.asarray(deleted)
     if arr.ndim != 1:
@@ -214,5 +233,6 @@ __all__ = [
     "encode_arrow_deletions",
     "encode_bitmap_deletions",
     "read_deletion_file",
+    "kind_after_delete",
     "write_deletion_file",
 ]

@@ -66,7 +66,9 @@ class DeletionRebase:
                 removed.append(mine.id)
                 updated[i] = None  # type: ignore[call-overload]
                 continue
-            w = _deletion.write_deletion_file(store, mine.id, txn.read_version, merged)
+            previous = current.deletion_file.file_type if current.deletion_file is not None else None
+            w = _deletion.write_deletion_file(store, mine.id, txn.read_version, merged,
+                                              kind=_deletion.kind_after_delete(previous, int(merged.size)))
             kind: Literal["array", "bitmap"] = "array" if w.file_type == "arrow" else "bitmap"
             updated[i] = dataclasses.replace(mine, deletion_file=DeletionFile(w.read_version, w.id, kind,
                                                                               w.num_deleted_rows))

@@ -240,4 +240,10 @@ def logical(table: pa.Table) -> pa.Table:
     schema = pa.schema([f.with_type(_undict(f.type)) for f in table.schema])
     if schema.equals(table.schema):
         return table
-    return table.cast(schema).combine_chunks()
+    # Cast only the columns whose type changes: pyarrow 26's identity cast of a sliced
+    # list<null> column yields offsets past the end of its (sliced) null child.
+    columns = [
+        col if col.type.equals(field.type) else col.cast(field.type)
+        for col, field in zip(table.columns, schema, strict=True)
+    ]
+    return pa.Table.from_arrays(columns, schema=schema).combine_chunks()
