@@ -155,12 +155,35 @@ def pack_blocks(values: np.ndarray, width: int, t: int) -> np.ndarray:
     if width == t:
         return v.reshape(-1)
     v = v & dtype.type((1 << width) - 1)
+    if n <= _SMALL_BLOCKS:
+        return _pack_reduce(v, width, t)
     out = np.zeros((n, width, lanes), dtype)
     for r in range(t):
         w0, sh = divmod(r * width, t)
         out[:, w0, :] |= v[:, r, :] << dtype.type(sh)
         if sh + width > t:
             out[:, w0 + 1, :] |= v[:, r, :] >> dtype.type(t - sh)
+    return out.reshape(-1)
+
+
+@functools.lru_cache(maxsize=256)
+def _pack_table(width: int, t: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per bit row: its shift, the first row of every word, and the rows spilling into the next word."""
+    w0, sh = np.divmod(np.arange(t) * width, t)
+    starts = np.flatnonzero(np.diff(w0, prepend=-1))  # every word 0..width-1 starts at some row
+    spill = np.flatnonzero(sh + width > t)
+    return sh, starts, spill, w0[spill] + 1, t - sh[spill]
+
+
+def _pack_reduce(v: np.ndarray, width: int, t: int) -> np.ndarray:
+    # Small inputs: all rows shifted at once, then the rows of each word OR-ed together with one
+    # reduceat; the high bits of the (at most one per word) spilling row go into the next word.
+    dtype = v.dtype
+    sh, starts, spill, spill_word, back = _pack_table(width, t)
+    shifted = v << sh.astype(dtype)[None, :, None]
+    out: np.ndarray = np.bitwise_or.reduceat(shifted, starts, axis=1)
+    if spill.size:
+        out[:, spill_word, :] |= v[:, spill, :] >> back.astype(dtype)[None, :, None]
     return out.reshape(-1)
 
 
