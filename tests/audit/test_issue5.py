@@ -30,9 +30,6 @@ META = {
     "fullzip": ({"lance-encoding:structural-encoding": "fullzip"}, "FullZipLayout"),
     "miniblock": ({"lance-encoding:structural-encoding": "miniblock"}, "MiniBlockLayout"),
 }
-# Our writer ignores lance-encoding:compression on low-cardinality (dictionary-encoded) strings,
-# where pylance 14.0.2 wraps the page in General(zstd|lz4).
-DICT_GAPS = {("zstd", "2.1"), ("zstd", "2.2"), ("lz4", "2.1")}
 
 
 def _cases() -> list[object]:
@@ -40,12 +37,7 @@ def _cases() -> list[object]:
     for key in META:
         for version in ("2.1", "2.2"):
             for col in COLUMNS:
-                marks = []
-                if col == "dict_strings" and (key, version) in DICT_GAPS:
-                    marks.append(pytest.mark.xfail(strict=True, reason=(
-                        f"lance_format/file/v2_1 writer: lance-encoding:compression={key} is not applied to "
-                        "dictionary-encoded string pages (pylance 14.0.2 writes General compression there)")))
-                out.append(pytest.param(key, version, col, marks=marks, id=f"{key}-{version}-{col}"))
+                out.append(pytest.param(key, version, col, id=f"{key}-{version}-{col}"))
     return out
 
 

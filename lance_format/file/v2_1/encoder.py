@@ -17,6 +17,7 @@ from lance_format.file.v2_1.policy import (
     chunk_cap,
     constant_value,
     dictionary_parts,
+    index_chunks,
     is_wide,
     maybe_dictionary,
     value_chunks,
@@ -29,7 +30,6 @@ from lance_format.file.v2_1.valuesenc import (
     compress_buffer,
     fixed_bytes,
     flat_chunks,
-    inline_bitpack_chunks,
 )
 from lance_format.schema import is_truthy_flag
 
@@ -311,12 +311,7 @@ class Encoder21:
             indices, dictionary = dict_page
             # Arrow dictionary columns keep their key width; lance's own dictionaries use u32
             ibits = t.index_type.bit_width if pa.types.is_dictionary(t) else 32
-            idt = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}[ibits]
-            chunks = None
-            if not no_compression and cap >= 1024:
-                chunks = inline_bitpack_chunks(indices.astype(idt), ibits)
-            if chunks is None:
-                chunks = flat_chunks(indices.astype(idt).view(np.uint8), ibits, len(indices), cap)
+            chunks = index_chunks(indices, ibits, no_compression, meta, cap)
             dict_buf = (
                 variable_block(dictionary)
                 if is_var(dictionary.type)
