@@ -60,10 +60,15 @@ def shred(path_arrays: list[pa.Array], path_kinds: list[str]) -> Shredded:
     has_null = [False] * nlayers
     has_empty = [False] * nlayers
     rank = max_rep
+    outer_list = nlayers  # layer of the nearest list above the current node (none yet)
     node = arr
     for depth, kind in enumerate(path_kinds):
         layer = nlayers - 1 - depth
         alive = dead_layer < 0
+        if kind == "list" and ((dead_layer > layer) & (dead_layer < outer_list)).any():
+            # pylance pushes a null struct's validity into a list below it (and 14.0.2 cannot
+            # read an all-valid list between a null struct and null items), so record it nullable.
+            has_null[layer] = True
         valid = _valid(node)
         if valid is not None:
             null_here = alive & (idx >= 0)
@@ -95,6 +100,7 @@ def shred(path_arrays: list[pa.Array], path_kinds: list[str]) -> Shredded:
             rep, idx = new_rep, new_idx
             dead_layer, dead_empty = dead_layer[src], dead_empty[src]
             rank -= 1
+            outer_list = layer
             node = _list_values(node)
         elif kind.startswith("struct"):
             child = int(kind.split(":")[1])
