@@ -39,6 +39,7 @@ from lance_format.table.manifest import (
     manifest_from_pb,
 )
 from lance_format.table.naming import TRANSACTIONS_DIR, NamingScheme, manifest_key
+from lance_format.table.rebase import DeletionRebase
 from lance_format.table.transaction import (
     LanceOperation,
     Transaction,
@@ -328,7 +329,8 @@ def commit_transaction(
         The committed manifest.
 
     Raises:
-        CommitConflictError: if a concurrent commit conflicts, or retries run out.
+        CommitConflictError: if a concurrent commit conflicts, or retries run out. The deletion
+            files rebases wrote for this commit are removed first.
         DatasetAlreadyExistsError: see ``must_not_exist``.
     """
     read_version = txn.read_version
@@ -345,75 +347,80 @@ def commit_transaction(
     unit = 0.0
     trusted = observed if observed is not None and observed[0] >= 1 else None
     scheme: NamingScheme | None
-    while True:
-        if trusted is not None:
-            (latest, scheme), trusted = trusted, None
-        else:
-            found = find_latest(store)
-            latest, scheme = (found[0], found[2]) if found is not None else (0, None)
-        if must_not_exist and latest:
-            raise DatasetAlreadyExistsError(f"{store.uri('')}: dataset already exists (version {latest})")
-        if blind:
-            checked = max(checked, latest)
-        for v in range(checked + 1, latest + 1):
+    try:
+        while True:
+            if trusted is not None:
+                (latest, scheme), trusted = trusted, None
+            else:
+                found = find_latest(store)
+                latest, scheme = (found[0], found[2]) if found is not None else (0, None)
+            if must_not_exist and latest:
+                raise DatasetAlreadyExistsError(f"{store.uri('')}: dataset already exists (version {latest})")
+            if blind:
+                checked = max(checked, latest)
+            for v in range(checked + 1, latest + 1):
+                try:
+                    theirs_manifest = load_manifest(store, v)
+                except VersionNotFoundError:
+                    continue  # cleaned up meanwhile
+                theirs = load_transaction(store, theirs_manifest)
+                if theirs is None:
+                    raise CommitConflictError(f"{store.uri('')}: version {v} has no transaction; "
+                                              f"cannot check {txn.operation.kind} for conflicts")
+                if base_files is None:
+                    base_files = {f.id: f.files for f in base_read.fragments} if base_read is not None else {}
+                outcome = conflicts.check(txn, theirs, base_files)
+                if outcome is conflicts.Outcome.REBASE_DELETIONS:
+                    if rebase_deletions is None and base_read is not None:
+                        rebase_deletions = DeletionRebase(base_read)
+                    if rebase_deletions is None:
+                        outcome = conflicts.Outcome.RETRYABLE
+                    else:
+                        assert base_read is not None
+                        txn = rebase_deletions(store, txn, theirs_manifest, base_read)
+                        continue
+                conflicts.raise_for(outcome, txn, theirs, v)
+            checked = latest
+            if latest and base_read is not None and latest == base_read.version:
+                current: Manifest | None = base_read
+            else:
+                current = load_manifest(store, latest, for_write=True) if latest else None
+            if scheme is None:
+                scheme = NamingScheme.V2 if enable_v2_manifest_paths else NamingScheme.V1
+            manifest = build_manifest(current, txn, version=latest + 1,
+                                      load_version=lambda v: load_manifest(store, v),
+                                      data_storage_version=data_storage_version,
+                                      enable_stable_row_ids=enable_stable_row_ids)
+            txn_bytes = encode_transaction(txn)
+            store.write(f"{TRANSACTIONS_DIR}/{txn.file_name}", txn_bytes)
+            data, written = encode_manifest_pb(manifest, txn_bytes)
+            key = manifest_key(latest + 1, scheme)
             try:
-                theirs_manifest = load_manifest(store, v)
-            except VersionNotFoundError:
-                continue  # cleaned up meanwhile
-            theirs = load_transaction(store, theirs_manifest)
-            if theirs is None:
-                raise CommitConflictError(f"{store.uri('')}: version {v} has no transaction; cannot check "
-                                          f"{txn.operation.kind} for conflicts")
-            if base_files is None:
-                base_files = {f.id: f.files for f in base_read.fragments} if base_read is not None else {}
-            outcome = conflicts.check(txn, theirs, base_files)
-            if outcome is conflicts.Outcome.REBASE_DELETIONS:
-                if rebase_deletions is None and base_read is not None:
-                    from lance_format.table.rebase import DeletionRebase
-
-                    rebase_deletions = DeletionRebase(base_read)
-                if rebase_deletions is None:
-                    outcome = conflicts.Outcome.RETRYABLE
-                else:
-                    assert base_read is not None
-                    txn = rebase_deletions(store, txn, theirs_manifest, base_read)
-                    continue
-            conflicts.raise_for(outcome, txn, theirs, v)
-        checked = latest
-        if latest and base_read is not None and latest == base_read.version:
-            current: Manifest | None = base_read
-        else:
-            current = load_manifest(store, latest, for_write=True) if latest else None
-        if scheme is None:
-            scheme = NamingScheme.V2 if enable_v2_manifest_paths else NamingScheme.V1
-        manifest = build_manifest(current, txn, version=latest + 1,
-                                  load_version=lambda v: load_manifest(store, v),
-                                  data_storage_version=data_storage_version,
-                                  enable_stable_row_ids=enable_stable_row_ids)
-        txn_bytes = encode_transaction(txn)
-        store.write(f"{TRANSACTIONS_DIR}/{txn.file_name}", txn_bytes)
-        data, written = encode_manifest_pb(manifest, txn_bytes)
-        key = manifest_key(latest + 1, scheme)
-        try:
-            store.put_if_absent(key, data)
-        except ObjectAlreadyExistsError:
-            attempt += 1
-            if attempt > max_retries:
-                raise CommitConflictError(
-                    f"{store.uri('')}: gave up committing {txn.operation.kind} after {max_retries} "
-                    "retries (too many concurrent writers)") from None
-            if not unit:
-                unit = min(max((time.monotonic() - started) * 1.1, 0.002), 0.05)
-            _backoff(attempt, unit)
-            continue
-        write_hint(store, latest + 1)
-        # What reading the file back gives, so the next append on this dataset need not
-        # decode it again. Fragments whose stored bytes were carried over from the base
-        # are decoded models already (``raw_fragments``); only re-encoded ones are decoded.
-        target = sorted(manifest.fragments, key=operator.attrgetter("id"))
-        kept = tuple(target[:kept_prefix(manifest, target)])
-        decoded = manifest_from_pb(written, store.uri(key), indices=manifest.indices,
-                                   transaction_bytes=txn_bytes, known_fragments=kept)
-        remember_written(store, key, data, decoded)
-        return manifest.replace(raw=written, transaction_bytes=txn_bytes, raw_fragments=decoded.fragments)
-
+                store.put_if_absent(key, data)
+            except ObjectAlreadyExistsError:
+                attempt += 1
+                if attempt > max_retries:
+                    raise CommitConflictError(
+                        f"{store.uri('')}: gave up committing {txn.operation.kind} after {max_retries} "
+                        "retries (too many concurrent writers)") from None
+                if not unit:
+                    unit = min(max((time.monotonic() - started) * 1.1, 0.002), 0.05)
+                _backoff(attempt, unit)
+                continue
+            write_hint(store, latest + 1)
+            # What reading the file back gives, so the next append on this dataset need not
+            # decode it again. Fragments whose stored bytes were carried over from the base
+            # are decoded models already (``raw_fragments``); only re-encoded ones are decoded.
+            target = sorted(manifest.fragments, key=operator.attrgetter("id"))
+            kept = tuple(target[:kept_prefix(manifest, target)])
+            decoded = manifest_from_pb(written, store.uri(key), indices=manifest.indices,
+                                       transaction_bytes=txn_bytes, known_fragments=kept)
+            remember_written(store, key, data, decoded)
+            if isinstance(rebase_deletions, DeletionRebase):
+                rebase_deletions.discard_written(store, manifest)  # vectors superseded by later rebases
+            return manifest.replace(raw=written, transaction_bytes=txn_bytes, raw_fragments=decoded.fragments)
+    except CommitConflictError:
+        # Giving up: the deletion vectors our rebases wrote are referenced by no manifest.
+        if isinstance(rebase_deletions, DeletionRebase):
+            rebase_deletions.discard_written(store, None)
+        raise

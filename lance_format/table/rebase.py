@@ -13,7 +13,7 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from lance_format.errors import RetryableCommitConflictError
+from lance_format.errors import LanceError, RetryableCommitConflictError
 from lance_format.storage import ObjectStore
 from lance_format.table import deletion as _deletion
 from lance_format.table.fragment import DeletionFile, FragmentMetadata
@@ -35,6 +35,33 @@ class DeletionRebase:
 
     def __init__(self, base: Manifest):
         self._seen: dict[int, FragmentMetadata | None] = {f.id: f for f in base.fragments}
+        # (fragment id, file id) -> key of every deletion file this rebaser wrote
+        self._written: dict[tuple[int, int], str] = {}
+
+    def discard_written(self, store: ObjectStore, committed: Manifest | None) -> list[str]:
+        """Delete the deletion files this rebaser wrote that ``committed`` does not reference.
+
+        Call it once the commit is over: with the committed manifest on success (drops the
+        vectors later rebases superseded), with ``None`` when the commit gave up (drops all).
+        The files have random, create-only names, so no other writer can reference them.
+        Cleanup is best effort: a failed delete leaves an orphan, never an error.
+
+        Returns:
+            The keys that were deleted.
+        """
+        keep: set[tuple[int, int]] = set()
+        if committed is not None:
+            keep = {(f.id, f.deletion_file.id) for f in committed.fragments if f.deletion_file is not None}
+        gone = [key for ident, key in self._written.items() if ident not in keep]
+        self._written.clear()
+        deleted = []
+        for key in gone:
+            try:
+                store.delete(key)
+            except LanceError:
+                continue
+            deleted.append(key)
+        return deleted
 
     def __call__(self, store: ObjectStore, txn: Transaction, theirs: Manifest, base: Manifest) -> Transaction:
         """Return ``txn`` with its deletion vectors merged into those committed in ``theirs``."""
@@ -69,6 +96,7 @@ class DeletionRebase:
             previous = current.deletion_file.file_type if current.deletion_file is not None else None
             w = _deletion.write_deletion_file(store, mine.id, txn.read_version, merged,
                                               kind=_deletion.kind_after_delete(previous, int(merged.size)))
+            self._written[(mine.id, w.id)] = w.key(mine.id)
             kind: Literal["array", "bitmap"] = "array" if w.file_type == "arrow" else "bitmap"
             updated[i] = dataclasses.replace(mine, deletion_file=DeletionFile(w.read_version, w.id, kind,
                                                                               w.num_deleted_rows))
