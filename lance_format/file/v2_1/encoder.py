@@ -265,8 +265,19 @@ class Encoder21:
         layout.blob_layout.layers.extend(layer_values(sh.layers))
         return layout, buffers
 
-    def _frame(self, sh: Shredded, chunks: ValueChunks, n_values: int) -> tuple[pb.PageLayout, list[bytes]]:
-        layout = pb.PageLayout()
+    def _frame(
+        self,
+        sh: Shredded,
+        chunks: ValueChunks,
+        n_values: int,
+        layout: pb.PageLayout | None = None,
+        dict_buf: bytes | None = None,
+    ) -> tuple[pb.PageLayout, list[bytes]]:
+        """Frame ``chunks`` with the levels of ``sh`` into a mini-block page.
+
+        Buffers: chunk metadata, chunk data, then the dictionary (if any) and the repetition index.
+        """
+        layout = layout if layout is not None else pb.PageLayout()
         m = layout.mini_block_layout
         visible = None
         max_rep = sum(1 for layer in sh.layers if layer.is_list)
@@ -289,6 +300,8 @@ class Encoder21:
         if self.large:
             m.has_large_chunk = True
         buffers = [meta_buf, data_buf]
+        if dict_buf is not None:
+            buffers.append(dict_buf)
         if rep_idx is not None:
             buffers.append(rep_idx)
         return layout, buffers
@@ -328,30 +341,4 @@ class Encoder21:
             m.num_dictionary_items = len(dictionary)
         else:
             chunks = value_chunks(values, t, no_compression, meta, cap)
-        visible = None
-        max_rep = sum(1 for layer in sh.layers if layer.is_list)
-        if sh.rep is not None and sh.defs is not None:
-            first_list = next(i for i, layer in enumerate(sh.layers) if layer.is_list)
-            max_vis = sum(layer.num_def_levels for layer in sh.layers[:first_list])
-            visible = sh.defs <= max_vis
-        meta_buf, data_buf, rep_enc, def_enc, rep_idx = serialize(
-            chunks, sh.rep, sh.defs, visible, self.large, max_rep
-        )
-        if rep_enc is not None:
-            m.rep_compression.CopyFrom(rep_enc)
-        if def_enc is not None:
-            m.def_compression.CopyFrom(def_enc)
-        m.value_compression.CopyFrom(chunks.encoding)
-        m.layers.extend(x for x in layer_values(sh.layers))
-        m.num_buffers = len(chunks.buffers[0]) if chunks.buffers else 1
-        m.num_items = len(values)
-        if rep_idx is not None:
-            m.repetition_index_depth = 1
-        if self.large:
-            m.has_large_chunk = True
-        buffers = [meta_buf, data_buf]
-        if dict_buf is not None:
-            buffers.append(dict_buf)
-        if rep_idx is not None:
-            buffers.append(rep_idx)
-        return layout, buffers
+        return self._frame(sh, chunks, len(values), layout, dict_buf)
