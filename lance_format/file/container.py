@@ -59,7 +59,7 @@ import struct
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO, Protocol
+from typing import Any, BinaryIO, Protocol, overload
 
 import numpy as np
 import pyarrow as pa
@@ -151,15 +151,22 @@ class ByteSource:
         self.key = key
         self.path = store.uri(key)
         self._fd: int | None = None
+        #: Modification time of a local file (ns), part of the metadata cache key; None elsewhere.
+        self.mtime_ns: int | None = None
         if uri_scheme(self.path) == "file":
             try:
                 self._fd = os.open(self.path, os.O_RDONLY)
-                if stat.S_ISDIR(os.fstat(self._fd).st_mode):
+                st = os.fstat(self._fd)
+                if stat.S_ISDIR(st.st_mode):
                     self.close()
+                else:
+                    self.mtime_ns = st.st_mtime_ns
+                    if size is None:
+                        size = st.st_size
             except OSError:
                 self._fd = None  # fall back to the store, which raises its own not-found error
         if size is None:
-            size = os.fstat(self._fd).st_size if self._fd is not None else store.size(key)
+            size = store.size(key)
         self.size = int(size)
         self._tail_start = self.size
         self._tail = b""
@@ -367,7 +374,7 @@ class FileMetadata:
     num_rows: int
     schema_fields: list[Any]
     schema_metadata: dict[str, bytes]
-    columns: list[ColumnInfo]
+    columns: Sequence[ColumnInfo]
     global_buffers: list[tuple[int, int]] = field(default_factory=list)
     column_meta_start: int = 0
 
@@ -404,6 +411,104 @@ def _direct_encoding(enc: Any, where: str) -> tuple[str, bytes]:
     if kind != "direct":
         raise UnsupportedEncodingError(f"{where}: encoding location {kind!r} is not supported (only direct)")
     return _unpack_any(enc.direct.encoding, where)
+
+
+def _check(path: str, file_size: int, start: int, length: int, what: str) -> None:
+    if start < 0 or length < 0 or start + length > file_size:
+        raise CorruptFileError(
+            f"{path}: {what} [{start}, {start + length}) lies outside the file ({file_size} bytes)"
+        )
+
+
+def parse_column_metadata(raw: Buf, ci: int, path: str, file_size: int) -> ColumnInfo:
+    """Decode and validate the ``ColumnMetadata`` protobuf of column ``ci``.
+
+    Raises:
+        CorruptFileError: undecodable protobuf or buffers outside the file.
+        UnsupportedEncodingError: an encoding not stored directly.
+    """
+    from google.protobuf.message import DecodeError
+
+    cm = file2_pb2.ColumnMetadata()
+    where = f"{path}: column {ci}"
+    try:
+        cm.ParseFromString(bytes(raw))
+    except DecodeError as exc:
+        raise CorruptFileError(f"{where}: cannot decode column metadata: {exc}") from exc
+    if cm.HasField("encoding"):
+        ctype, cenc = _direct_encoding(cm.encoding, where)
+    else:
+        ctype, cenc = COLUMN_ENCODING_URL, DEFAULT_COLUMN_ENCODING
+    pages = []
+    for pi, p in enumerate(cm.pages):
+        pwhere = f"{where} page {pi}"
+        if len(p.buffer_offsets) != len(p.buffer_sizes):
+            raise CorruptFileError(
+                f"{pwhere}: {len(p.buffer_offsets)} buffer offsets but {len(p.buffer_sizes)} sizes"
+            )
+        for off, sz in zip(p.buffer_offsets, p.buffer_sizes, strict=False):
+            _check(path, file_size, off, sz, f"column {ci} page {pi} buffer")
+        type_url, value = _direct_encoding(p.encoding, pwhere)
+        pages.append(
+            PageInfo(tuple(p.buffer_offsets), tuple(p.buffer_sizes), p.length, p.priority, type_url, value)
+        )
+    for off, sz in zip(cm.buffer_offsets, cm.buffer_sizes, strict=False):
+        _check(path, file_size, off, sz, f"column {ci} column buffer")
+    return ColumnInfo(ci, tuple(pages), tuple(cm.buffer_offsets), tuple(cm.buffer_sizes), ctype, cenc)
+
+
+class ColumnList(Sequence[ColumnInfo]):
+    """Column metadata by column index, each parsed on first access.
+
+    A reader of a few columns of a wide file then decodes only their metadata; the raw bytes
+    of every column are kept (they were read with the file tail anyway).
+
+    Args:
+        raw: Serialized ``ColumnMetadata`` of every column.
+        path: File URI (for error messages).
+        file_size: File size, to validate buffer positions.
+    """
+
+    def __init__(self, raw: Sequence[Buf], path: str, file_size: int) -> None:
+        self._raw = list(raw)
+        self._parsed: list[ColumnInfo | None] = [None] * len(self._raw)
+        self._path = path
+        self._size = file_size
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+    def _get(self, i: int) -> ColumnInfo:
+        info = self._parsed[i]
+        if info is None:
+            info = parse_column_metadata(self._raw[i], i, self._path, self._size)
+            self._parsed[i] = info
+        return info
+
+    @overload
+    def __getitem__(self, index: int) -> ColumnInfo: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[ColumnInfo]: ...
+
+    def __getitem__(self, index: int | slice) -> ColumnInfo | list[ColumnInfo]:
+        if isinstance(index, slice):
+            return [self._get(i) for i in range(*index.indices(len(self._raw)))]
+        n = len(self._raw)
+        i = index + n if index < 0 else index
+        if not 0 <= i < n:
+            raise IndexError(f"column index {index} out of range ({n} columns)")
+        return self._get(i)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Sequence):
+            return list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"ColumnList({list(self)!r})"
 
 
 def read_file_metadata(source: ByteSource) -> FileMetadata:
@@ -450,40 +555,17 @@ def read_file_metadata(source: ByteSource) -> FileMetadata:
         fd.ParseFromString(source.read_range(fd_pos, fd_size, "file descriptor"))
     except DecodeError as exc:
         raise CorruptFileError(f"{path}: cannot decode the file descriptor (global buffer 0): {exc}") from exc
-    columns: list[ColumnInfo] = []
+    cm_lo = min(cm_start, cmo_start)
+    region = source.read_range(cm_lo, cmo_start - cm_lo, "column metadata")
+    raw_cols: list[Buf] = []
     for ci in range(n_cols):
         pos, size = int(cmo[ci, 0]), int(cmo[ci, 1])
         source.check_range(pos, size, f"metadata of column {ci}")
-        cm = file2_pb2.ColumnMetadata()
-        where = f"{path}: column {ci}"
-        try:
-            cm.ParseFromString(source.read_range(pos, size, f"metadata of column {ci}"))
-        except DecodeError as exc:
-            raise CorruptFileError(f"{where}: cannot decode column metadata: {exc}") from exc
-        if cm.HasField("encoding"):
-            ctype, cenc = _direct_encoding(cm.encoding, where)
-        else:
-            ctype, cenc = COLUMN_ENCODING_URL, DEFAULT_COLUMN_ENCODING
-        pages = []
-        for pi, p in enumerate(cm.pages):
-            pwhere = f"{where} page {pi}"
-            if len(p.buffer_offsets) != len(p.buffer_sizes):
-                raise CorruptFileError(
-                    f"{pwhere}: {len(p.buffer_offsets)} buffer offsets but {len(p.buffer_sizes)} sizes"
-                )
-            for off, sz in zip(p.buffer_offsets, p.buffer_sizes, strict=False):
-                source.check_range(off, sz, f"column {ci} page {pi} buffer")
-            type_url, value = _direct_encoding(p.encoding, pwhere)
-            pages.append(
-                PageInfo(
-                    tuple(p.buffer_offsets), tuple(p.buffer_sizes), p.length, p.priority, type_url, value
-                )
-            )
-        for off, sz in zip(cm.buffer_offsets, cm.buffer_sizes, strict=False):
-            source.check_range(off, sz, f"column {ci} column buffer")
-        columns.append(
-            ColumnInfo(ci, tuple(pages), tuple(cm.buffer_offsets), tuple(cm.buffer_sizes), ctype, cenc)
-        )
+        if pos >= cm_lo and pos + size <= cmo_start:
+            raw_cols.append(memoryview(region)[pos - cm_lo : pos - cm_lo + size])
+        else:  # unusual layout: metadata outside the usual region
+            raw_cols.append(source.read_range(pos, size, f"metadata of column {ci}"))
+    columns = ColumnList(raw_cols, path, source.size)
     return FileMetadata(
         path=path,
         file_size=source.size,

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import struct
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -20,7 +22,7 @@ from lance_format.errors import (
 from lance_format.file.container import V2_0, ByteSource, FileDecoder, FileMetadata, read_file_metadata
 from lance_format.schema import LanceSchema
 from lance_format.schema_codec import schema_from_pb
-from lance_format.storage import ObjectStore, open_store, split_uri
+from lance_format.storage import ObjectStore, open_store, split_uri, uri_scheme
 
 #: Bytes of decoded data the reader aims to hold per internal read (bounded-memory streaming).
 _CHUNK_BYTES = 16 * 1024 * 1024
@@ -101,6 +103,63 @@ def _decoder_class(meta: FileMetadata) -> Any:
     return cls
 
 
+#: Parsed tails of recently opened files. Data files are immutable once written, so an entry keyed
+#: by URI, size and (local files) modification time stays valid; scans reopen the same files often.
+_META_CACHE_ENTRIES = 512
+_ParsedTail = tuple[FileMetadata, LanceSchema, pa.Schema]
+_meta_cache: OrderedDict[tuple[str, int, int | None], _ParsedTail] = OrderedDict()
+_meta_lock = threading.Lock()
+#: Lance and Arrow schemas by serialized file schema (shared by all files of a dataset version).
+_SCHEMA_CACHE_ENTRIES = 64
+_schema_cache: OrderedDict[tuple[tuple[bytes, ...], tuple[tuple[str, bytes], ...]], tuple[LanceSchema, pa.Schema]]
+_schema_cache = OrderedDict()
+
+
+def _parsed_metadata(source: ByteSource) -> _ParsedTail:
+    """Container metadata, Lance schema and Arrow schema of ``source``'s file (cached)."""
+    path_uri = source.path
+    cache_key = (path_uri, source.size, source.mtime_ns)
+    # in-memory stores have no modification time and see files rewritten in place (tests): skip
+    cacheable = source.mtime_ns is not None or uri_scheme(path_uri) != "memory"
+    with _meta_lock:
+        hit = _meta_cache.get(cache_key) if cacheable else None
+        if hit is not None:
+            _meta_cache.move_to_end(cache_key)
+            return hit
+    meta = _guarded(path_uri, lambda: read_file_metadata(source))
+    # every data file of a dataset usually carries the same schema: convert it once
+    schema_key = (
+        tuple(f.SerializeToString(deterministic=True) for f in meta.schema_fields),
+        tuple(sorted(meta.schema_metadata.items())),
+    )
+    with _meta_lock:
+        schemas = _schema_cache.get(schema_key)
+    if schemas is None:
+        lance_schema: LanceSchema = _guarded(
+            path_uri, lambda: schema_from_pb(meta.schema_fields, meta.schema_metadata)
+        )
+        schemas = (lance_schema, _guarded(path_uri, lance_schema.to_arrow))
+        with _meta_lock:
+            _schema_cache[schema_key] = schemas
+            while len(_schema_cache) > _SCHEMA_CACHE_ENTRIES:
+                _schema_cache.popitem(last=False)
+    parsed = (meta, schemas[0], schemas[1])
+    if not cacheable:
+        return parsed
+    with _meta_lock:
+        _meta_cache[cache_key] = parsed
+        while len(_meta_cache) > _META_CACHE_ENTRIES:
+            _meta_cache.popitem(last=False)
+    return parsed
+
+
+def clear_metadata_cache() -> None:
+    """Forget every cached file tail (tests; or after rewriting files in place)."""
+    with _meta_lock:
+        _meta_cache.clear()
+        _schema_cache.clear()
+
+
 class LanceFileReader:
     """Reader of one Lance data file (versions 2.0, 2.1 and 2.2).
 
@@ -134,12 +193,7 @@ class LanceFileReader:
             parent, key = split_uri(str(path))
             store = open_store(parent, storage_options)
         self._source = ByteSource(store, key, file_size)
-        path_uri = self._source.path
-        self._meta = _guarded(path_uri, lambda: read_file_metadata(self._source))
-        self.lance_schema: LanceSchema = _guarded(
-            path_uri, lambda: schema_from_pb(self._meta.schema_fields, self._meta.schema_metadata)
-        )
-        full = _guarded(path_uri, self.lance_schema.to_arrow)
+        self._meta, self.lance_schema, full = _parsed_metadata(self._source)
         if columns is None:
             projection = list(range(len(full)))
         else:
@@ -151,7 +205,7 @@ class LanceFileReader:
                 projection.append(names.index(name))
         cls = _decoder_class(self._meta)
         self._decoder: FileDecoder = _guarded(
-            path_uri, lambda: cls(self._meta, self._source, full, projection)
+            self._source.path, lambda: cls(self._meta, self._source, full, projection)
         )
         self.schema: pa.Schema = pa.schema([full.field(i) for i in projection], metadata=full.metadata)
         self._row_bytes = max(1, self._meta.num_data_bytes // max(self._meta.num_rows, 1))

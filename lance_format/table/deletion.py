@@ -15,6 +15,8 @@ random u64 printed in decimal.
 from __future__ import annotations
 
 import secrets
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Literal
 
@@ -36,6 +38,46 @@ DELETION_DIR = "_deletions"
 ROW_ID_SCHEMA = pa.schema([pa.field("row_id", pa.uint32(), nullable=False)])
 
 _EXTENSIONS = {"arrow": "arrow", "bitmap": "bin"}
+
+#: Decoded deletion vectors, keyed by file URI, kind and the file's exact bytes (so an entry can
+#: never answer for different content). Bounded by the bytes held (keys plus values).
+_DECODED_CACHE_BYTES = 16 * 1024 * 1024
+_decoded: OrderedDict[tuple[str, str, bytes], npt.NDArray[np.uint32]] = OrderedDict()
+_decoded_lock = threading.Lock()
+_decoded_held = [0]
+
+
+def _cache_put(path: str, kind: str, data: bytes, offsets: npt.NDArray[np.uint32]) -> None:
+    cost = len(data) + offsets.nbytes
+    if cost > _DECODED_CACHE_BYTES // 8:
+        return
+    kept = offsets.copy()
+    kept.flags.writeable = False
+    with _decoded_lock:
+        key = (path, kind, data)
+        old = _decoded.pop(key, None)
+        if old is not None:
+            _decoded_held[0] -= len(data) + old.nbytes
+        _decoded[key] = kept
+        _decoded_held[0] += cost
+        while _decoded_held[0] > _DECODED_CACHE_BYTES and _decoded:
+            (_, _, d), v = _decoded.popitem(last=False)
+            _decoded_held[0] -= len(d) + v.nbytes
+
+
+def _cache_get(path: str, kind: str, data: bytes) -> npt.NDArray[np.uint32] | None:
+    with _decoded_lock:
+        hit = _decoded.get((path, kind, data))
+        if hit is not None:
+            _decoded.move_to_end((path, kind, data))
+    return None if hit is None else hit.copy()
+
+
+def clear_deletion_cache() -> None:
+    """Forget every cached decoded deletion vector."""
+    with _decoded_lock:
+        _decoded.clear()
+        _decoded_held[0] = 0
 _U32_MAX = np.iinfo(np.uint32).max
 
 
@@ -159,6 +201,7 @@ def write_deletion_file(
         df = DeletionFile(file_type, read_version, secrets.randbits(64), int(offsets.size))
         try:
             store.put_if_absent(df.key(fragment_id), payload)
+            _cache_put(store.uri(df.key(fragment_id)), file_type, payload, offsets)
             return df
         except FileExistsError:
             continue
@@ -215,11 +258,17 @@ def read_deletion_file(store: ObjectStore, fragment_id: int, df: DeletionFile) -
         CorruptFileError: if it is malformed (naming the file).
     """
     key = df.key(fragment_id)
-    data = store.read(key)
+    data = bytes(store.read(key))
     path = store.uri(key)
+    hit = _cache_get(path, df.file_type, data)
+    if hit is not None:
+        return hit
     if df.file_type == "arrow":
-        return decode_arrow_deletions(data, path)
-    return decode_bitmap_deletions(data, path)
+        offsets = decode_arrow_deletions(data, path)
+    else:
+        offsets = decode_bitmap_deletions(data, path)
+    _cache_put(path, df.file_type, data, offsets)
+    return offsets
 
 
 __all__ = [
@@ -227,6 +276,7 @@ __all__ = [
     "DELETION_DIR",
     "DeletionFile",
     "ROW_ID_SCHEMA",
+    "clear_deletion_cache",
     "decode_arrow_deletions",
     "decode_bitmap_deletions",
     "deletion_file_key",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pyarrow as pa
 
@@ -31,6 +33,20 @@ from lance_format.file.v2_1.fsst import decode as fsst_decode
 from lance_format.file.v2_1.fsst import decode_serial as fsst_decode_one
 
 _FSST_SPLIT_MIN_BYTES = 4 << 20  # smaller FSST pages are decoded by one thread
+_FEW_RANGES = 8  # up to this many ranges are sliced directly (Arrow's take has a fixed setup cost)
+
+
+def _gather(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """``gather_ranges`` with a cheap path for the few chunks of a small page."""
+    n = len(starts)
+    if 0 < n <= _FEW_RANGES:
+        st = starts.tolist()
+        ln = lengths.tolist()
+        if min(st) >= 0 and min(ln) >= 0 and max(a + b for a, b in zip(st, ln, strict=True)) <= len(data):
+            if n == 1:
+                return data[st[0] : st[0] + ln[0]]
+            return np.concatenate([data[a : a + b] for a, b in zip(st, ln, strict=True)])
+    return gather_ranges(data, starts, lengths)
 
 
 def decode_chunkset(enc: pb.CompressiveEncoding, cs: ChunkSet, rows: np.ndarray | None = None) -> Block:
@@ -58,7 +74,7 @@ def decode_chunkset(enc: pb.CompressiveEncoding, cs: ChunkSet, rows: np.ndarray 
             need = cs.counts * (bits // 8)
             if (need > cs.sizes[0]).any():
                 raise CorruptFileError("flat mini-block chunk is truncated")
-            return Fixed(bits, gather_ranges(cs.data, cs.starts[0], need), total)
+            return Fixed(bits, _gather(cs.data, cs.starts[0], need), total)
     if kind == "fixed_size_list" and nb == 1:
         dims, inner = fsl_chain(enc.fixed_size_list)
         if not _fsl_has_validity(enc.fixed_size_list) and kind_of(inner) == "flat":
@@ -132,6 +148,22 @@ def _variable_chunkset(cs: ChunkSet, bits: int) -> Var:
     nchunks = len(counts)
     if ((counts + 1) * width > sizes).any():
         raise CorruptFileError("variable chunk is too small for its offsets")
+    if nchunks <= _FEW_RANGES:  # small page: a few numpy steps per chunk beat the padded 2-D path
+        parts = [
+            _variable_one_chunk(cs.data, a, b, c, width)
+            for a, b, c in zip(starts.tolist(), sizes.tolist(), counts.tolist(), strict=True)
+        ]
+        if len(parts) == 1:
+            return parts[0]
+        offsets = np.empty(sum(len(v.offsets) - 1 for v in parts) + 1, np.int64)
+        at = shift = 0
+        for v in parts:
+            k = len(v.offsets) - 1
+            np.add(v.offsets[:-1], shift, out=offsets[at : at + k])
+            at += k
+            shift += int(v.offsets[-1])
+        offsets[-1] = shift
+        return Var(offsets, np.concatenate([v.data for v in parts]))
     maxc = int(counts.max())
     if (starts % width).any() or nchunks * (maxc + 1) > 2 * int(counts.sum()) + 4096:
         return variable_chunks(cs.chunks(), bits)  # unaligned or very ragged chunks: generic path
@@ -167,7 +199,64 @@ def _variable_chunkset(cs: ChunkSet, bits: int) -> Var:
     # monotonicity check also proves every chunk's own offsets ascend within its head..tail
     if (offsets[1:] < offsets[:-1]).any():
         raise CorruptFileError("variable chunk offsets are out of range")
-    return Var(offsets, gather_ranges(cs.data, starts + head, lens))
+    return Var(offsets, _gather(cs.data, starts + head, lens))
+
+
+def _variable_one_chunk(data: np.ndarray, start: int, size: int, count: int, width: int) -> Var:
+    """A page of one variable-width chunk (small string pages): offsets then bytes."""
+    # callers checked (count + 1) * width <= size
+    if start < 0 or start + size > len(data):
+        raise CorruptFileError("variable chunk runs past the end of the page")
+    dt = np.dtype(np.uint32 if width == 4 else np.uint64).newbyteorder("<")
+    local = np.frombuffer(data[start : start + (count + 1) * width].tobytes(), dt).astype(np.int64)
+    head, tail = int(local[0]), int(local[-1])
+    if not (head >= (count + 1) * width and head <= tail <= size):
+        raise CorruptFileError("variable chunk offsets are out of range")
+    offsets = local - head
+    if (offsets[1:] < offsets[:-1]).any():
+        raise CorruptFileError("variable chunk offsets are out of range")
+    return Var(offsets, data[start + head : start + tail])
+
+
+def _le_words(data: np.ndarray, starts: np.ndarray, w: int) -> np.ndarray:
+    """The little-endian ``w``-byte unsigned word at each of ``starts`` (all in bounds)."""
+    st = starts.tolist()
+    if len(st) <= _FEW_RANGES and all(s >= 0 and s + w <= len(data) for s in st):
+        # a small page: Python ints beat numpy's per-call overhead
+        return np.array([int.from_bytes(data[s : s + w].tobytes(), "little") for s in st], np.int64)
+    out = np.zeros(len(starts), np.int64)
+    for k in range(w):
+        out |= data[starts + k].astype(np.int64) << (8 * k)
+    return out
+
+
+def _few_bitpacked(cs: ChunkSet, t: int, dtype: np.dtype[Any]) -> Fixed | None:
+    """Inline bit-packed chunks of a small page that share one bit width (checks in Python ints).
+
+    Returns None when the general path must decide (many chunks, mixed widths, width 0)."""
+    w = dtype.itemsize
+    counts, sizes = cs.counts.tolist(), cs.sizes[0].tolist()
+    starts = cs.starts[0]
+    st = starts.tolist()
+    n = len(st)
+    if not 0 < n <= _FEW_RANGES or not all(s >= 0 and s + w <= len(cs.data) for s in st):
+        return None
+    widths = [int.from_bytes(cs.data[s : s + w].tobytes(), "little") for s in st]
+    if max(widths) > t:
+        raise CorruptFileError(f"inline bit width exceeds {t}")
+    if any(z < w + b * 128 for z, b in zip(sizes, widths, strict=True)):
+        raise CorruptFileError("inline bit-packed chunk is truncated")
+    width = widths[0]
+    if width == 0 or any(b != width for b in widths):
+        return None
+    words = _gather(cs.data, starts + w, np.full(n, 128 * width, np.int64)).view(dtype)
+    out = bitpack.unpack_blocks(words, width, t).reshape(n, 1024)
+    total = sum(counts)
+    if all(c == 1024 for c in counts[:-1]):
+        vals = out.reshape(-1)[:total]
+    else:
+        vals = out[np.arange(1024)[None, :] < cs.counts[:, None]]
+    return Fixed(t, vals.view(np.uint8), total)
 
 
 def _inline_bitpacked_chunkset(cs: ChunkSet, t: int) -> Fixed:
@@ -179,9 +268,10 @@ def _inline_bitpacked_chunkset(cs: ChunkSet, t: int) -> Fixed:
         raise CorruptFileError("inline bit-packed chunk holds more than 1024 values")
     if (sizes < w).any():
         raise CorruptFileError("inline bit-packed chunk lacks its width word")
-    widths = np.zeros(len(counts), np.int64)
-    for k in range(w):
-        widths |= cs.data[starts + k].astype(np.int64) << (8 * k)
+    few = _few_bitpacked(cs, t, dtype)
+    if few is not None:
+        return few
+    widths = _le_words(cs.data, starts, w)
     if (widths > t).any():
         raise CorruptFileError(f"inline bit width exceeds {t}")
     if (sizes < w + widths * 128).any():
@@ -190,7 +280,7 @@ def _inline_bitpacked_chunkset(cs: ChunkSet, t: int) -> Fixed:
     groups = np.unique(widths)
     if len(groups) == 1 and groups[0] > 0:  # one width (common): unpack straight into the output
         width = int(groups[0])
-        words = gather_ranges(d, starts + w, np.full(len(starts), 128 * width, np.int64)).view(dtype)
+        words = _gather(d, starts + w, np.full(len(starts), 128 * width, np.int64)).view(dtype)
         out = bitpack.unpack_blocks(words, width, t).reshape(len(counts), 1024)
         groups = groups[:0]
     elif groups[0] == 0:  # width-0 chunks hold zeros
@@ -203,7 +293,7 @@ def _inline_bitpacked_chunkset(cs: ChunkSet, t: int) -> Fixed:
             continue
         sel = np.flatnonzero(widths == width)
         nbytes = 128 * width
-        words = gather_ranges(d, starts[sel] + w, np.full(len(sel), nbytes, np.int64)).view(dtype)
+        words = _gather(d, starts[sel] + w, np.full(len(sel), nbytes, np.int64)).view(dtype)
         unpacked = bitpack.unpack_blocks(words, width, t).reshape(len(sel), 1024)
         first, last = int(sel[0]), int(sel[-1])
         if last - first + 1 == len(sel):  # a run of chunks (widths often grow or stay put)

@@ -70,14 +70,15 @@ class Decoder21:
         col = 0
         self._leaves: list[list[_Leaf]] = []
         per_field: list[list[_Leaf]] = []
-        for f in schema:
+        wanted = set(self.projection)
+        ncols = len(meta.columns)
+        for fi, f in enumerate(schema):
             leaves = []
             for p in leaf_paths(f):
-                if col >= len(meta.columns):
-                    raise CorruptFileError(
-                        f"{self.path}: schema needs more columns than the file's {len(meta.columns)}"
-                    )
-                leaves.append(_Leaf(meta.columns[col], p))
+                if col >= ncols:
+                    raise CorruptFileError(f"{self.path}: schema needs more columns than the file's {ncols}")
+                if fi in wanted:  # other columns' metadata is never parsed
+                    leaves.append(_Leaf(meta.columns[col], p))
                 col += 1
             per_field.append(leaves)
         self._leaves = [per_field[i] for i in self.projection]

@@ -161,14 +161,36 @@ def _u16_or_u32(buf: np.ndarray, large: bool) -> np.ndarray:
 
 
 def _read_le(buf: np.ndarray, starts: np.ndarray, width: int) -> np.ndarray:
+    if len(starts) <= 4:  # the few chunks of a small page: cheaper than numpy's per-call overhead
+        n = len(buf)
+        st = starts.tolist()
+        if all(s >= 0 and s + width <= n for s in st):
+            return np.array([int.from_bytes(buf[s : s + width].tobytes(), "little") for s in st], np.int64)
     out = np.zeros(len(starts), np.int64)
     for k in range(width):
         out |= buf[starts + k].astype(np.int64) << (8 * k)
     return out
 
 
+def _small_plan(raw: bytes, width: int, num_items: int) -> tuple[np.ndarray, np.ndarray]:
+    """``miniblock_plan`` of a page with a few chunks, in Python ints (no numpy call overhead)."""
+    words = [int.from_bytes(raw[i : i + width], "little") for i in range(0, len(raw), width)]
+    logs = [w & 0xF for w in words]
+    if 0 in logs[:-1]:
+        raise CorruptFileError("mini-block chunk other than the last has no value count")
+    counts = [1 << g if g > 0 else 0 for g in logs]
+    last = num_items - sum(counts[:-1])
+    if last < 0 or last > 1 << 16:
+        raise CorruptFileError("mini-block chunk value counts exceed num_items")
+    counts[-1] = last
+    return np.array(counts, np.int64), np.array([((w >> 4) + 1) * 8 for w in words], np.int64)
+
+
 def miniblock_plan(m: pb.MiniBlockLayout, meta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Values and byte size of every chunk, from the chunk metadata buffer."""
+    width = 4 if m.has_large_chunk else 2
+    if 0 < len(meta) <= 8 * width and len(meta) % width == 0:
+        return _small_plan(meta.tobytes(), width, int(m.num_items))
     words = _u16_or_u32(meta, m.has_large_chunk)
     num_items = int(m.num_items)
     nchunks = len(words)
