@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 
+from conftest_s3 import s3_server, s3_uri  # noqa: F401  - one moto server for the whole session
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(

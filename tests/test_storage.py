@@ -23,10 +23,6 @@ from lance_format.storage import ObjectStore, open_store
 
 REPO_ROOT = str(Path(__file__).resolve().parent.parent)
 
-try:
-    from conftest_s3 import s3_server, s3_uri  # noqa: F401
-except ImportError:  # tests/ imported as a package
-    from tests.conftest_s3 import s3_server, s3_uri  # noqa: F401
 
 
 @pytest.fixture(params=["local", "memory", "s3"])

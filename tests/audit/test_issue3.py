@@ -9,6 +9,7 @@ from pathlib import Path
 import lance
 import pyarrow as pa
 import pytest
+from conftest_s3 import S3Server  # the s3_server / s3_uri fixtures come from tests/conftest.py
 
 import lance_format as lf
 from lance_format._pb import table_pb2
@@ -20,11 +21,6 @@ from lance_format.errors import (
     PathEscapeError,
     SchemaError,
 )
-
-try:
-    from conftest_s3 import S3Server, s3_server, s3_uri  # noqa: F401
-except ImportError:  # pragma: no cover
-    from tests.conftest_s3 import S3Server, s3_server, s3_uri  # noqa: F401
 
 T = pa.table({"a": pa.array(range(10), pa.int64()), "s": [f"r{i}" for i in range(10)]})
 

@@ -10,11 +10,6 @@ from dg_helpers import materialization, meta, requires_table_layer
 import lance_format
 from lance_dagster import LanceIOManager, LanceResource
 
-try:
-    from conftest_s3 import s3_server, s3_uri  # noqa: F401
-except ImportError:  # pragma: no cover - depends on how pytest put tests/ on sys.path
-    from tests.conftest_s3 import s3_server, s3_uri  # noqa: F401
-
 pytestmark = requires_table_layer
 
 

@@ -4,13 +4,9 @@ from __future__ import annotations
 
 import lance
 import pyarrow as pa
+from conftest_s3 import S3Server  # the s3_server / s3_uri fixtures come from tests/conftest.py
 
 import lance_format as lf
-
-try:
-    from conftest_s3 import S3Server, s3_server, s3_uri  # noqa: F401
-except ImportError:  # pragma: no cover - depends on how pytest puts tests/ on sys.path
-    from tests.conftest_s3 import S3Server, s3_server, s3_uri  # noqa: F401
 
 
 def test_s3_roundtrip_with_pylance(s3_server: S3Server, s3_uri: str) -> None:
