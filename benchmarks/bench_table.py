@@ -41,7 +41,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+from benchmarks.common import REPO_ROOT, timed
+
 DELETE_PREDICATE = "id % 10 = 0"
 
 # Timed in a fresh interpreter: argv = [module, uri]; prints one JSON object.
@@ -87,12 +88,6 @@ def make_batch(index: int, rows: int) -> pa.Table:
         "x": pa.array(rng.random(rows)),
         "s": pc.binary_join_element_wise("row-", pc.cast(ids, pa.string()), ""),
     })
-
-
-def _timed(fn: Callable[[], Any]) -> tuple[float, Any]:
-    start = time.perf_counter()
-    out = fn()
-    return time.perf_counter() - start, out
 
 
 def _fresh_once(script: str, module: str, uri: str) -> dict[str, Any]:
@@ -201,7 +196,7 @@ def bench_lance_engines(engines: list[Engine], args: argparse.Namespace) -> None
     for e in live:
         def delete(e: Engine = e) -> None:
             handle = e.module.dataset(e.uri)
-            e.res.values["delete 10%"], _ = _timed(lambda: handle.delete(DELETE_PREDICATE))
+            e.res.values["delete 10%"], _ = timed(lambda: handle.delete(DELETE_PREDICATE))
         e.run("delete", ("delete 10%",), delete)
 
     total = (args.appends + 1) * args.rows
@@ -209,7 +204,7 @@ def bench_lance_engines(engines: list[Engine], args: argparse.Namespace) -> None
     for r in range(args.scan_repeats):
         for e in turns(r):
             def scan(e: Engine = e, first: bool = r == 0) -> None:
-                seconds, table = _timed(lambda: e.module.dataset(e.uri).to_table())
+                seconds, table = timed(lambda: e.module.dataset(e.uri).to_table())
                 e.scans.append(seconds)
                 if table.num_rows != expected and first:
                     e.res.notes.append(f"scan returned {table.num_rows} rows, expected {expected}")
@@ -248,7 +243,7 @@ def bench_parquet(root: Path, args: argparse.Namespace) -> Result:
         res.values["versions() (fresh)"] = None
     res.values["delete 10%"] = None
     keep = pc.not_equal(pc.remainder(pc.field("id"), 10), 0)
-    times = [_timed(lambda: pads.dataset(path, format="parquet").to_table(filter=keep))[0]
+    times = [timed(lambda: pads.dataset(path, format="parquet").to_table(filter=keep))[0]
              for _ in range(args.scan_repeats)]
     res.values["full scan after delete"] = statistics.median(times)
     res.notes.append("scan = filtered scan (id % 10 != 0); no delete/versions in plain Parquet")
