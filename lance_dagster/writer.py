@@ -112,9 +112,7 @@ def commit_arrow(
         commit_message=commit_message,
         transaction_properties=dict(properties),
     )
-    if existing is None:
-        return describe_write(ds, uri, mode, None, 0)
-    return describe_write(ds, uri, mode, int(existing.version), int(existing.count_rows()))
+    return describe_write(ds, uri, mode, existing)
 
 
 def commit_fragments(
@@ -157,20 +155,19 @@ def commit_fragments(
         props[COMMIT_MESSAGE] = commit_message
     txn = lance_format.Transaction(read_version, op, transaction_properties=props)
     ds = lance_format.LanceDataset.commit(uri, txn, storage_options=settings.options)
-    if existing is None:
-        return describe_write(ds, uri, mode, None, 0)
-    return describe_write(ds, uri, mode, int(existing.version), int(existing.count_rows()))
+    return describe_write(ds, uri, mode, existing)
 
 
-def describe_write(
-    ds: Any, uri: str, mode: WriteMode, previous_version: int | None, previous_rows: int
-) -> WriteResult:
-    """Build the :class:`WriteResult` of a commit that produced ``ds.version``."""
+def describe_write(ds: Any, uri: str, mode: WriteMode, existing: Any | None) -> WriteResult:
+    """Build the :class:`WriteResult` of a commit that produced ``ds.version``.
+
+    ``existing`` is the dataset as opened before the write, ``None`` if it did not exist.
+    """
     return WriteResult(
         uri=uri,
         mode=mode,
         dataset=ds,
         commit=read_commit(ds, int(ds.version)),
-        previous_version=previous_version,
-        previous_rows=previous_rows,
+        previous_version=None if existing is None else int(existing.version),
+        previous_rows=0 if existing is None else int(existing.count_rows()),
     )
