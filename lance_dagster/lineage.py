@@ -206,19 +206,22 @@ def _recent_history(ds: Any, limit: int) -> list[VersionRecord]:
         except VersionNotFoundError:  # removed by cleanup
             continue
         commit = read_commit(at, number)
-        records.append(
-            VersionRecord(
-                version=number,
-                timestamp=_manifest_time(at),
-                operation=commit.operation,
-                rows=int(at.count_rows()),
-                run_id=commit.properties.get(RUN_ID),
-                asset_key=commit.properties.get(ASSET_KEY),
-                partition_key=commit.properties.get(PARTITION_KEY),
-                properties=commit.properties,
-            )
-        )
+        records.append(_record(commit, _manifest_time(at), commit.operation, int(at.count_rows())))
     return records
+
+
+def _record(commit: CommitInfo, timestamp: dt.datetime | None, operation: str | None,
+            rows: int | None) -> VersionRecord:
+    return VersionRecord(
+        version=commit.version,
+        timestamp=timestamp,
+        operation=operation,
+        rows=rows,
+        run_id=commit.properties.get(RUN_ID),
+        asset_key=commit.properties.get(ASSET_KEY),
+        partition_key=commit.properties.get(PARTITION_KEY),
+        properties=commit.properties,
+    )
 
 
 def version_history(ds: Any, *, limit: int | None = None) -> list[VersionRecord]:
@@ -239,15 +242,11 @@ def version_history(ds: Any, *, limit: int | None = None) -> list[VersionRecord]
         commit = read_commit(ds, number)
         ts = _version_field(entry, "timestamp")
         records.append(
-            VersionRecord(
-                version=number,
-                timestamp=_utc(ts) if isinstance(ts, dt.datetime) else None,
-                operation=commit.operation or _version_field(entry, "operation"),
-                rows=_rows_at(ds, entry, number),
-                run_id=commit.properties.get(RUN_ID),
-                asset_key=commit.properties.get(ASSET_KEY),
-                partition_key=commit.properties.get(PARTITION_KEY),
-                properties=commit.properties,
+            _record(
+                commit,
+                _utc(ts) if isinstance(ts, dt.datetime) else None,
+                commit.operation or _version_field(entry, "operation"),
+                _rows_at(ds, entry, number),
             )
         )
     return records
