@@ -54,9 +54,7 @@ def dataset_uri(root_uri: str, path: Sequence[str] | str) -> str:
     Raises:
         ValueError: if a path component is empty or tries to leave the root.
     """
-    parts = [path] if isinstance(path, str) else list(path)
-    if isinstance(path, str):
-        parts = [p for p in path.split("/") if p] or [path]
+    parts = ([p for p in path.split("/") if p] or [path]) if isinstance(path, str) else list(path)
     for part in parts:
         if not part or part in (".", "..") or "\\" in part:
             raise ValueError(f"invalid dataset path component {part!r} in {path!r}")
