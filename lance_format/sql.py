@@ -621,10 +621,7 @@ class _Translator:
 
     def _cast(self, node: exp.Cast) -> _Val:
         target = self._arrow_type(node.to)
-        val = self.visit(node.this)
-        if val.const is not None:
-            return _const(self._cast_scalar(val, target))
-        return _Val(val.expr.cast(target), target)
+        return self._cast_val(self.visit(node.this), target)
 
     def _arrow_type(self, dtype: exp.DataType) -> pa.DataType:
         kind = dtype.this
