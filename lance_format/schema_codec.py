@@ -71,20 +71,21 @@ def schema_from_pb(fields: Iterable[Any], metadata: Mapping[str, bytes] | None =
         if fid in nodes:
             raise SchemaError(f"field {msg.name!r}: duplicate field id {fid}")
         parent = int(msg.parent_id)
+        field_metadata = dict(msg.metadata)
         args: dict[str, Any] = {
             "name": msg.name,
             "id": fid,
             "parent_id": parent,
             "logical_type": msg.logical_type,
             "nullable": bool(msg.nullable),
-            "metadata": dict(msg.metadata),
+            "metadata": field_metadata,
             "encoding": int(msg.encoding),
             "unenforced_primary_key": bool(msg.unenforced_primary_key)
-            or is_truthy_flag(dict(msg.metadata).get(PRIMARY_KEY_METADATA_KEY)),
+            or is_truthy_flag(field_metadata.get(PRIMARY_KEY_METADATA_KEY)),
             "extension_name": msg.extension_name,
         }
         nodes[fid] = (args, [])
-        if msg.logical_type == "struct" and is_truthy_flag(dict(msg.metadata).get(BLOB_METADATA_KEY)):
+        if msg.logical_type == "struct" and is_truthy_flag(field_metadata.get(BLOB_METADATA_KEY)):
             blob_children = len(_BLOB_FIELDS)
         if parent == -1:
             top.append(fid)
