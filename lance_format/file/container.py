@@ -94,7 +94,7 @@ V2_2 = (2, 2)
 
 #: Bytes read from the end of a file in the first request (footer + usual metadata).
 TAIL_PREFETCH = 64 * 1024
-_GATHER_GAP = 4096
+_GATHER_GAP = 4096  # ranges closer than this are read with one request
 
 #: A bytes-like buffer returned by :class:`ByteSource`.
 Buf = bytes | memoryview
@@ -129,6 +129,13 @@ def parse_version_string(version: str | None) -> tuple[int, int]:
 def footer_version(version: tuple[int, int]) -> tuple[int, int]:
     """Version pair written in the footer (2.0 files say 0.3, as the real writer does)."""
     return (0, 3) if version == V2_0 else version
+
+
+def has_dictionary(typ: pa.DataType) -> bool:
+    """Whether ``typ`` is or contains a dictionary type."""
+    if pa.types.is_dictionary(typ):
+        return True
+    return any(has_dictionary(typ.field(i).type) for i in range(typ.num_fields))
 
 
 # -- reading ------------------------------------------------------------------------------------
@@ -235,26 +242,57 @@ class ByteSource:
             return []
         for start, length in ranges:
             self.check_range(start, length, what)
-        order = sorted(range(len(ranges)), key=lambda i: ranges[i][0])
         out: list[Buf] = [b""] * len(ranges)
-        gap = 4096
-        i = 0
-        while i < len(order):
-            start, length = ranges[order[i]]
-            end = start + length
-            j = i + 1
-            while j < len(order) and ranges[order[j]][0] <= end + gap:
-                end = max(end, ranges[order[j]][0] + ranges[order[j]][1])
-                j += 1
-            if j == i + 1:
-                out[order[i]] = self.read_range(start, length, what)
+        for start, end, members in _merged_ranges(ranges):
+            if len(members) == 1:
+                out[members[0]] = self.read_range(start, end - start, what)
             else:
                 blob = memoryview(self.read_range(start, end - start, what))
-                for k in order[i:j]:
+                for k in members:
                     s, n = ranges[k]
                     out[k] = blob[s - start : s - start + n]
-            i = j
         return out
+
+    def read_arrays(self, ranges: Sequence[tuple[int, int]], what: str = "buffer") -> list[np.ndarray]:
+        """:meth:`read_ranges` as read-only uint8 arrays, read into Arrow-pool memory when local.
+
+        ``read_ranges`` returns ``bytes``: every large read allocates a fresh object that the C
+        allocator maps and unmaps, so a 64 MiB page costs page faults several times the copy
+        itself. Local files are read here with ``os.preadv`` straight into buffers from Arrow's
+        memory pool, which keeps freed memory for the next page (a full scan then runs several
+        times faster). Other stores, and ranges inside the cached tail, go through ``read_range``.
+        """
+        if not ranges or self._fd is None:
+            return [np.frombuffer(b, np.uint8) for b in self.read_ranges(ranges, what)]
+        for start, length in ranges:
+            self.check_range(start, length, what)
+        out: list[np.ndarray] = [np.zeros(0, np.uint8)] * len(ranges)
+        for start, end, members in _merged_ranges(ranges):
+            if start >= self._tail_start:
+                block = np.frombuffer(self.read_range(start, end - start, what), np.uint8)
+            else:
+                block = self._pread_pooled(self._fd, start, end - start)
+            for k in members:
+                s, n = ranges[k]
+                out[k] = block[s - start : s - start + n]
+        return out
+
+    def _pread_pooled(self, fd: int, start: int, length: int) -> np.ndarray:
+        arr = np.frombuffer(pa.allocate_buffer(length), np.uint8) if length else np.zeros(0, np.uint8)
+        got = 0
+        while got < length:
+            try:
+                n = os.preadv(fd, [arr[got:].data], start + got)
+            except OSError as exc:
+                raise StorageError(f"{self.path}: read of {length} bytes at {start} failed: {exc}") from exc
+            if n <= 0:
+                raise CorruptFileError(
+                    f"{self.path}: short read at offset {start} ({got} of {length} bytes); "
+                    "the file is truncated"
+                )
+            got += n
+        arr.flags.writeable = False
+        return arr
 
     def gather(
         self, starts: np.ndarray, lengths: np.ndarray | int, what: str = "buffer"
@@ -316,6 +354,23 @@ class ByteSource:
         pos = np.empty(len(s), dtype=np.int64)
         pos[order] = bbase[block_of] + (s - bstart[block_of])
         return blob, pos
+
+
+def _merged_ranges(ranges: Sequence[tuple[int, int]]) -> list[tuple[int, int, list[int]]]:
+    """Group ranges closer than ``_GATHER_GAP``: ``(start, end, indices into ranges)`` per read."""
+    order = sorted(range(len(ranges)), key=lambda i: ranges[i][0])
+    groups: list[tuple[int, int, list[int]]] = []
+    i = 0
+    while i < len(order):
+        start, length = ranges[order[i]]
+        end = start + length
+        j = i + 1
+        while j < len(order) and ranges[order[j]][0] <= end + _GATHER_GAP:
+            end = max(end, ranges[order[j]][0] + ranges[order[j]][1])
+            j += 1
+        groups.append((start, end, order[i:j]))
+        i = j
+    return groups
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,14 @@ from lance_format.errors import (
     SchemaError,
     UnsupportedVersionError,
 )
-from lance_format.file.container import V2_0, ByteSource, FileDecoder, FileMetadata, read_file_metadata
+from lance_format.file.container import (
+    V2_0,
+    ByteSource,
+    FileDecoder,
+    FileMetadata,
+    has_dictionary,
+    read_file_metadata,
+)
 from lance_format.schema import LanceSchema
 from lance_format.schema_codec import schema_from_pb
 from lance_format.storage import ObjectStore, open_store, split_uri, uri_scheme
@@ -78,12 +85,6 @@ def _guarded(path: str, fn: Callable[..., T], *args: Any) -> T:
         raise named from exc
     except _DECODE_ERRORS as exc:
         raise CorruptFileError(f"{path}: malformed file ({type(exc).__name__}: {exc})") from exc
-
-
-def _has_dictionary(typ: pa.DataType) -> bool:
-    if pa.types.is_dictionary(typ):
-        return True
-    return any(_has_dictionary(typ.field(i).type) for i in range(typ.num_fields))
 
 
 def _decoder_class(meta: FileMetadata) -> Any:
@@ -209,7 +210,7 @@ class LanceFileReader:
         )
         self.schema: pa.Schema = pa.schema([full.field(i) for i in projection], metadata=full.metadata)
         self._row_bytes = max(1, self._meta.num_data_bytes // max(self._meta.num_rows, 1))
-        self._has_dictionary = any(_has_dictionary(f.type) for f in self.schema)
+        self._has_dictionary = any(has_dictionary(f.type) for f in self.schema)
 
     # -- properties --------------------------------------------------------------------------
     @property

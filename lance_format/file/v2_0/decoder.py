@@ -11,7 +11,7 @@ import pyarrow.compute as pc
 
 from lance_format._pb import encodings_v2_0_pb2
 from lance_format.errors import CorruptFileError, InvalidInputError, UnsupportedEncodingError
-from lance_format.file.container import ARRAY_ENCODING_URL, ByteSource, FileMetadata
+from lance_format.file.container import ARRAY_ENCODING_URL, ByteSource, FileMetadata, has_dictionary
 from lance_format.file.v2_0.buffers import PageCtx, Sel, bitmap
 from lance_format.file.v2_0.columns import PACKED, PRIMITIVE, STRUCT, Node, build_nodes, storage_of
 from lance_format.file.v2_0.page_decode import decode_array, read_ranges_encoded
@@ -136,13 +136,6 @@ def _concat(parts: list[pa.Array], typ: pa.DataType) -> pa.Array:
             vbuf = None if bool(valid.all()) else bitmap(valid)
             return pa.Array.from_buffers(typ, len(lengths), [vbuf, pa.py_buffer(offsets)], children=[values])
     return pa.concat_arrays(parts)
-
-
-def has_dictionary(typ: pa.DataType) -> bool:
-    """Whether ``typ`` is or contains a dictionary type."""
-    if pa.types.is_dictionary(typ):
-        return True
-    return any(has_dictionary(typ.field(i).type) for i in range(typ.num_fields))
 
 
 class FieldReader:
