@@ -17,7 +17,6 @@ from lance_format.errors import (
     InvalidInputError,
     LanceError,
     SchemaError,
-    UnsupportedVersionError,
 )
 from lance_format.file.container import (
     V2_0,
@@ -92,16 +91,9 @@ def _decoder_class(meta: FileMetadata) -> Any:
         from lance_format.file.v2_0 import FileDecoder20
 
         return FileDecoder20
-    try:
-        from lance_format.file import v2_1
-    except ImportError as exc:  # pragma: no cover - depends on the 2.1 package being present
-        raise UnsupportedVersionError(
-            f"{meta.path}: reading file version {meta.version} is not available"
-        ) from exc
-    cls = getattr(v2_1, "FileDecoder21", None)
-    if cls is None:
-        raise UnsupportedVersionError(f"{meta.path}: reading file version {meta.version} is not available")
-    return cls
+    from lance_format.file.v2_1 import FileDecoder21  # imported on first use of a 2.1+ file
+
+    return FileDecoder21
 
 
 #: Parsed tails of recently opened files. Data files are immutable once written, so an entry keyed

@@ -8,7 +8,7 @@ from typing import Any, BinaryIO
 
 import pyarrow as pa
 
-from lance_format.errors import InvalidInputError, LanceError, UnsupportedVersionError
+from lance_format.errors import InvalidInputError, LanceError
 from lance_format.file.container import V2_0, ContainerWriter, parse_version_string
 from lance_format.schema import LanceSchema
 from lance_format.schema_codec import schema_to_pb
@@ -20,14 +20,9 @@ def _encoder_class(version: tuple[int, int]) -> Any:
         from lance_format.file.v2_0 import FileEncoder20
 
         return FileEncoder20
-    try:
-        from lance_format.file import v2_1
-    except ImportError as exc:  # pragma: no cover - depends on the 2.1 package
-        raise UnsupportedVersionError(f"writing file version {version} is not available") from exc
-    cls = getattr(v2_1, "FileEncoder21", None)
-    if cls is None:
-        raise UnsupportedVersionError(f"writing file version {version[0]}.{version[1]} is not available")
-    return cls
+    from lance_format.file.v2_1 import FileEncoder21  # imported on first 2.1+ write
+
+    return FileEncoder21
 
 
 class LanceFileWriter:

@@ -77,11 +77,7 @@ def whole_buffer(flat: Any, ctx: PageCtx) -> np.ndarray:
 def decode_fsst(fsst: Any, ctx: PageCtx, sel: Sel, typ: pa.DataType) -> pa.Array:
     """FSST-compressed strings."""
     from lance_format.file.v2_0.page_decode import decode_array, make_binary
-
-    try:
-        from lance_format.file.v2_1 import fsst as fsst_codec
-    except ImportError as exc:  # pragma: no cover - the 2.1 package ships the FSST decoder
-        raise UnsupportedEncodingError(f"{ctx.where}: FSST decoding is not available") from exc
+    from lance_format.file.v2_1 import fsst as fsst_codec
     comp = decode_array(fsst.binary, ctx, sel, pa.large_binary())
     bufs = comp.buffers()
     offsets = np.frombuffer(bufs[1], dtype=np.int64)[comp.offset : comp.offset + len(comp) + 1]
