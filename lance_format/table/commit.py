@@ -358,11 +358,13 @@ def commit_transaction(
                 raise DatasetAlreadyExistsError(f"{store.uri('')}: dataset already exists (version {latest})")
             if blind:
                 checked = max(checked, latest)
+            seen: Manifest | None = None  # the newest concurrent manifest, read for the conflict check
             for v in range(checked + 1, latest + 1):
                 try:
                     theirs_manifest = load_manifest(store, v)
                 except VersionNotFoundError:
                     continue  # cleaned up meanwhile
+                seen = theirs_manifest
                 theirs = load_transaction(store, theirs_manifest)
                 if theirs is None:
                     raise CommitConflictError(f"{store.uri('')}: version {v} has no transaction; "
@@ -381,12 +383,16 @@ def commit_transaction(
                         continue
                 conflicts.raise_for(outcome, txn, theirs, v)
             checked = latest
-            if latest and base_read is not None and latest == base_read.version:
-                current: Manifest | None = base_read
-            else:
-                current = load_manifest(store, latest, for_write=True) if latest else None
             if scheme is None:
                 scheme = NamingScheme.V2 if enable_v2_manifest_paths else NamingScheme.V1
+            if latest and base_read is not None and latest == base_read.version:
+                current: Manifest | None = base_read
+            elif seen is not None and seen.version == latest:
+                # Already read and decoded for the conflict check: only the write check is left.
+                check_feature_flags(seen, store.uri(manifest_key(latest, scheme)), for_write=True)
+                current = seen
+            else:
+                current = load_manifest(store, latest, for_write=True) if latest else None
             manifest = build_manifest(current, txn, version=latest + 1,
                                       load_version=lambda v: load_manifest(store, v),
                                       data_storage_version=data_storage_version,
