@@ -355,17 +355,27 @@ def encode_transaction(txn: Transaction) -> bytes:
     return bytes(transaction_to_pb(txn).SerializeToString())
 
 
-def decode_transaction(data: bytes, where: str) -> Transaction:
-    """Parse ``.txn`` / inline transaction bytes.
+def parse_transaction_pb(data: bytes, where: str) -> Any:
+    """Parse ``.txn`` / inline transaction bytes into the protobuf message only (no models).
 
     Raises:
-        CorruptFileError: if the bytes are not a valid transaction.
+        CorruptFileError: if the bytes are not a protobuf ``Transaction``.
     """
     pb = transaction_pb2.Transaction()
     try:
         pb.ParseFromString(data)
     except DecodeError as exc:
         raise CorruptFileError(f"{where}: malformed transaction: {exc}") from exc
+    return pb
+
+
+def decode_transaction(data: bytes, where: str) -> Transaction:
+    """Parse ``.txn`` / inline transaction bytes.
+
+    Raises:
+        CorruptFileError: if the bytes are not a valid transaction.
+    """
+    pb = parse_transaction_pb(data, where)
     kind = pb.WhichOneof("operation")
     if kind is None:
         raise CorruptFileError(f"{where}: transaction has no operation")
@@ -444,5 +454,6 @@ __all__ = [
     "encode_transaction",
     "index_from_pb",
     "index_to_pb",
+    "parse_transaction_pb",
     "transaction_to_pb",
 ]

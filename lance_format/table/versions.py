@@ -7,9 +7,6 @@ import json
 import posixpath
 from typing import Any
 
-from google.protobuf.message import DecodeError
-
-from lance_format._pb import transaction_pb2
 from lance_format.errors import (
     CorruptFileError,
     DatasetNotFoundError,
@@ -33,7 +30,7 @@ from lance_format.table.naming import (
     manifest_key,
     parse_manifest_name,
 )
-from lance_format.table.transaction import Transaction, decode_transaction
+from lance_format.table.transaction import Transaction, decode_transaction, parse_transaction_pb
 
 
 def list_manifests(store: ObjectStore) -> tuple[dict[int, str], NamingScheme | None]:
@@ -192,12 +189,7 @@ def version_summaries(store: ObjectStore) -> list[dict[str, Any]]:
         pb, txn = decode_manifest_pb(data, where)
         op = None
         if txn is not None:
-            tpb = transaction_pb2.Transaction()
-            try:
-                tpb.ParseFromString(txn)
-            except DecodeError as exc:
-                raise CorruptFileError(f"{where}: malformed inline transaction: {exc}") from exc
-            op = tpb.WhichOneof("operation")
+            op = parse_transaction_pb(txn, f"{where} (inline transaction)").WhichOneof("operation")
         elif pb.transaction_file:
             try:
                 t = decode_transaction(store.read(f"{TRANSACTIONS_DIR}/{pb.transaction_file}"), where)
