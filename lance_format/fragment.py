@@ -229,11 +229,7 @@ def apply_deletions(ds: LanceDataset, frag: FragmentMetadata, new: npt.NDArray[n
     merged = np.union1d(ds._ctx.deleted_offsets(frag), new)
     if merged.size >= frag.physical_rows:
         return None, int(new.size)
-    previous = frag.deletion_file.file_type if frag.deletion_file is not None else None
-    w = _deletion.write_deletion_file(ds._store, frag.id, ds.version, merged,
-                                      kind=_deletion.kind_after_delete(previous, int(merged.size)))
-    kind: Literal["array", "bitmap"] = "array" if w.file_type == "arrow" else "bitmap"
-    deletion = DeletionFile(w.read_version, w.id, kind, w.num_deleted_rows)
+    deletion, _key = _deletion.write_fragment_deletions(ds._store, frag.id, ds.version, merged, frag.deletion_file)
     return dataclasses.replace(frag, deletion_file=deletion), int(new.size)
 
 

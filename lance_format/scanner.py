@@ -113,10 +113,8 @@ class ReadContext:
         cached = self._deleted.get(key)
         if cached is not None:
             return cached
-        theirs = _deletion.DeletionFile("arrow" if d.file_type == "array" else "bitmap", d.read_version, d.id,
-                                        d.num_deleted_rows, d.base_id)
         store = self.store if d.base_id is None else self._base_store(d.base_id, "")
-        offsets = _deletion.read_deletion_file(store, frag.id, theirs)
+        offsets = _deletion.read_fragment_deletions(store, frag.id, d)
         offsets.flags.writeable = False  # shared by later reads of this handle
         if self._deleted_bytes + offsets.nbytes <= DELETION_CACHE_BYTES:
             self._deleted[key] = offsets

@@ -27,6 +27,7 @@ import pyroaring
 
 from lance_format.errors import CorruptFileError, InvalidInputError, StorageError
 from lance_format.storage.base import ObjectStore
+from lance_format.table import fragment as _meta
 
 #: A fragment's deletions are written as a roaring bitmap (``.bin``) from this
 #: many deleted rows on, counted over all deletes of the fragment; fewer stay an
@@ -271,6 +272,31 @@ def read_deletion_file(store: ObjectStore, fragment_id: int, df: DeletionFile) -
     return offsets
 
 
+def read_fragment_deletions(store: ObjectStore, fragment_id: int, ref: _meta.DeletionFile) -> npt.NDArray[np.uint32]:
+    """:func:`read_deletion_file` for a manifest's reference (``file_type`` ``"array"``/``"bitmap"``).
+
+    ``store`` must be rooted where the file lives (see :func:`read_deletion_file`).
+    """
+    kind: Literal["arrow", "bitmap"] = "arrow" if ref.file_type == "array" else "bitmap"
+    return read_deletion_file(store, fragment_id, DeletionFile(kind, ref.read_version, ref.id,
+                                                               ref.num_deleted_rows, ref.base_id))
+
+
+def write_fragment_deletions(store: ObjectStore, fragment_id: int, read_version: int,
+                             deleted: npt.NDArray[np.uint32], previous: _meta.DeletionFile | None
+                             ) -> tuple[_meta.DeletionFile, str]:
+    """Write a fragment's new complete deletion vector, of the kind pylance would pick after ``previous``.
+
+    Returns:
+        The manifest's reference to the new file, and the file's key.
+    """
+    w = write_deletion_file(store, fragment_id, read_version, deleted,
+                            kind=kind_after_delete(previous.file_type if previous is not None else None,
+                                                   int(deleted.size)))
+    kind: Literal["array", "bitmap"] = "array" if w.file_type == "arrow" else "bitmap"
+    return _meta.DeletionFile(w.read_version, w.id, kind, w.num_deleted_rows), w.key(fragment_id)
+
+
 __all__ = [
     "BITMAP_THRESHOLD",
     "DELETION_DIR",
@@ -283,6 +309,8 @@ __all__ = [
     "encode_arrow_deletions",
     "encode_bitmap_deletions",
     "read_deletion_file",
+    "read_fragment_deletions",
     "kind_after_delete",
     "write_deletion_file",
+    "write_fragment_deletions",
 ]

@@ -8,7 +8,6 @@ commit is a retryable conflict instead.
 from __future__ import annotations
 
 import dataclasses
-from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -16,7 +15,7 @@ import numpy.typing as npt
 from lance_format.errors import LanceError, RetryableCommitConflictError
 from lance_format.storage import ObjectStore
 from lance_format.table import deletion as _deletion
-from lance_format.table.fragment import DeletionFile, FragmentMetadata
+from lance_format.table.fragment import FragmentMetadata
 from lance_format.table.manifest import Manifest
 from lance_format.table.transaction import LanceOperation, Transaction
 
@@ -24,10 +23,7 @@ from lance_format.table.transaction import LanceOperation, Transaction
 def _offsets(store: ObjectStore, frag: FragmentMetadata | None) -> npt.NDArray[np.uint32]:
     if frag is None or frag.deletion_file is None:
         return np.empty(0, dtype=np.uint32)
-    d = frag.deletion_file
-    theirs = _deletion.DeletionFile("arrow" if d.file_type == "array" else "bitmap", d.read_version, d.id,
-                                    d.num_deleted_rows, d.base_id)
-    return _deletion.read_deletion_file(store, frag.id, theirs)
+    return _deletion.read_fragment_deletions(store, frag.id, frag.deletion_file)
 
 
 class DeletionRebase:
@@ -93,13 +89,10 @@ class DeletionRebase:
                 removed.append(mine.id)
                 updated[i] = None  # type: ignore[call-overload]
                 continue
-            previous = current.deletion_file.file_type if current.deletion_file is not None else None
-            w = _deletion.write_deletion_file(store, mine.id, txn.read_version, merged,
-                                              kind=_deletion.kind_after_delete(previous, int(merged.size)))
-            self._written[(mine.id, w.id)] = w.key(mine.id)
-            kind: Literal["array", "bitmap"] = "array" if w.file_type == "arrow" else "bitmap"
-            updated[i] = dataclasses.replace(mine, deletion_file=DeletionFile(w.read_version, w.id, kind,
-                                                                              w.num_deleted_rows))
+            deletion, key = _deletion.write_fragment_deletions(store, mine.id, txn.read_version, merged,
+                                                               current.deletion_file)
+            self._written[(mine.id, deletion.id)] = key
+            updated[i] = dataclasses.replace(mine, deletion_file=deletion)
         kept = [f for f in updated if f is not None]
         new_op: LanceOperation.BaseOperation
         if isinstance(op, LanceOperation.Delete):
