@@ -8,8 +8,12 @@ Public names mirror pylance (``import lance_format as lance``):
 from __future__ import annotations
 
 from lance_format.dataset import LanceDataset, LanceOperation, Tags, Transaction, dataset
+from lance_format.evolution.bases import DatasetBasePath
+from lance_format.evolution.scan_options import ColumnOrdering
 from lance_format.fragment import DataFile, DeletionFile, FragmentMetadata, LanceFragment, write_fragments
 from lance_format.scanner import LanceScanner
+from lance_format.session import Session
+from lance_format.table.index_metadata import IndexDetails, IndexFile, IndexMetadata
 from lance_format.table.transaction import Index
 from lance_format.write import write_dataset
 
@@ -20,10 +24,16 @@ __all__ = [
     "DeletionFile",
     "FragmentMetadata",
     "Index",
+    "IndexDetails",
+    "IndexFile",
+    "IndexMetadata",
     "LanceDataset",
+    "ColumnOrdering",
+    "DatasetBasePath",
     "LanceFragment",
     "LanceOperation",
     "LanceScanner",
+    "Session",
     "Tags",
     "Transaction",
     "__version__",

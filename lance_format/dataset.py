@@ -2,29 +2,25 @@
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 from collections.abc import Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Union
+from typing import TYPE_CHECKING, Any, Literal, Union
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_format.errors import (
-    CommitConflictError,
     DatasetNotFoundError,
     InvalidInputError,
-    LanceError,
     RetryableCommitConflictError,
     TagNotFoundError,
 )
+from lance_format.evolution.scan_options import ColumnOrdering
+from lance_format.fragment import LanceFragment
 from lance_format.scanner import (
     DEFAULT_BATCH_SIZE,
-    ROW_ADDR,
-    ROW_ID,
     LanceScanner,
     ReadContext,
     ScanOptions,
@@ -32,37 +28,59 @@ from lance_format.scanner import (
     take_rows,
 )
 from lance_format.schema import LanceSchema
+from lance_format.session import Session
 from lance_format.storage import ObjectStore, open_store
+from lance_format.table import delete as _delete
 from lance_format.table import tags as _tags
 from lance_format.table.commit import DEFAULT_MAX_RETRIES, commit_transaction
-from lance_format.table.fragment import FragmentMetadata
-from lance_format.table.manifest import Manifest, check_feature_flags
+from lance_format.table.manifest import Manifest
+from lance_format.table.scan import filter_expression as _filter_expression
 from lance_format.table.transaction import COMMIT_MESSAGE_KEY, LanceOperation, Transaction
 from lance_format.table.versions import (
+    check_version_arg,
     find_latest,
     load_manifest,
     load_transaction,
     version_summaries,
 )
 
+if TYPE_CHECKING:
+    from lance_format.evolution.bases import DatasetBasePath
+    from lance_format.evolution.branches import Branches
+    from lance_format.evolution.merge_insert import MergeInsertBuilder
+    from lance_format.evolution.update import UpdateResult
+
+if TYPE_CHECKING:  # maintenance facades (imported lazily by the methods below)
+    from lance_format.maintenance.cleanup import CleanupStats
+    from lance_format.optimize import Optimize
+
 UriLike = Union[str, Path]
 Filter = Union[str, pc.Expression, None]
 
 
 def dataset(uri: UriLike, version: int | str | None = None, *,
-            storage_options: Mapping[str, str] | None = None) -> LanceDataset:
+            storage_options: Mapping[str, str] | None = None, session: Session | None = None,
+            asof: dt.datetime | str | None = None) -> LanceDataset:
     """Open the Lance dataset at ``uri``.
 
     Args:
         uri: Dataset location.
         version: Version number or tag name; latest when ``None``.
         storage_options: Backend options.
+        session: Caches to use (see :mod:`lance_format.session`); the process-wide default
+            session when ``None``.
 
     Raises:
         DatasetNotFoundError: if there is no dataset at ``uri``.
-        VersionNotFoundError / TagNotFoundError: for a missing version or tag.
+        VersionNotFoundError / TagNotFoundError: for a missing version or tag (or no
+            version at or before ``asof``, the newest version committed by that time).
     """
-    return LanceDataset(uri, version, storage_options=storage_options)
+    ds = LanceDataset(uri, version, storage_options=storage_options, session=session)
+    if asof is not None and version is None:
+        from lance_format.evolution.reading import version_asof
+
+        return ds.checkout_version(version_asof(version_summaries(ds._store), asof, ds.uri))
+    return ds
 
 
 class Tags:
@@ -73,41 +91,55 @@ class Tags:
 
     def list(self) -> dict[str, _tags.Tag]:
         """All tags by name."""
-        return _tags.list_tags(self._ds._store)
+        return _tags.list_tags(self._ds._root_store)
 
     def get_version(self, tag: str) -> int:
         """Version a tag points at."""
-        return _tags.read_tag(self._ds._store, tag).version
+        return _tags.read_tag(self._ds._root_store, tag).version
 
-    def create(self, tag: str, version: int) -> None:
-        """Create ``tag`` at ``version``."""
-        size = self._ds._manifest_size(version)
-        _tags.write_tag(self._ds._store, tag, version, size)
+    def create(self, tag: str, version: int | tuple[str | None, int | None]) -> None:
+        """Create ``tag`` at ``version`` of the checked-out branch, or at ``(branch, version)``."""
+        branch, number, size = self._target(version)
+        _tags.write_tag(self._ds._root_store, tag, number, size, branch=branch)
 
-    def update(self, tag: str, version: int) -> None:
-        """Move ``tag`` to ``version``."""
-        _tags.update_tag(self._ds._store, tag, version, self._ds._manifest_size(version))
+    def update(self, tag: str, version: int | tuple[str | None, int | None]) -> None:
+        """Move ``tag`` to ``version`` of the checked-out branch, or to ``(branch, version)``."""
+        branch, number, size = self._target(version)
+        _tags.update_tag(self._ds._root_store, tag, number, size, branch=branch)
+
+    def _target(self, version: int | tuple[str | None, int | None]) -> tuple[str | None, int, int]:
+        if isinstance(version, tuple):  # pylance's (branch, version) reference
+            ds = self._ds.checkout_version(version)
+            return ds._branch, ds.version, ds._manifest_size(ds.version)
+        return self._ds._branch, version, self._ds._manifest_size(version)
 
     def delete(self, tag: str) -> None:
         """Delete ``tag``."""
-        _tags.delete_tag(self._ds._store, tag)
+        _tags.delete_tag(self._ds._root_store, tag)
 
 
 class LanceDataset:
     """A Lance dataset checked out at one version."""
 
     def __init__(self, uri: UriLike, version: int | str | None = None, *,
-                 storage_options: Mapping[str, str] | None = None):
+                 storage_options: Mapping[str, str] | None = None, session: Session | None = None):
         self._uri = str(uri)
         self._storage_options = dict(storage_options) if storage_options else None
-        self._store = open_store(self._uri, self._storage_options)
+        self._store = open_store(self._uri, self._storage_options, session=session)
+        self._root_store = self._store  # tags and branch files live at the root dataset
+        self._root_uri = self._uri
+        self._branch: str | None = None
         if isinstance(version, str):
             try:
-                version = _tags.read_tag(self._store, version).version
+                tag = _tags.read_tag(self._store, version)
             except TagNotFoundError:
                 if find_latest(self._store) is None:
                     raise DatasetNotFoundError(f"{self._store.uri('')}: no Lance dataset found") from None
                 raise
+            version = tag.version
+            if tag.branch is not None:  # the version number is one of the branch's, in tree/{branch}/
+                self._branch = tag.branch
+                self._store = self._root_store.child(_tags.branch_dir(tag.branch))
         self._set_manifest(load_manifest(self._store, version))
 
     @classmethod
@@ -117,7 +149,19 @@ class LanceDataset:
         ds._uri = str(uri)
         ds._storage_options = dict(storage_options) if storage_options else None
         ds._store = store
+        ds._root_store = store
+        ds._root_uri = ds._uri
+        ds._branch = None
         ds._set_manifest(manifest)
+        return ds
+
+    def _on_branch(self, branch: str | None, manifest: Manifest | None = None) -> LanceDataset:
+        """This dataset on ``branch`` (``None`` = main), at ``manifest`` or the branch's latest version."""
+        store = self._root_store if branch is None else self._root_store.child(_tags.branch_dir(branch))
+        # On a branch the URI is the branch's tree (a dataset of its own, as pylance reports it).
+        uri = self._root_uri if branch is None else store.uri("").rstrip("/")
+        ds = LanceDataset._from_manifest(uri, store, manifest or load_manifest(store), self._storage_options)
+        ds._root_store, ds._root_uri, ds._branch = self._root_store, self._root_uri, branch
         return ds
 
     def _set_manifest(self, manifest: Manifest) -> None:
@@ -135,6 +179,10 @@ class LanceDataset:
     def manifest(self) -> Manifest:
         """The checked-out manifest."""
         return self._manifest
+
+    def session(self) -> Session:
+        """The session whose caches this dataset uses (pylance's ``LanceDataset.session()``)."""
+        return self._store.session
 
     @property
     def schema(self) -> pa.Schema:
@@ -182,12 +230,36 @@ class LanceDataset:
         """Tag management."""
         return Tags(self)
 
+    @property
+    def optimize(self) -> Optimize:
+        """Maintenance verbs: ``ds.optimize.compact_files(...)`` (see ``lance_format.optimize``)."""
+        from lance_format.optimize import Optimize
+
+        return Optimize(self)
+
+    def cleanup_old_versions(self, older_than: dt.timedelta | None = None, retain_versions: int | None = None,
+                             *, delete_unverified: bool = False, error_if_tagged_old_versions: bool = True,
+                             dry_run: bool = False) -> CleanupStats:
+        """Remove old versions and the files only they use (pylance semantics; see ``lance_format.cleanup``).
+
+        Args:
+            older_than: Remove versions older than this (14 days when neither policy is given).
+            retain_versions: Keep at least the newest N versions.
+            delete_unverified: Also delete unreferenced files younger than 7 days.
+            error_if_tagged_old_versions: Raise ``CleanupError`` if a tagged version is old.
+            dry_run: Delete nothing; report the figures and the exact keys.
+        """
+        from lance_format.maintenance.cleanup import cleanup_old_versions
+
+        return cleanup_old_versions(self, older_than, retain_versions, delete_unverified=delete_unverified,
+                                    error_if_tagged_old_versions=error_if_tagged_old_versions, dry_run=dry_run)
+
     def __len__(self) -> int:
         return self.count_rows()
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         # Reopen by URI and version on the other side (pickling for Spark / multiprocessing).
-        return _reopen, (self._uri, self.version, self._storage_options)
+        return _reopen, (self._root_uri, self.version, self._storage_options, self._branch)
 
     def __repr__(self) -> str:
         return f"LanceDataset(uri={self._uri!r}, version={self.version})"
@@ -210,19 +282,28 @@ class LanceDataset:
 
         return self._store.size(manifest_key_of(self._store, version))
 
-    def checkout_version(self, version: int | str) -> LanceDataset:
-        """Return this dataset at ``version`` (number or tag name)."""
+    def checkout_version(self, version: int | str | tuple[str | None, int | None]) -> LanceDataset:
+        """Return this dataset at ``version``: a number, a tag name, or ``(branch, version)``.
+
+        In the tuple, branch ``None``/``"main"`` is main and version ``None`` the branch's latest.
+        """
+        if isinstance(version, tuple):
+            return self.checkout_branch(version[0], version[1])
         if isinstance(version, str):
-            version = _tags.read_tag(self._store, version).version
+            tag = _tags.read_tag(self._root_store, version)
+            if tag.branch != self._branch:
+                store = self._root_store if tag.branch is None else \
+                    self._root_store.child(_tags.branch_dir(tag.branch))
+                return self._on_branch(tag.branch, load_manifest(store, tag.version))
+            version = tag.version
+        check_version_arg(self._store, version)  # before the shortcut: True == 1, 1.0 == 1
         if version == self.version:
             return self
-        return LanceDataset._from_manifest(self._uri, self._store, load_manifest(self._store, version),
-                                           self._storage_options)
+        return self._on_branch(self._branch, load_manifest(self._store, version))
 
     def checkout_latest(self) -> LanceDataset:
         """Return this dataset at its newest version."""
-        return LanceDataset._from_manifest(self._uri, self._store, load_manifest(self._store),
-                                           self._storage_options)
+        return self._on_branch(self._branch)
 
     def restore(self) -> None:
         """Commit the checked-out version as the newest version (this handle moves to it)."""
@@ -255,7 +336,29 @@ class LanceDataset:
         fragments: Sequence[Any] | None = None,
         with_row_id: bool | None = None,
         with_row_address: bool | None = None,
-        **_ignored: Any,
+        order_by: Sequence[Any] | None = None,
+        nearest: Any = None,
+        full_text_query: Any = None,
+        include_deleted_rows: bool | None = None,
+        blob_handling: str | None = None,
+        batch_size_bytes: int | None = None,
+        index_segments: Any = None,
+        scan_stats_callback: Any = None,
+        row_addr_allowlist: Any = None,
+        row_addr_blocklist: Any = None,
+        with_fragments: Any = None,
+        substrait_filter: Any = None,
+        batch_readahead: int | None = None,
+        fragment_readahead: int | None = None,
+        scan_in_order: bool | None = None,
+        prefilter: bool | None = None,
+        use_stats: bool | None = None,
+        fast_search: bool | None = None,
+        io_buffer_size: int | None = None,
+        late_materialization: Any = None,
+        use_scalar_index: bool | None = None,
+        strict_batch_size: bool | None = None,
+        disable_scoring_autoprojection: bool | None = None,
     ) -> LanceScanner:
         """Return a scanner with projection, filter, limit/offset and row id options.
 
@@ -268,17 +371,28 @@ class LanceDataset:
             fragments: Restrict the scan to these fragments.
             with_row_id: Append ``_rowid`` (row address unless stable row ids).
             with_row_address: Append ``_rowaddr``.
+            order_by: Column names or ``ColumnOrdering`` values; sorts before offset/limit.
+
+        The remaining keyword arguments are pylance's: performance hints
+        (``batch_readahead``, ``use_scalar_index``, ...) are accepted and have no effect;
+        result-changing options that are not implemented (``nearest``,
+        ``full_text_query``, ...) raise :class:`NotSupportedError`. Unknown names are a
+        ``TypeError``.
         """
+        from lance_format.evolution.scan_options import check_unsupported, normalize_order_by
+
+        check_unsupported({"nearest": nearest, "full_text_query": full_text_query,
+                           "include_deleted_rows": include_deleted_rows, "blob_handling": blob_handling,
+                           "batch_size_bytes": batch_size_bytes, "index_segments": index_segments,
+                           "scan_stats_callback": scan_stats_callback, "row_addr_allowlist": row_addr_allowlist,
+                           "row_addr_blocklist": row_addr_blocklist, "with_fragments": with_fragments,
+                           "substrait_filter": substrait_filter})
+        from lance_format.projection import ProjectedScanner, plan
+
         names = self.schema.names
-        if columns is None:
-            cols = list(names)
-        elif isinstance(columns, Mapping):
-            raise InvalidInputError("column expressions (dict columns) are not supported; pass a list of names")
-        else:
-            cols = list(columns)
-            for c in cols:
-                if c not in names:
-                    raise InvalidInputError(f"column {c!r} is not in the dataset schema {names}")
+        # Nested paths, SQL expressions and row id / lineage columns (lance_format.projection).
+        projection = plan(self.schema, columns)
+        cols = projection.read_columns
         expr = _filter_expression(filter, self.schema)
         if limit is not None and limit < 0:
             raise InvalidInputError(f"limit must be >= 0, got {limit}")
@@ -287,9 +401,14 @@ class LanceDataset:
         frag_list = None
         if fragments is not None:
             frag_list = [f.metadata if isinstance(f, LanceFragment) else f for f in fragments]
-        opts = ScanOptions(cols, expr, limit, offset or 0, bool(with_row_id), bool(with_row_address),
-                           batch_size or DEFAULT_BATCH_SIZE, frag_list)
-        return LanceScanner(self._ctx, opts)
+        opts = ScanOptions(cols, expr, limit, offset or 0, bool(with_row_id) or projection.with_row_id,
+                           bool(with_row_address) or projection.with_row_address,
+                           batch_size or DEFAULT_BATCH_SIZE, frag_list, normalize_order_by(order_by, names),
+                           filter_sql=filter if isinstance(filter, str) else None)
+        if projection.outputs is None and not strict_batch_size:
+            return LanceScanner(self._ctx, opts)
+        return ProjectedScanner(self._ctx, opts, projection.outputs, user_row_id=bool(with_row_id),
+                                user_row_address=bool(with_row_address), strict_batch_size=bool(strict_batch_size))
 
     def to_table(self, columns: Sequence[str] | None = None, filter: Filter = None, limit: int | None = None,
                  offset: int | None = None, *, batch_size: int | None = None, with_row_id: bool | None = None,
@@ -313,18 +432,105 @@ class LanceDataset:
 
     def count_rows(self, filter: Filter = None, **kwargs: Any) -> int:
         """Number of live rows (matching ``filter`` if given)."""
-        if filter is None:
+        if filter is None and not kwargs:
             return sum(f.num_rows for f in self._manifest.fragments)
+        if filter is None:  # options are validated like the scanner's, never ignored
+            return self.scanner(**kwargs).count_rows()
         expr = _filter_expression(filter, self.schema)
         assert expr is not None
         cols = referenced_columns(expr, self.schema.names)
-        return self.scanner(cols, expr).count_rows()
+        # SQL text is passed on as is, so a scalar index can answer it (lance_format.index).
+        return self.scanner(cols, filter if isinstance(filter, str) else expr, **kwargs).count_rows()
 
     def take(self, indices: Sequence[int] | pa.Array | np.ndarray[Any, Any],
-             columns: Sequence[str] | None = None) -> pa.Table:
-        """Rows at global live-row positions ``indices``, in the given order."""
+             columns: Sequence[str] | Mapping[str, str] | None = None) -> pa.Table:
+        """Rows at global live-row positions ``indices``, in the given order.
+
+        ``columns`` may also hold ``"struct.field"`` paths or be ``{name: SQL expression}``.
+
+        Raises:
+            InvalidInputError: for indices that are not integers or are out of range, and for
+                unknown or duplicated columns.
+        """
+        if columns is not None:
+            from lance_format.projection import plan
+
+            plan(self.schema, columns)  # unknown / duplicated names fail here, before any read
+        if isinstance(columns, Mapping) or (columns is not None and any(c not in self.schema.names
+                                                                          for c in columns)):
+            from lance_format.evolution.reading import take_projected
+
+            return take_projected(self, indices, columns)
         cols = list(columns) if columns is not None else list(self.schema.names)
         return take_rows(self._ctx, indices, cols)
+
+    def sample(self, num_rows: int, columns: Sequence[str] | Mapping[str, str] | None = None,
+               randomize_order: bool = True) -> pa.Table:
+        """``num_rows`` distinct random live rows."""
+        from lance_format.evolution.reading import sample
+
+        return sample(self, num_rows, columns, randomize_order)
+
+    def _take_rows(self, row_ids: Sequence[int] | pa.Array | np.ndarray[Any, Any],
+                   columns: Sequence[str] | Mapping[str, str] | None = None) -> pa.Table:
+        """Rows by row id (stable row ids, else row addresses); deleted or unknown ids are skipped."""
+        from lance_format.evolution.reading import take_row_ids
+
+        return take_row_ids(self, row_ids, columns)
+
+    def merge(self, data_obj: Any, left_on: str, right_on: str | None = None) -> None:
+        """Add the other columns of ``data_obj``, left-joined on ``left_on`` = ``right_on`` (one ``Merge``)."""
+        from lance_format.evolution.reading import merge_dataset
+
+        merge_dataset(self, data_obj, left_on, right_on)
+
+    # -- indices (lance_format.index) ----------------------------------------------
+
+    def create_scalar_index(self, column: str, index_type: Literal["BTREE", "BITMAP"], *,
+                            name: str | None = None, replace: bool = True, runner: Any = None) -> LanceDataset:
+        """Build a BTREE or BITMAP index on ``column`` and commit it; this handle moves to the new version.
+
+        Args:
+            column: Top-level column to index.
+            index_type: ``"BTREE"`` or ``"BITMAP"``.
+            name: Index name (default ``"{column}_idx"``).
+            replace: Replace an index of the same name (else ``IndexExistsError``).
+            runner: A ``lance_format.maintenance.runner.Runner`` for the read tasks (local threads by default).
+
+        Raises:
+            InvalidInputError: unknown column; ``UnsupportedIndexTypeError`` / ``IndexExistsError`` subclasses.
+        """
+        from lance_format.index.build import create_scalar_index
+
+        new = create_scalar_index(self, column, index_type, name=name, replace=replace, runner=runner)
+        self._set_manifest(new.manifest)
+        return self
+
+    def list_indices(self) -> list[Any]:
+        """Index segments of this version (``IndexInfo`` values, pylance's keys)."""
+        from lance_format.index.api import list_indices
+
+        return list(list_indices(self))
+
+    def describe_indices(self) -> list[Any]:
+        """One ``IndexDescription`` per index name."""
+        from lance_format.index.api import describe_indices
+
+        return list(describe_indices(self))
+
+    def drop_index(self, name: str) -> LanceDataset:
+        """Remove index ``name`` in a new version (``IndexNotFoundError`` if absent)."""
+        from lance_format.index.build import drop_index
+
+        self._set_manifest(drop_index(self, name).manifest)
+        return self
+
+    @property
+    def stats(self) -> Any:
+        """Index statistics (``ds.stats.index_stats(name)``, as pylance)."""
+        from lance_format.index.api import DatasetStats
+
+        return DatasetStats(self)
 
     # -- writing --------------------------------------------------------------------
 
@@ -343,8 +549,119 @@ class LanceDataset:
                     raise
                 continue
             self._set_manifest(manifest)
+            after_commit(self._store, manifest)  # MAINT hook: lance.auto_cleanup.*
             return {"num_deleted_rows": n}
         raise AssertionError("unreachable")
+
+    # -- table evolution (lance_format.evolution) -------------------------------------
+
+    def merge_insert(self, on: str | Sequence[str] | None = None) -> MergeInsertBuilder:
+        """Start a merge_insert keyed on ``on`` (default: the unenforced primary key).
+
+        Chain ``when_matched_update_all(condition=None)``, ``when_not_matched_insert_all()``
+        and ``when_not_matched_by_source_delete(expr=None)``, then ``execute(data)``, which
+        commits one version and returns the counts.
+        """
+        from lance_format.evolution.merge_insert import MergeInsertBuilder
+
+        return MergeInsertBuilder(self, on)
+
+    def update(self, updates: Mapping[str, str], where: str | pc.Expression | None = None, *,
+               conflict_retries: int = 10) -> UpdateResult:
+        """Set columns to SQL expressions on the rows matching ``where`` (one ``Update`` commit).
+
+        Returns:
+            The count, also readable as pylance's ``{"num_rows_updated": n}``.
+        """
+        from lance_format.evolution.update import update
+
+        return update(self, updates, where, conflict_retries=conflict_retries)
+
+    def add_columns(self, transforms: Any, read_columns: Sequence[str] | None = None, *,
+                    batch_size: int | None = None, transaction_properties: Mapping[str, str] | None = None) -> None:
+        """Add columns: ``{name: SQL}``, a function over record batches, or Arrow fields (all null).
+
+        Existing data files are kept; each fragment gets one new data file (one ``Merge`` commit)
+        whose transaction carries ``transaction_properties``.
+        """
+        from lance_format.evolution.columns import add_columns
+
+        add_columns(self, transforms, read_columns, batch_size=batch_size,
+                    transaction_properties=transaction_properties)
+
+    def drop_columns(self, columns: Sequence[str]) -> None:
+        """Drop columns (``"struct.field"`` paths allowed) with a schema-only ``Project`` commit."""
+        from lance_format.evolution.columns import drop_columns
+
+        drop_columns(self, columns)
+
+    def alter_columns(self, *alterations: Mapping[str, Any]) -> None:
+        """Rename, change nullability or cast columns (dicts: ``path`` plus ``name``/``nullable``/``data_type``)."""
+        from lance_format.evolution.columns import alter_columns
+
+        alter_columns(self, *alterations)
+
+    # -- branches and clones (lance_format.evolution.branches) --------------------------
+
+    @property
+    def branch(self) -> str | None:
+        """The checked-out branch (``None`` = main)."""
+        return self._branch
+
+    def create_branch(self, branch: str, reference: int | str | tuple[str | None, int | None] | None = None
+                      ) -> LanceDataset:
+        """Create ``branch`` from ``reference`` (version of this branch, tag, or ``(branch, version)``).
+
+        Only metadata is written (``tree/{branch}/`` and ``_refs/branches/``).
+
+        Returns:
+            The dataset checked out on the new branch.
+        """
+        from lance_format.evolution.branches import create_branch
+
+        return create_branch(self, branch, reference)
+
+    def checkout_branch(self, branch: str | None, version: int | None = None) -> LanceDataset:
+        """This dataset on ``branch`` (``None``/``"main"`` = main) at ``version`` (latest by default)."""
+        name = None if branch in (None, "main") else branch
+        if name is not None:
+            from lance_format.evolution.branches import read_branch
+
+            read_branch(self._root_store, name)
+        store = self._root_store if name is None else self._root_store.child(_tags.branch_dir(name))
+        return self._on_branch(name, load_manifest(store, version))
+
+    @property
+    def branches(self) -> Branches:
+        """Branch management as pylance's ``ds.branches`` (``list()``, ``delete(name)``)."""
+        from lance_format.evolution.branches import Branches
+
+        return Branches(self)
+
+    def base_paths(self) -> dict[int, DatasetBasePath]:
+        """Base paths of this version by id (multi-base datasets, branches, shallow clones)."""
+        from lance_format.evolution.bases import DatasetBasePath
+
+        return {b.id: DatasetBasePath(b.path, b.name, b.is_dataset_root, b.id) for b in self._manifest.base_paths}
+
+    def list_branches(self) -> dict[str, Any]:
+        """Every branch by name (values also readable with pylance's dict keys)."""
+        from lance_format.evolution.branches import list_branches
+
+        return dict(list_branches(self._root_store))
+
+    def delete_branch(self, branch: str) -> None:
+        """Delete ``branch`` (its own files under ``tree/{branch}/`` and its branch file)."""
+        from lance_format.evolution.branches import delete_branch
+
+        delete_branch(self, branch)
+
+    def shallow_clone(self, target_path: UriLike, reference: int | str | tuple[str | None, int | None] | None = None,
+                      *, storage_options: Mapping[str, str] | None = None) -> LanceDataset:
+        """A new dataset at ``target_path`` starting at ``reference``; only a manifest is written."""
+        from lance_format.evolution.branches import shallow_clone
+
+        return shallow_clone(self, str(target_path), reference, storage_options=storage_options)
 
     @staticmethod
     def commit(
@@ -394,7 +711,16 @@ class LanceDataset:
         base = base_uri.manifest if isinstance(base_uri, LanceDataset) else None
         manifest = commit_transaction(store, txn, max_retries=max_retries, base=base,
                                       enable_v2_manifest_paths=enable_v2_manifest_paths is not False)
+        after_commit(store, manifest)  # MAINT hook: lance.auto_cleanup.* (lance_format/maintenance/cleanup.py)
         return LanceDataset._from_manifest(uri, store, manifest, storage_options)
+
+
+def after_commit(store: ObjectStore, manifest: Manifest) -> None:
+    """MAINT hook run after a successful commit: honour ``lance.auto_cleanup.*`` as lance does."""
+    if "lance.auto_cleanup.interval" in manifest.config:
+        from lance_format.maintenance.cleanup import auto_cleanup
+
+        auto_cleanup(store, manifest)
 
 
 def _local_time(ns: int) -> dt.datetime:
@@ -403,75 +729,19 @@ def _local_time(ns: int) -> dt.datetime:
     return dt.datetime.fromtimestamp(ns // 1e9) + dt.timedelta(microseconds=(ns % 1e9) // 1e3)
 
 
-def _reopen(uri: str, version: int, storage_options: Mapping[str, str] | None) -> LanceDataset:
-    return LanceDataset(uri, version, storage_options=storage_options)
-
-
-def _filter_expression(filter: Filter, schema: pa.Schema) -> pc.Expression | None:
-    if filter is None or isinstance(filter, pc.Expression):
-        return filter
-    from lance_format.sql import to_expression  # sqlglot: imported only when SQL is used
-
-    if isinstance(filter, str):
-        extra = schema
-        for name in (ROW_ID, ROW_ADDR):
-            if name in filter and name not in schema.names:
-                extra = extra.append(pa.field(name, pa.uint64()))
-        return to_expression(filter, extra)
-    return to_expression(filter, schema)
+def _reopen(uri: str, version: int, storage_options: Mapping[str, str] | None,
+            branch: str | None = None) -> LanceDataset:
+    if branch is None:
+        return LanceDataset(uri, version, storage_options=storage_options)
+    main = LanceDataset(uri, storage_options=storage_options)
+    store = main._root_store.child(_tags.branch_dir(branch))
+    return main._on_branch(branch, load_manifest(store, version))
 
 
 def _delete_rows(ds: LanceDataset, predicate: str | pc.Expression) -> tuple[Manifest, int]:
-    """Write deletion files for rows matching ``predicate`` and commit a Delete."""
-    expr = _filter_expression(predicate, ds.schema)
-    if expr is None:
-        raise InvalidInputError("delete() needs a predicate")
-    updated: list[FragmentMetadata] = []
-    removed: list[int] = []
-    total = 0
-    by_id = {f.id: f for f in ds._manifest.fragments}
-    # Refuse before any deletion file is written, so a refused delete leaves no orphans.
-    check_feature_flags(ds._manifest, ds._store.uri(""), for_write=True)
-
-    def one(item: tuple[int, np.ndarray[Any, Any]]) -> tuple[int, FragmentMetadata | None, int]:
-        return (item[0], *apply_deletions(ds, by_id[item[0]], item[1]))
-
-    # The predicate is evaluated over many fragments at once; then each fragment with
-    # matches gets its deletion file. On a remote store those writes overlap (they are
-    # latency-bound); on a local disk threads measured slower (the creates serialize
-    # in the file system and the GIL), so they are done in order.
-    matches = matching_offsets(ds, expr)
-    if ds._ctx.low_latency:
-        results: Iterator[tuple[int, FragmentMetadata | None, int]] = map(one, matches)
-        pool = None
-    else:
-        pool = ThreadPoolExecutor(max_workers=8)
-        results = (f.result() for f in [pool.submit(one, m) for m in matches])
-    try:
-        for frag_id, meta, hits in results:
-            total += hits
-            if meta is None:
-                removed.append(frag_id)
-            elif hits:
-                updated.append(meta)
-    finally:
-        if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
-    # Like pylance, a delete that matches nothing still commits a version.
-    pred_text = predicate if isinstance(predicate, str) else str(predicate)
-    txn = Transaction(ds.version, LanceOperation.Delete(updated, removed, pred_text))
-    try:
-        return commit_transaction(ds._store, txn, base=ds._manifest), total
-    except CommitConflictError:
-        # Raised only before the manifest is put: the deletion files written above are
-        # referenced by no version, so remove them (a retry writes fresh ones).
-        for meta in updated:
-            if meta.deletion_file is not None and meta.deletion_file != by_id[meta.id].deletion_file:
-                with contextlib.suppress(LanceError):
-                    ds._store.delete(meta.deletion_file.path(meta.id))
-        raise
+    """Write deletion files for rows matching ``predicate`` and commit a Delete (see ``table.delete``)."""
+    expr = _delete.require_predicate(_filter_expression(predicate, ds.schema))
+    return _delete.delete_rows(ds._ctx, expr, predicate if isinstance(predicate, str) else str(predicate))
 
 
-from lance_format.fragment import LanceFragment, apply_deletions, matching_offsets  # noqa: E402  (circular import)
-
-__all__ = ["LanceDataset", "LanceOperation", "Tags", "Transaction", "dataset"]
+__all__ = ["ColumnOrdering", "LanceDataset", "LanceOperation", "Tags", "Transaction", "dataset"]

@@ -99,3 +99,33 @@ class InvalidInputError(LanceError, ValueError):
 
 class RetryableCommitConflictError(CommitConflictError):
     """A concurrent commit touched the same data; re-run the operation on the new version."""
+
+
+class NotSupportedError(LanceError, NotImplementedError):
+    """A pylance option or feature this implementation does not provide (never silently ignored)."""
+
+
+# --- indices ---------------------------------------------------------------------
+
+
+class IndexNotFoundError(LanceError, KeyError):
+    """No index with the given name exists in the dataset version."""
+
+    def __str__(self) -> str:  # KeyError would repr() the message
+        return str(self.args[0]) if self.args else ""
+
+
+class IndexExistsError(InvalidInputError):
+    """An index with the given name exists and ``replace=False`` was asked."""
+
+
+class UnsupportedIndexTypeError(InvalidInputError):
+    """The index type is unknown, or cannot index the column's data type."""
+
+
+class UnsupportedFrameTypeError(InvalidInputError, TypeError):
+    """A Dagster output or input uses a frame type that no lance_dagster handler stores or loads."""
+
+
+class CleanupError(LanceError):
+    """A version cleanup was refused (e.g. it would remove tagged versions)."""

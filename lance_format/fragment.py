@@ -1,9 +1,12 @@
 """Public fragment API (pylance's ``lance.fragment``): ``write_fragments``, ``FragmentMetadata``,
-``LanceFragment``."""
+``LanceFragment``.
+
+Thin wrappers: the models live in ``lance_format.table.models``, the write pipeline in
+``lance_format.table.writing`` and the delete pipeline in ``lance_format.table.delete``.
+"""
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Union
@@ -14,19 +17,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_format.errors import InvalidInputError
-from lance_format.scanner import (
-    DEFAULT_BATCH_SIZE,
-    ROW_ADDR,
-    ROW_ID,
-    LanceScanner,
-    ScanOptions,
-    apply_filter,
-    referenced_columns,
-)
+from lance_format.scanner import DEFAULT_BATCH_SIZE, LanceScanner
 from lance_format.storage import open_store
-from lance_format.table import deletion as _deletion
-from lance_format.table.fragment import DataFile, DeletionFile, FragmentMetadata
-from lance_format.write import (
+from lance_format.table import delete as _delete
+from lance_format.table.models import DataFile, DeletionFile, FragmentMetadata
+from lance_format.table.scan import filter_expression
+from lance_format.table.writing import (
     DEFAULT_MAX_BYTES_PER_FILE,
     DEFAULT_MAX_ROWS_PER_FILE,
     DEFAULT_MAX_ROWS_PER_GROUP,
@@ -189,99 +185,71 @@ class LanceFragment:
             return self._meta.num_rows
         return self.scanner(filter=filter).count_rows()
 
+    def merge(self, data_obj: Any, left_on: str, right_on: str | None = None,
+              schema: pa.Schema | None = None) -> tuple[FragmentMetadata, Any]:
+        """Left-join ``data_obj`` onto this fragment and write its other columns as one new data file.
+
+        Nothing is committed: commit every fragment's result with
+        ``LanceOperation.Merge(fragments, schema)`` (as in pylance).
+
+        Returns:
+            ``(new fragment metadata, the full new LanceSchema)``.
+        """
+        from lance_format.evolution.reading import merge_fragment
+
+        data = data_obj if schema is None else pa.Table.from_batches(list(data_obj), schema=schema) \
+            if not isinstance(data_obj, pa.Table) else data_obj.cast(schema)
+        return merge_fragment(self._ds, self._meta, data, left_on, right_on)
+
+    def update_columns(self, data_obj: Any, left_on: str = "_rowid", right_on: str | None = None
+                       ) -> tuple[FragmentMetadata, list[int]]:
+        """Rewrite the columns of ``data_obj`` for the rows matched on ``left_on`` = ``right_on``.
+
+        The columns go into one new data file (same field ids; tombstoned in the old
+        files). Nothing is committed: commit with ``LanceOperation.Update(updated_fragments=
+        [...], fields_modified=ids, update_mode="rewrite_columns")`` (as in pylance).
+
+        Returns:
+            ``(new fragment metadata, modified field ids)``.
+        """
+        from lance_format.evolution.fragment_ops import update_fragment_columns
+
+        return update_fragment_columns(self._ds, self._meta, data_obj, left_on, right_on)
+
     def delete(self, predicate: str | pc.Expression) -> FragmentMetadata | None:
         """Write a deletion file for rows matching ``predicate``; return the new metadata.
 
         Returns ``None`` when every row is deleted (commit the id in
         ``LanceOperation.Delete.deleted_fragment_ids``). Nothing is committed.
         """
-        from lance_format.dataset import _filter_expression
-
-        expr = _filter_expression(predicate, self._ds.schema)
-        if expr is None:
-            raise InvalidInputError("delete() needs a predicate")
-        return delete_from_fragment(self._ds, self._meta, expr)[0]
+        expr = _delete.require_predicate(filter_expression(predicate, self._ds.schema))
+        return _delete.delete_from_fragment(self._ds._ctx, self._meta, expr)[0]
 
 
 def delete_from_fragment(ds: LanceDataset, frag: FragmentMetadata, expr: pc.Expression
                          ) -> tuple[FragmentMetadata | None, int]:
     """Write the deletion file for rows of ``frag`` matching ``expr`` (nothing is committed).
 
-    Returns:
-        ``(metadata, rows newly deleted)``; metadata is ``None`` when every row is now
-        deleted (the fragment is to be dropped) and ``frag`` itself when nothing matched.
+    See :func:`lance_format.table.delete.delete_from_fragment`.
     """
-    opts = ScanOptions(referenced_columns(expr, ds.schema.names), expr, with_row_address=True, fragments=[frag])
-    hits = [b.column(ROW_ADDR).to_numpy() for b in LanceScanner(ds._ctx, opts).to_batches()]
-    new = (np.concatenate(hits) & np.uint64(0xFFFFFFFF)).astype(np.uint32) if hits else None
-    return apply_deletions(ds, frag, new)
+    return _delete.delete_from_fragment(ds._ctx, frag, expr)
 
 
 def apply_deletions(ds: LanceDataset, frag: FragmentMetadata, new: npt.NDArray[np.uint32] | None
                     ) -> tuple[FragmentMetadata | None, int]:
     """Add the (live) row offsets ``new`` to ``frag``'s deletion vector and write its file.
 
-    Returns:
-        As :func:`delete_from_fragment`.
+    See :func:`lance_format.table.delete.apply_deletions`.
     """
-    if new is None or new.size == 0:
-        return frag, 0
-    merged = np.union1d(ds._ctx.deleted_offsets(frag), new)
-    if merged.size >= frag.physical_rows:
-        return None, int(new.size)
-    deletion, _key = _deletion.write_fragment_deletions(ds._store, frag.id, ds.version, merged, frag.deletion_file)
-    return dataclasses.replace(frag, deletion_file=deletion), int(new.size)
-
-
-#: Rows (and bytes) gathered before the delete predicate is evaluated once over all
-#: of them: one compute plan per chunk instead of one per fragment, bounded memory.
-DELETE_CHUNK_ROWS = 1 << 20
-DELETE_CHUNK_BYTES = 64 << 20
+    return _delete.apply_deletions(ds._ctx, frag, new)
 
 
 def matching_offsets(ds: LanceDataset, expr: pc.Expression) -> Iterator[tuple[int, npt.NDArray[np.uint32]]]:
     """Yield ``(fragment id, sorted live row offsets matching expr)`` for fragments with matches.
 
-    Only the columns ``expr`` references are read; deleted rows are skipped. Matches
-    of one fragment are yielded together, in fragment order.
+    See :func:`lance_format.table.delete.matching_offsets`.
     """
-    names = ds.schema.names
-    text = str(expr)
-    opts = ScanOptions(referenced_columns(expr, names), None, with_row_id=ROW_ID in text,
-                       with_row_address=True)
-    pending: list[pa.RecordBatch] = []
-    rows = size = 0
-    carry: tuple[int, list[npt.NDArray[np.uint64]]] | None = None
-
-    def flush() -> Iterator[tuple[int, npt.NDArray[np.uint32]]]:
-        nonlocal carry
-        table = pa.Table.from_batches(pending)
-        pending.clear()
-        hit = apply_filter(table, expr).column(ROW_ADDR).to_numpy()
-        if hit.size == 0:
-            return
-        frag_ids = (hit >> np.uint64(32)).astype(np.int64)
-        cuts = np.flatnonzero(np.diff(frag_ids)) + 1
-        for part in np.split(hit, cuts):
-            fid = int(part[0] >> np.uint64(32))
-            if carry is not None and carry[0] != fid:
-                yield carry[0], (np.concatenate(carry[1]) & np.uint64(0xFFFFFFFF)).astype(np.uint32)
-                carry = None
-            if carry is None:
-                carry = (fid, [])
-            carry[1].append(part)
-
-    for batch in LanceScanner(ds._ctx, opts).to_batches():
-        pending.append(batch)
-        rows += batch.num_rows
-        size += batch.nbytes
-        if rows >= DELETE_CHUNK_ROWS or size >= DELETE_CHUNK_BYTES:
-            yield from flush()
-            rows = size = 0
-    if pending:
-        yield from flush()
-    if carry is not None:
-        yield carry[0], (np.concatenate(carry[1]) & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+    return _delete.matching_offsets(ds._ctx, expr)
 
 
 __all__ = ["DataFile", "DeletionFile", "FragmentMetadata", "LanceFragment", "write_fragments"]

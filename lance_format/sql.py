@@ -56,6 +56,8 @@ class _LanceSql(Dialect):
         IDENTIFIERS = ["`", '"']
 
 
+#: Most terms one AND/OR chain may have (see ``_Translator._logic``).
+_MAX_CHAIN_TERMS = 4096
 _INT_RE = re.compile(r"\d+")
 _ANSI_RE = re.compile(r"\x1b\[[0-9;]*m")
 _CMP: dict[type[exp.Expr], str] = {
@@ -150,12 +152,17 @@ def parse_filter(text: str, schema: pa.Schema) -> pc.Expression:
         raise InvalidInputError(f"filter must be a SQL string, got {type(text).__name__}")
     if not text.strip():
         raise InvalidInputError("filter is empty")
-    source = _string_quote_unknown_names(text, schema)
     try:
+        source = _string_quote_unknown_names(text, schema)
         tree = sqlglot.parse_one(source, dialect=_LanceSql)
+        result = _Translator(schema, text).visit(tree)
     except SqlglotError as err:
-        raise InvalidInputError(f"cannot parse filter {text!r}: {_plain(err)}") from None
-    result = _Translator(schema, text).visit(tree)
+        raise InvalidInputError(f"cannot parse filter {_clip(text)!r}: {_plain(err)}") from None
+    except RecursionError:
+        # Deep nesting ("((((...", NOT NOT ...) exhausts the parser's stack; pylance refuses
+        # such filters too (sqlparser's recursion limit).
+        raise InvalidInputError(f"filter {_clip(text)!r} is nested too deeply "
+                                f"({len(text)} characters)") from None
     if not pa.types.is_boolean(result.type):
         raise InvalidInputError(f"filter {text!r} does not return a boolean (it returns {result.type})")
     try:  # surface type errors now rather than from the scan
@@ -210,6 +217,11 @@ def _string_quote_unknown_names(text: str, schema: pa.Schema) -> str:
     for start, end, repl in reversed(edits):
         out = out[:start] + repl + out[end + 1 :]
     return out
+
+
+def _clip(text: str, limit: int = 200) -> str:
+    """``text`` shortened for an error message (generated filters can be megabytes)."""
+    return text if len(text) <= limit else f"{text[:limit]}...[{len(text) - limit} more characters]"
 
 
 def _plain(err: Exception) -> str:
@@ -277,7 +289,7 @@ class _Translator:
         }
 
     def fail(self, message: str) -> InvalidInputError:
-        return InvalidInputError(f"filter {self.text!r}: {message}")
+        return InvalidInputError(f"filter {_clip(self.text)!r}: {message}")
 
     # -- dispatch ----------------------------------------------------------
 
@@ -375,9 +387,28 @@ class _Translator:
         return val
 
     def _logic(self, node: exp.Expr, fn: str) -> _Val:
-        left = self._bool(self.visit(node.this), node.key.upper())
-        right = self._bool(self.visit(node.expression), node.key.upper())
-        return _Val(getattr(pc, fn)(left.expr, right.expr), pa.bool_())
+        # ``a OR b OR c ...`` parses as a left-deep tree: walking it recursively would overflow
+        # the stack on long generated filters (pylance takes 20,000-term chains). Flatten the
+        # chain without recursion and combine balanced, which AND/OR (Kleene) allow.
+        kind, what = type(node), node.key.upper()
+        operands: list[exp.Expr] = []
+        stack: list[exp.Expr] = [node]
+        while stack:
+            item = stack.pop()
+            if type(item) is kind:
+                stack.extend((item.expression, item.this))
+            else:
+                operands.append(item)
+        if len(operands) > _MAX_CHAIN_TERMS:
+            # Arrow re-chains associative calls left-deep when it plans the filter and then
+            # recurses per term: ~20,000 terms overflow the C stack (a segfault, not an error).
+            raise self.fail(f"{what} chain of {len(operands)} terms exceeds the supported "
+                            f"{_MAX_CHAIN_TERMS} (use IN (...) for long value lists)")
+        exprs = [self._bool(self.visit(item), what).expr for item in operands]
+        while len(exprs) > 1:
+            paired = [getattr(pc, fn)(exprs[i], exprs[i + 1]) for i in range(0, len(exprs) - 1, 2)]
+            exprs = paired + exprs[len(exprs) - len(exprs) % 2:]
+        return _Val(exprs[0], pa.bool_())
 
     def _not(self, node: exp.Not) -> _Val:
         inner = self._bool(self.visit(node.this), "NOT")

@@ -6,8 +6,9 @@ Usage::
     python protos/generate.py --check  # exit 1 if the committed files are stale
 
 Runs ``grpc_tools.protoc`` from the current interpreter (``--python_out`` and ``--pyi_out``),
-then rewrites sibling imports (``import file_pb2``) to package-relative ones so the modules
-work as ``lance_format._pb.*`` without touching ``sys.path``.
+then rewrites sibling imports (``import file_pb2``) to package-relative ones and the module
+name given to the message builder to ``lance_format._pb.*``, so the modules work (and their
+messages pickle) as ``lance_format._pb.*`` without touching ``sys.path``.
 """
 
 from __future__ import annotations
@@ -62,6 +63,9 @@ __all__ = [
 _SIBLINGS = "|".join(re.escape(Path(p).stem) for p in PROTOS)
 # "import file_pb2 as file__pb2" (.py) and "import file_pb2 as _file_pb2" (.pyi).
 _IMPORT_RE = re.compile(rf"^import ({_SIBLINGS})_pb2 as (\w+)$", re.MULTILINE)
+# "_builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'table_pb2', _globals)"
+_BUILDER_RE = re.compile(r"(BuildTopDescriptorsAndMessages\(DESCRIPTOR, )'(\w+_pb2)'")
+PACKAGE = "lance_format._pb"
 
 
 def _protoc_include() -> str:
@@ -89,6 +93,10 @@ def generate(out_dir: Path) -> None:
         if path.suffix in (".py", ".pyi") and path.stem.endswith("_pb2"):
             text = path.read_text(encoding="utf-8")
             text = _IMPORT_RE.sub(r"from . import \1_pb2 as \2", text)
+            # protoc names the module by its bare file name ('table_pb2'); the classes' __module__
+            # must be the importable one, or pickle cannot find them (messages cross process
+            # boundaries on Spark and in runners).
+            text = _BUILDER_RE.sub(rf"\1'{PACKAGE}.\2'", text)
             path.write_text(text, encoding="utf-8")
     (out_dir / "__init__.py").write_text(INIT_TEXT, encoding="utf-8")
 

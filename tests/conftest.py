@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 
+import pytest
 from conftest_s3 import s3_server, s3_uri  # noqa: F401  - one moto server for the whole session
 from hypothesis import HealthCheck, settings
 
@@ -19,3 +20,13 @@ settings.register_profile(
     derandomize=bool(os.environ.get("CI")),
 )
 settings.load_profile("default")
+
+
+@pytest.fixture
+def fresh_caches() -> None:
+    """Empty the process-wide file-metadata and deletion-vector caches (for tests that count entries)."""
+    from lance_format.file import reader as reader_mod
+    from lance_format.table import deletion
+
+    reader_mod.clear_metadata_cache()
+    deletion.clear_deletion_cache()

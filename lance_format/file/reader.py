@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import struct
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -26,8 +24,10 @@ from lance_format.file.container import (
     has_dictionary,
     read_file_metadata,
 )
+from lance_format.file.utf8 import check_utf8, string_columns
 from lance_format.schema import LanceSchema
 from lance_format.schema_codec import schema_from_pb
+from lance_format.session import CacheKind, default_session
 from lance_format.storage import ObjectStore, open_store, split_uri, uri_scheme
 
 #: Bytes of decoded data the reader aims to hold per internal read (bounded-memory streaming).
@@ -87,6 +87,10 @@ def _guarded(path: str, fn: Callable[..., T], *args: Any) -> T:
 
 
 def _decoder_class(meta: FileMetadata) -> Any:
+    if meta.legacy is not None:
+        from lance_format.file.legacy.reader import LegacyFileDecoder
+
+        return LegacyFileDecoder
     if meta.version == V2_0:
         from lance_format.file.v2_0 import FileDecoder20
 
@@ -96,61 +100,62 @@ def _decoder_class(meta: FileMetadata) -> Any:
     return FileDecoder21
 
 
-#: Parsed tails of recently opened files. Data files are immutable once written, so an entry keyed
-#: by URI, size and (local files) modification time stays valid; scans reopen the same files often.
-_META_CACHE_ENTRIES = 512
+#: Parsed tails of recently opened files, in the store's session. Data files are immutable once
+#: written, so an entry keyed by URI, size and (local files) modification time stays valid; scans
+#: reopen the same files often.
 _ParsedTail = tuple[FileMetadata, LanceSchema, pa.Schema]
-_meta_cache: OrderedDict[tuple[str, int, int | None], _ParsedTail] = OrderedDict()
-_meta_lock = threading.Lock()
+FILE_TAIL: CacheKind[_ParsedTail] = CacheKind("file_tail")
 #: Lance and Arrow schemas by serialized file schema (shared by all files of a dataset version).
-_SCHEMA_CACHE_ENTRIES = 64
-_schema_cache: OrderedDict[tuple[tuple[bytes, ...], tuple[tuple[str, bytes], ...]], tuple[LanceSchema, pa.Schema]]
-_schema_cache = OrderedDict()
+FILE_SCHEMA: CacheKind[tuple[LanceSchema, pa.Schema]] = CacheKind("file_schema")
+#: Parsed objects hold several times their encoded size (protobuf messages, Python lists).
+_PARSED_BYTES_PER_ENCODED_BYTE = 8
+_PARSED_FIXED_BYTES = 4096
+
+
+def _tail_cost(meta: FileMetadata) -> int:
+    """Estimated bytes a parsed tail keeps alive (its metadata region, parsed)."""
+    encoded = max(0, meta.file_size - meta.num_data_bytes)
+    return _PARSED_FIXED_BYTES + len(meta.path) + _PARSED_BYTES_PER_ENCODED_BYTE * encoded
 
 
 def _parsed_metadata(source: ByteSource) -> _ParsedTail:
     """Container metadata, Lance schema and Arrow schema of ``source``'s file (cached)."""
     path_uri = source.path
+    cache = source.store.session.metadata_cache
     cache_key = (path_uri, source.size, source.mtime_ns)
     # in-memory stores have no modification time and see files rewritten in place (tests): skip
     cacheable = source.mtime_ns is not None or uri_scheme(path_uri) != "memory"
-    with _meta_lock:
-        hit = _meta_cache.get(cache_key) if cacheable else None
-        if hit is not None:
-            _meta_cache.move_to_end(cache_key)
-            return hit
+    hit = cache.get(FILE_TAIL, cache_key) if cacheable else None
+    if hit is not None:
+        return hit
     meta = _guarded(path_uri, lambda: read_file_metadata(source))
+    if meta.legacy is not None:  # legacy files carry their schema in the parsed tail
+        legacy_schema: LanceSchema = meta.legacy.schema
+        parsed_legacy = (meta, legacy_schema, _guarded(path_uri, legacy_schema.to_arrow))
+        if cacheable:
+            cache.put(FILE_TAIL, cache_key, parsed_legacy, _PARSED_FIXED_BYTES + len(path_uri))
+        return parsed_legacy
     # every data file of a dataset usually carries the same schema: convert it once
-    schema_key = (
-        tuple(f.SerializeToString(deterministic=True) for f in meta.schema_fields),
-        tuple(sorted(meta.schema_metadata.items())),
-    )
-    with _meta_lock:
-        schemas = _schema_cache.get(schema_key)
+    fields_bytes = tuple(f.SerializeToString(deterministic=True) for f in meta.schema_fields)
+    schema_key = (fields_bytes, tuple(sorted(meta.schema_metadata.items())))
+    schemas = cache.get(FILE_SCHEMA, schema_key)
     if schemas is None:
         lance_schema: LanceSchema = _guarded(
             path_uri, lambda: schema_from_pb(meta.schema_fields, meta.schema_metadata)
         )
         schemas = (lance_schema, _guarded(path_uri, lance_schema.to_arrow))
-        with _meta_lock:
-            _schema_cache[schema_key] = schemas
-            while len(_schema_cache) > _SCHEMA_CACHE_ENTRIES:
-                _schema_cache.popitem(last=False)
+        encoded = sum(len(b) for b in fields_bytes) + sum(len(k) + len(v) for k, v in schema_key[1])
+        cache.put(FILE_SCHEMA, schema_key, schemas,
+                  _PARSED_FIXED_BYTES + (1 + _PARSED_BYTES_PER_ENCODED_BYTE) * encoded)
     parsed = (meta, schemas[0], schemas[1])
-    if not cacheable:
-        return parsed
-    with _meta_lock:
-        _meta_cache[cache_key] = parsed
-        while len(_meta_cache) > _META_CACHE_ENTRIES:
-            _meta_cache.popitem(last=False)
+    if cacheable:
+        cache.put(FILE_TAIL, cache_key, parsed, _tail_cost(meta))
     return parsed
 
 
 def clear_metadata_cache() -> None:
-    """Forget every cached file tail (tests; or after rewriting files in place)."""
-    with _meta_lock:
-        _meta_cache.clear()
-        _schema_cache.clear()
+    """Empty the default session's metadata cache (file tails and schemas included)."""
+    default_session().metadata_cache.clear()
 
 
 class LanceFileReader:
@@ -201,14 +206,22 @@ class LanceFileReader:
             self._source.path, lambda: cls(self._meta, self._source, full, projection)
         )
         self.schema: pa.Schema = pa.schema([full.field(i) for i in projection], metadata=full.metadata)
-        self._row_bytes = max(1, self._meta.num_data_bytes // max(self._meta.num_rows, 1))
+        # legacy files have no global buffer 0 to mark where data ends: use the file size
+        data_bytes = self._meta.num_data_bytes or self._meta.file_size
+        self._row_bytes = max(1, data_bytes // max(self._meta.num_rows, 1))
         self._has_dictionary = any(has_dictionary(f.type) for f in self.schema)
+        self._utf8_columns = string_columns(self.schema)  # validated per decoded chunk (utf8.py)
 
     # -- properties --------------------------------------------------------------------------
     @property
     def num_rows(self) -> int:
         """Rows in the file."""
         return self._meta.num_rows
+
+    @property
+    def data_bytes_per_row(self) -> int:
+        """Average stored bytes per row over all columns (at least 1): sizes read-ahead windows."""
+        return self._row_bytes
 
     @property
     def file_version(self) -> tuple[int, int]:
@@ -245,6 +258,8 @@ class LanceFileReader:
         while pos < stop:
             end = min(stop, pos + chunk)
             batch = _guarded(self.path, self._decoder.read_range, pos, end)
+            if self._utf8_columns:
+                check_utf8(batch, self._utf8_columns, self.path)
             for off in range(0, len(batch), batch_size):
                 yield batch.slice(off, batch_size)
             pos = end
@@ -299,6 +314,8 @@ class LanceFileReader:
             chunk = self._chunk_rows(batch_size)
             for off in range(0, int(idx.size), chunk):
                 batch = _guarded(self.path, self._decoder.take, idx[off : off + chunk])
+                if self._utf8_columns:
+                    check_utf8(batch, self._utf8_columns, self.path)
                 for sub in range(0, len(batch), batch_size):
                     yield batch.slice(sub, batch_size)
 

@@ -31,7 +31,8 @@ class LanceFileWriter:
     Args:
         path: Destination path or URI (ignored when ``store`` and ``key`` are given).
         schema: Arrow schema; when omitted, taken from the first batch (or ``lance_schema``).
-        version: File version, ``"2.0"`` (default), ``"2.1"``, ``"2.2"`` or ``"stable"``.
+        version: File version, ``"2.0"`` (default), ``"2.1"``, ``"2.2"``, ``"stable"`` or ``"legacy"``
+            (the v1 format, footer version 0.2).
         storage_options: Options for the object store.
         max_page_bytes: Bytes buffered per column before a page is written (default 8 MiB).
         store: Object store to write into (with ``key``).
@@ -69,6 +70,7 @@ class LanceFileWriter:
         self._max_page_bytes = max_page_bytes
         self._lance_schema = lance_schema
         self._extra_metadata: dict[str, bytes] = {}
+        self._global_buffers: list[bytes] = []
         if schema is None and lance_schema is not None:
             schema = lance_schema.to_arrow()
         self.schema: pa.Schema | None = None
@@ -92,8 +94,17 @@ class LanceFileWriter:
         if self._lance_schema is None:
             self._lance_schema = LanceSchema.from_arrow(schema)
         self.schema = schema
-        cls = _encoder_class(self.file_version)
         self._stream = self._store.open_writer(self._key)
+        if self.file_version[0] == 0:
+            from lance_format.file.legacy.writer import LegacyFileEncoder
+
+            try:
+                self._encoder = LegacyFileEncoder(self._stream, self.path, self._lance_schema, schema)
+            except BaseException:
+                self.abort()
+                raise
+            return
+        cls = _encoder_class(self.file_version)
         try:
             self._container = ContainerWriter(self._stream, self.path, self.file_version)
             self._encoder = cls(
@@ -140,17 +151,44 @@ class LanceFileWriter:
         """Add a schema metadata entry to the file (before :meth:`close`)."""
         self._extra_metadata[key] = value if isinstance(value, bytes) else str(value).encode()
 
+    def add_global_buffer(self, data: bytes) -> int:
+        """Add a global buffer to the file (before :meth:`close`); pylance's method.
+
+        Returns:
+            Its index in the global buffer table (1 for the first: 0 is the file descriptor).
+
+        Raises:
+            InvalidInputError: the writer is closed, or the file is a legacy (v1) file.
+        """
+        if self.closed:
+            raise InvalidInputError(f"{self.path}: writer is closed")
+        if self.file_version[0] == 0:
+            raise InvalidInputError(f"{self.path}: legacy (v1) files have no global buffers")
+        self._global_buffers.append(bytes(data))
+        return len(self._global_buffers)
+
     def close(self) -> int:
         """Finish the file; returns the number of rows written."""
         if self.closed:
             return self.num_rows
         if self.schema is None:
             raise InvalidInputError(f"{self.path}: no schema given and no batch written")
-        assert self._container is not None and self._stream is not None and self._lance_schema is not None
+        assert self._stream is not None and self._lance_schema is not None
+        if self.file_version[0] == 0:  # legacy: every field id, no column indices (as pylance records)
+            self.file_size = self._encoder.finish()
+            self._stream.close()
+            self.field_ids = self._lance_schema.field_ids()
+            self.column_indices = []
+            self.closed = True
+            return self.num_rows
+        assert self._container is not None
         columns = self._encoder.finish()
         fields, metadata = schema_to_pb(self._lance_schema)
         metadata.update(self._extra_metadata)
-        self.file_size = self._container.finish(fields, metadata, self.num_rows, columns, self.file_version)
+        # Global buffers 1.. sit after the pages (any place will do: the GBO table says where).
+        extra = [self._container.write_buffer(b) for b in self._global_buffers]
+        self.file_size = self._container.finish(fields, metadata, self.num_rows, columns, self.file_version,
+                                                extra_global_buffers=extra)
         self._stream.close()
         flat = self._lance_schema.flat()
         self.field_ids = [flat[i].id for i in self._encoder.owning_fields]

@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from lance_format.maintenance.runner import LocalRunner, Runner
+from lance_format.maintenance.runner import LocalRunner, ProcessRunner, Runner
 
-__all__ = ["LocalRunner", "Runner"]
+__all__ = ["LocalRunner", "ProcessRunner", "Runner"]

@@ -13,9 +13,13 @@ import datetime as dt
 import posixpath
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from lance_format.errors import PathEscapeError
+from lance_format.session import Session, default_session
+
+if TYPE_CHECKING:
+    from lance_format.storage.external import ExternalManifestStore
 
 
 @dataclass(frozen=True)
@@ -59,6 +63,36 @@ class ObjectStore(abc.ABC):
 
     #: The URI this store is rooted at (no trailing slash).
     root: str
+    #: Session whose caches hold what is decoded from this store (see :attr:`session`).
+    _session: Session | None = None
+    #: Whether :meth:`put_if_absent` is atomic across processes and hosts. Commits to a store
+    #: without it need an :attr:`external` manifest store (``lance_format.storage.external``).
+    atomic_create: bool = True
+    #: The external manifest store that arbitrates commits, if one is configured.
+    external: ExternalManifestStore | None = None
+
+    @property
+    def store_path(self) -> str:
+        """The root as an object-store path (no scheme, no bucket), the way object_store names it.
+
+        External manifest stores key datasets by it (``base_uri`` in lance's DynamoDB table).
+        """
+        rest = self.root.split("://", 1)[1] if "://" in self.root else self.root
+        return rest.strip("/")
+
+    @property
+    def session(self) -> Session:
+        """The cache scope of everything read through this store.
+
+        Set by ``open_store(..., session=...)`` and inherited by :meth:`child` stores; the
+        process-wide :func:`lance_format.session.default_session` otherwise.
+        """
+        session = self._session
+        return default_session() if session is None else session
+
+    def bind_session(self, session: Session | None) -> None:
+        """Scope this store's caches to ``session`` (``None``: the default session)."""
+        self._session = session
 
     # -- reads ---------------------------------------------------------------
     @abc.abstractmethod

@@ -236,7 +236,16 @@ class FsspecStore(ObjectStore):
         key = normalize_key(key)
         if not key:
             return self
-        return self._from_parts(self._fs, self._protocol, self._path(key), self.uri(key))
+        store = self._from_parts(self._fs, self._protocol, self._path(key), self.uri(key))
+        store._session = self._session
+        store.external = self.external
+        return store
+
+    @property
+    def atomic_create(self) -> bool:  # type: ignore[override]
+        # put_if_absent checks and writes under a lock of this process: atomic only for the
+        # in-process memory file system. Elsewhere commits need an external manifest store.
+        return self._protocol == "memory"
 
 
 def _modified(info: Mapping[str, Any]) -> dt.datetime | None:

@@ -134,4 +134,7 @@ class LocalStore(ObjectStore):
             os.unlink(self._path(key))
 
     def child(self, key: str) -> LocalStore:
-        return LocalStore(self._path(key))
+        store = LocalStore(self._path(key))
+        store._session = self._session
+        store.external = self.external
+        return store

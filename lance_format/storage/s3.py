@@ -20,7 +20,7 @@ Without explicit keys boto3's default credential chain applies.
 from __future__ import annotations
 
 import datetime as dt
-import threading
+import urllib.parse
 from collections.abc import Iterator, Mapping
 from typing import Any, BinaryIO
 
@@ -35,9 +35,11 @@ from lance_format.errors import (
     ObjectNotFoundError,
     StorageError,
 )
+from lance_format.session import CacheKind, Session
 from lance_format.storage import register_scheme
 from lance_format.storage.base import ObjectInfo, ObjectStore, normalize_key
 from lance_format.storage.fsspec_store import SpooledWriter
+from lance_format.storage.redact import redact_url
 
 #: Writers switch to multipart uploads above this size, in parts of this size.
 MULTIPART_CHUNK = 16 * 1024 * 1024
@@ -55,9 +57,11 @@ _KEY_ALIASES: dict[str, tuple[str, ...]] = {
 _NOT_FOUND_CODES = {"NoSuchKey", "404", "NotFound"}
 _CONFLICT_CODES = {"PreconditionFailed", "412", "ConditionalRequestConflict", "409"}
 
-# Clients are thread-safe and slow to build (~50 ms): share one per option set.
-_CLIENTS: dict[tuple[tuple[str, str], ...], Any] = {}
-_CLIENTS_LOCK = threading.Lock()
+#: Boto3 clients by option set, kept in the store's session (clients are thread-safe and slow to
+#: build, ~50 ms). The estimate covers the client's endpoint and credential state; the service
+#: model it parses is shared by every client of the process.
+_S3_CLIENT: CacheKind[Any] = CacheKind("s3_client")
+_CLIENT_BYTES = 1 << 20
 
 
 def _option(opts: Mapping[str, str], name: str) -> str | None:
@@ -73,36 +77,59 @@ def _truthy(value: str | None) -> bool:
     return value is not None and value.strip().lower() in ("1", "true", "yes", "on")
 
 
-def _client(opts: Mapping[str, str]) -> Any:
-    cache_key = tuple(sorted((str(k), str(v)) for k, v in opts.items()))
-    with _CLIENTS_LOCK:
-        client = _CLIENTS.get(cache_key)
-        if client is not None:
-            return client
-        endpoint = _option(opts, "endpoint")
-        if endpoint and endpoint.lower().startswith("http://") and not _truthy(_option(opts, "allow_http")):
-            raise InvalidInputError(
-                f"S3 endpoint {endpoint!r} uses plain HTTP; pass storage_options allow_http='true'"
-            )
-        config_kwargs: dict[str, Any] = {
-            "retries": {"mode": "standard", "max_attempts": 5},
-            "max_pool_connections": 32,
-            # object_store/pylance default to path-style requests for custom endpoints.
-            "s3": {"addressing_style": "virtual" if _truthy(_option(opts, "virtual_hosted")) else "path"}
-            if endpoint
-            else {},
-        }
-        if _truthy(_option(opts, "skip_signature")):
-            config_kwargs["signature_version"] = botocore.UNSIGNED
-        session = boto3.session.Session(
-            aws_access_key_id=_option(opts, "access_key"),
-            aws_secret_access_key=_option(opts, "secret_key"),
-            aws_session_token=_option(opts, "token"),
-            region_name=_option(opts, "region"),
+def _check_endpoint(endpoint: str) -> None:
+    """Refuse an endpoint boto3 would reject later with a bare ``ValueError`` (or misroute)."""
+    try:
+        parts = urllib.parse.urlsplit(endpoint)
+        port = parts.port  # raises ValueError when out of range or not a number
+    except ValueError as exc:
+        raise InvalidInputError(f"storage_options endpoint {redact_url(endpoint)!r} is not a valid URL: "
+                                f"{exc}") from None
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        raise InvalidInputError(f"storage_options endpoint {redact_url(endpoint)!r} is not a valid URL "
+                                "(expected http://host[:port] or https://host[:port])")
+    if port is not None and not 0 < port < 65536:
+        raise InvalidInputError(f"storage_options endpoint {redact_url(endpoint)!r} has an invalid port {port}")
+
+
+def _check_options(opts: Mapping[str, str]) -> None:
+    endpoint = _option(opts, "endpoint")
+    if endpoint:
+        _check_endpoint(endpoint)
+    if endpoint and endpoint.lower().startswith("http://") and not _truthy(_option(opts, "allow_http")):
+        raise InvalidInputError(
+            f"S3 endpoint {redact_url(endpoint)!r} uses plain HTTP; pass storage_options allow_http='true'"
         )
-        client = session.client("s3", endpoint_url=endpoint, config=botocore.config.Config(**config_kwargs))
-        _CLIENTS[cache_key] = client
+
+
+def _client(opts: Mapping[str, str], session: Session) -> Any:
+    cache_key = tuple(sorted((str(k), str(v)) for k, v in opts.items()))
+    cache = session.metadata_cache
+    client = cache.get(_S3_CLIENT, cache_key)
+    if client is not None:
         return client
+    _check_options(opts)
+    endpoint = _option(opts, "endpoint")
+    config_kwargs: dict[str, Any] = {
+        "retries": {"mode": "standard", "max_attempts": 5},
+        "max_pool_connections": 32,
+        # object_store/pylance default to path-style requests for custom endpoints.
+        "s3": {"addressing_style": "virtual" if _truthy(_option(opts, "virtual_hosted")) else "path"}
+        if endpoint
+        else {},
+    }
+    if _truthy(_option(opts, "skip_signature")):
+        config_kwargs["signature_version"] = botocore.UNSIGNED
+    boto_session = boto3.session.Session(
+        aws_access_key_id=_option(opts, "access_key"),
+        aws_secret_access_key=_option(opts, "secret_key"),
+        aws_session_token=_option(opts, "token"),
+        region_name=_option(opts, "region"),
+    )
+    client = boto_session.client("s3", endpoint_url=endpoint, config=botocore.config.Config(**config_kwargs))
+    # Two threads racing here may both build a client; either one is fine to keep.
+    cache.put(_S3_CLIENT, cache_key, client, _CLIENT_BYTES)
+    return client
 
 
 def _error_code(exc: botocore.exceptions.ClientError) -> tuple[str, int]:
@@ -133,8 +160,17 @@ class S3Store(ObjectStore):
         self._bucket = bucket
         self._prefix = normalize_key(prefix.strip("/")) if prefix.strip("/") else ""
         self._opts = dict(storage_options or {})
-        self._client = _client(self._opts)
+        _check_options(self._opts)
+        self._client_obj: Any = None
         self.root = f"s3://{bucket}" + (f"/{self._prefix}" if self._prefix else "")
+
+    @property
+    def _client(self) -> Any:
+        # Resolved on first use, so the client comes from the session the store was bound to.
+        client = self._client_obj
+        if client is None:
+            client = self._client_obj = _client(self._opts, self.session)
+        return client
 
     def _key(self, key: str) -> str:
         key = normalize_key(key)
@@ -250,16 +286,23 @@ class S3Store(ObjectStore):
             if not isinstance(err, ObjectNotFoundError) or "bucket" in str(err):
                 raise err from exc
 
+    @property
+    def store_path(self) -> str:
+        # object_store paths are relative to the bucket (lance's DynamoDB ``base_uri``).
+        return self._prefix
+
     def child(self, key: str) -> S3Store:
         key = normalize_key(key)
         if not key:
             return self
         store = S3Store.__new__(S3Store)
+        store.external = self.external
         store._bucket = self._bucket
         store._prefix = self._key(key)
         store._opts = self._opts
-        store._client = self._client
+        store._client_obj = self._client_obj
         store.root = self.uri(key)
+        store._session = self._session
         return store
 
 

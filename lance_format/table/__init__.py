@@ -1,11 +1,20 @@
-"""Table format core.
+"""Table format core (everything below the public facade of ``lance_format``).
 
-* ``naming``: manifest (V1/V2), transaction and data-file names.
-* ``fragment``: ``DataFile`` / ``DeletionFile`` / ``FragmentMetadata`` models and codec.
-* ``manifest``: the ``Manifest`` model, manifest file layout, feature flags.
-* ``transaction``: operations (``LanceOperation``), ``Transaction`` and codec.
-* ``versions``: finding and loading versions, the latest-version hint.
-* ``conflicts`` / ``rebase``: conflict matrix and deletion-vector rebase.
-* ``commit``: ``build_manifest`` (base + operation) and the single retry loop.
-* ``deletion``, ``tags``, ``rowids``: deletion files, tags, row-id sequences.
+Models (plain frozen dataclasses, no protobuf):
+
+* ``models``: ``DataFile`` / ``DeletionFile`` / ``FragmentMetadata`` / ``BasePath``.
+* ``index_metadata``: ``IndexMetadata`` (the one index model).
+* ``manifest``: the ``Manifest`` model and feature flags.
+* ``transaction``: operations (``LanceOperation``) and ``Transaction``.
+
+Codecs: ``codec`` (models to and from protobuf, manifest files) and ``rowids`` (row-id
+sequences). ``naming`` builds every object key.
+
+Behaviour:
+
+* ``apply``: one registered function per operation builds the next manifest.
+* ``commit`` (the single retry loop), ``conflicts`` / ``rebase``, ``versions``.
+* ``read`` (``ReadContext``: the state a dataset handle reads through), ``scan`` (the
+  streaming scan engine), ``delete`` and ``writing`` (the delete and write pipelines).
+* ``deletion`` (deletion files), ``tags``.
 """

@@ -1,6 +1,6 @@
 """Conflict checks between our transaction and ones committed since our read version.
 
-The matrix follows lance's ``TransactionRebase::check_*`` (FACTS h). Rows are our
+The matrix follows lance's ``TransactionRebase::check_*`` (``rust/lance/src/io/commit/conflict_resolver.rs``). Rows are our
 operation, columns the already committed one. ``.`` = compatible (re-apply ours on
 top), ``R`` = retryable conflict, ``I`` = incompatible, letters = conditional.
 """
@@ -11,7 +11,7 @@ import enum
 from typing import Any
 
 from lance_format.errors import CommitConflictError, RetryableCommitConflictError
-from lance_format.table.transaction import LanceOperation, Transaction
+from lance_format.table.transaction import LanceOperation, Transaction, UnknownOperation
 
 _COLUMNS = (
     "append", "delete", "update", "overwrite", "create_index", "rewrite", "merge", "project", "restore",
@@ -53,9 +53,8 @@ def touched_fragment_ids(op: LanceOperation.BaseOperation) -> set[int]:
         return {f.id for f in op.updated_fragments} | set(op.removed_fragment_ids)
     if isinstance(op, L.Rewrite):
         return {f.id for g in op.groups for f in g.old_fragments}
-    raw = getattr(op, "raw", None)
-    if getattr(op, "kind", "") == "data_replacement" and raw is not None:
-        return {r.fragment_id for r in raw.replacements}
+    if isinstance(op, UnknownOperation):
+        return set(op.fragment_ids)  # e.g. data_replacement written by pylance
     return set()
 
 
@@ -110,7 +109,7 @@ def check(mine: Transaction, theirs: Transaction, base_files: dict[int, Any]) ->
         index_op, rewrite = (mo, to) if my_kind == "create_index" else (to, mo)
         old = touched_fragment_ids(rewrite)
         for idx in getattr(index_op, "new_indices", ()):
-            if idx.fragment_ids is None or idx.fragment_ids & old:
+            if idx.fragment_bitmap is None or idx.fragment_bitmap & old:
                 return Outcome.RETRYABLE
         return Outcome.COMPATIBLE
     if cell == "f":
@@ -125,13 +124,9 @@ def check(mine: Transaction, theirs: Transaction, base_files: dict[int, Any]) ->
 def _config_keys(op: LanceOperation.BaseOperation) -> set[str]:
     if isinstance(op, LanceOperation.Overwrite):
         return set(op.config_upsert_values or {})
-    raw = getattr(op, "raw", None)
-    if raw is None:
-        return set()
-    keys = set(getattr(raw, "upsert_values", {})) | set(getattr(raw, "delete_keys", ()))
-    if raw.HasField("config_updates") if hasattr(raw, "config_updates") else False:
-        keys |= {e.key for e in raw.config_updates.update_entries}
-    return keys
+    if isinstance(op, UnknownOperation):
+        return set(op.config_keys)  # e.g. update_config written by pylance
+    return set()
 
 
 def raise_for(outcome: Outcome, mine: Transaction, theirs: Transaction, their_version: int) -> None:

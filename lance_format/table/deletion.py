@@ -2,22 +2,21 @@
 
 Two on-disk kinds (``rust/lance-table/src/io/deletion.rs`` in lance):
 
-* ``.arrow`` (``DeletionFile.file_type`` ARROW_ARRAY): an Arrow IPC *file* with
-  exactly one record batch of one non-null ``row_id: uint32`` column, no
+* ``.arrow`` (``DeletionFile.file_type`` ``"array"``, protobuf ARROW_ARRAY): an Arrow IPC
+  *file* with exactly one record batch of one non-null ``row_id: uint32`` column, no
   schema metadata, ZSTD body compression;
-* ``.bin`` (BITMAP): a 32-bit Roaring bitmap in the portable serialization.
+* ``.bin`` (``"bitmap"``, BITMAP): a 32-bit Roaring bitmap in the portable serialization.
 
 Values are row offsets inside the fragment. The file lives at
-``_deletions/{fragment_id}-{read_version}-{id}.{arrow|bin}`` where ``id`` is a
-random u64 printed in decimal.
+``_deletions/{fragment_id}-{read_version}-{id}.{arrow|bin}`` (built by
+``lance_format.table.naming.deletion_file_key``) where ``id`` is a random u64 printed in
+decimal. Files are described by the one :class:`~lance_format.table.models.DeletionFile`
+model that fragments hold.
 """
 
 from __future__ import annotations
 
 import secrets
-import threading
-from collections import OrderedDict
-from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
@@ -26,95 +25,46 @@ import pyarrow as pa
 import pyroaring
 
 from lance_format.errors import CorruptFileError, InvalidInputError, StorageError
+from lance_format.session import CacheKind, default_session
 from lance_format.storage.base import ObjectStore
-from lance_format.table import fragment as _meta
+from lance_format.table.models import DeletionFile, DeletionFileType
 
 #: A fragment's deletions are written as a roaring bitmap (``.bin``) from this
 #: many deleted rows on, counted over all deletes of the fragment; fewer stay an
 #: Arrow set (``.arrow``). pylance 14.0.2 wrote ``.bin`` for exactly 5000 rows.
 BITMAP_THRESHOLD = 5000
 
-DELETION_DIR = "_deletions"
-
 ROW_ID_SCHEMA = pa.schema([pa.field("row_id", pa.uint32(), nullable=False)])
 
-_EXTENSIONS = {"arrow": "arrow", "bitmap": "bin"}
-
-#: Decoded deletion vectors, keyed by file URI, kind and the file's exact bytes (so an entry can
-#: never answer for different content). Bounded by the bytes held (keys plus values).
-_DECODED_CACHE_BYTES = 16 * 1024 * 1024
-_decoded: OrderedDict[tuple[str, str, bytes], npt.NDArray[np.uint32]] = OrderedDict()
-_decoded_lock = threading.Lock()
-_decoded_held = [0]
+#: Decoded deletion vectors in the store's session, keyed by file URI, kind and the file's exact
+#: bytes (so an entry can never answer for different content); a vector costs its bytes twice.
+DELETION_VECTOR: CacheKind[npt.NDArray[np.uint32]] = CacheKind("deletion_vector")
 
 
-def _cache_put(path: str, kind: str, data: bytes, offsets: npt.NDArray[np.uint32]) -> None:
-    cost = len(data) + offsets.nbytes
-    if cost > _DECODED_CACHE_BYTES // 8:
+def _cache_put(store: ObjectStore, path: str, kind: str, data: bytes, offsets: npt.NDArray[np.uint32]) -> None:
+    cache = store.session.metadata_cache
+    cost = len(data) + offsets.nbytes + len(path)
+    if cost > cache.capacity_bytes // 8:  # one huge vector must not flush everything else
         return
     kept = offsets.copy()
     kept.flags.writeable = False
-    with _decoded_lock:
-        key = (path, kind, data)
-        old = _decoded.pop(key, None)
-        if old is not None:
-            _decoded_held[0] -= len(data) + old.nbytes
-        _decoded[key] = kept
-        _decoded_held[0] += cost
-        while _decoded_held[0] > _DECODED_CACHE_BYTES and _decoded:
-            (_, _, d), v = _decoded.popitem(last=False)
-            _decoded_held[0] -= len(d) + v.nbytes
+    cache.put(DELETION_VECTOR, (path, kind, data), kept, cost)
 
 
-def _cache_get(path: str, kind: str, data: bytes) -> npt.NDArray[np.uint32] | None:
-    with _decoded_lock:
-        hit = _decoded.get((path, kind, data))
-        if hit is not None:
-            _decoded.move_to_end((path, kind, data))
+def _cache_get(store: ObjectStore, path: str, kind: str, data: bytes) -> npt.NDArray[np.uint32] | None:
+    hit = store.session.metadata_cache.get(DELETION_VECTOR, (path, kind, data))
     return None if hit is None else hit.copy()
 
 
 def clear_deletion_cache() -> None:
-    """Forget every cached decoded deletion vector."""
-    with _decoded_lock:
-        _decoded.clear()
-        _decoded_held[0] = 0
+    """Empty the default session's metadata cache (decoded deletion vectors included)."""
+    default_session().metadata_cache.clear()
+
+
 _U32_MAX = np.iinfo(np.uint32).max
 
 
-@dataclass(frozen=True)
-class DeletionFile:
-    """Reference to a deletion file, as stored in ``DataFragment.deletion_file``.
-
-    Attributes:
-        file_type: ``"arrow"`` (ARROW_ARRAY, ``.arrow``) or ``"bitmap"`` (BITMAP, ``.bin``).
-        read_version: Dataset version the deleting writer read.
-        id: Random u64 that makes the file name unique.
-        num_deleted_rows: Number of deleted rows (0 means "unknown" to lance).
-        base_id: Base path id when the file lives outside this dataset root.
-    """
-
-    file_type: Literal["arrow", "bitmap"]
-    read_version: int
-    id: int
-    num_deleted_rows: int
-    base_id: int | None = None
-
-    def key(self, fragment_id: int) -> str:
-        """Return the file's key relative to the dataset root (or its base path)."""
-        return deletion_file_key(fragment_id, self.read_version, self.id, self.file_type)
-
-
-def deletion_file_key(
-    fragment_id: int, read_version: int, file_id: int, file_type: Literal["arrow", "bitmap"]
-) -> str:
-    """Return ``_deletions/{fragment_id}-{read_version}-{id}.{arrow|bin}``."""
-    if file_type not in _EXTENSIONS:
-        raise InvalidInputError(f"unknown deletion file type {file_type!r}")
-    return f"{DELETION_DIR}/{fragment_id}-{read_version}-{file_id}.{_EXTENSIONS[file_type]}"
-
-
-def kind_after_delete(previous: str | None, total: int) -> Literal["arrow", "bitmap"]:
+def kind_after_delete(previous: DeletionFileType | None, total: int) -> DeletionFileType:
     """File kind pylance 14.0.2 writes for a fragment that now has ``total`` deleted rows.
 
     Its deletion vector starts as a bitmap when built fresh with at least
@@ -122,15 +72,14 @@ def kind_after_delete(previous: str | None, total: int) -> Literal["arrow", "bit
     *more* than the threshold; a bitmap stays a bitmap.
 
     Args:
-        previous: Kind of the fragment's current deletion file (``"array"``/``"arrow"`` or
-            ``"bitmap"``), or ``None`` if it has none.
+        previous: Kind of the fragment's current deletion file, or ``None`` if it has none.
         total: Deleted rows after this change (old and new).
     """
     if previous is None:
-        return "arrow" if total < BITMAP_THRESHOLD else "bitmap"
+        return "array" if total < BITMAP_THRESHOLD else "bitmap"
     if previous == "bitmap":
         return "bitmap"
-    return "arrow" if total <= BITMAP_THRESHOLD else "bitmap"
+    return "array" if total <= BITMAP_THRESHOLD else "bitmap"
 
 
 def _as_row_offsets(deleted: npt.ArrayLike) -> npt.NDArray[np.uint32]:
@@ -168,7 +117,7 @@ def write_deletion_file(
     read_version: int,
     deleted: npt.ArrayLike,
     *,
-    kind: Literal["auto", "arrow", "bitmap"] = "auto",
+    kind: Literal["auto", "array", "bitmap"] = "auto",
 ) -> DeletionFile:
     """Write the complete deletion vector of one fragment and describe it.
 
@@ -177,7 +126,8 @@ def write_deletion_file(
         fragment_id: Fragment the rows belong to.
         read_version: Version the deleting transaction read.
         deleted: Every deleted row offset of the fragment (old and new); duplicates are merged.
-        kind: ``"auto"`` picks ``.arrow`` below :data:`BITMAP_THRESHOLD` rows, else ``.bin``.
+        kind: ``"auto"`` picks ``"array"`` (``.arrow``) below :data:`BITMAP_THRESHOLD` rows,
+            else ``"bitmap"`` (``.bin``).
 
     Returns:
         The :class:`DeletionFile` to record in the fragment.
@@ -190,19 +140,19 @@ def write_deletion_file(
     if offsets.size == 0:
         raise InvalidInputError(f"fragment {fragment_id}: refusing to write an empty deletion file")
     if kind == "auto":
-        file_type: Literal["arrow", "bitmap"] = "arrow" if offsets.size < BITMAP_THRESHOLD else "bitmap"
-    elif kind in ("arrow", "bitmap"):
+        file_type: DeletionFileType = "array" if offsets.size < BITMAP_THRESHOLD else "bitmap"
+    elif kind in ("array", "bitmap"):
         file_type = kind
     else:
         raise InvalidInputError(f"unknown deletion file kind {kind!r}")
-    payload = encode_arrow_deletions(offsets) if file_type == "arrow" else encode_bitmap_deletions(offsets)
+    payload = encode_arrow_deletions(offsets) if file_type == "array" else encode_bitmap_deletions(offsets)
     # Random ids make collisions practically impossible; a create-only write
     # still guarantees we never clobber another writer's file.
     for _attempt in range(8):
-        df = DeletionFile(file_type, read_version, secrets.randbits(64), int(offsets.size))
+        df = DeletionFile(read_version, secrets.randbits(64), file_type, int(offsets.size))
         try:
-            store.put_if_absent(df.key(fragment_id), payload)
-            _cache_put(store.uri(df.key(fragment_id)), file_type, payload, offsets)
+            store.put_if_absent(df.path(fragment_id), payload)
+            _cache_put(store, store.uri(df.path(fragment_id)), file_type, payload, offsets)
             return df
         except FileExistsError:
             continue
@@ -248,68 +198,82 @@ def decode_bitmap_deletions(data: bytes, path: str) -> npt.NDArray[np.uint32]:
     return np.frombuffer(bitmap.to_array(), dtype=np.uint32).copy()
 
 
-def read_deletion_file(store: ObjectStore, fragment_id: int, df: DeletionFile) -> npt.NDArray[np.uint32]:
+def check_deletions(offsets: npt.NDArray[np.uint32], df: DeletionFile, path: str,
+                    physical_rows: int | None) -> None:
+    """Refuse a deletion vector that is not what the manifest says it is.
+
+    A vector whose offsets reach past the fragment (pylance fails the scan: "Invalid read of
+    range") or whose size differs from the manifest's ``num_deleted_rows`` (0 = unknown, as
+    old writers left it) belongs to another fragment or version: using it would bring deleted
+    rows back or hide live ones.
+
+    Raises:
+        CorruptFileError: naming the file.
+    """
+    if physical_rows is not None and offsets.size and int(offsets[-1]) >= physical_rows:
+        raise CorruptFileError(f"{path}: deletion file deletes row offset {int(offsets[-1])} but the "
+                               f"fragment has {physical_rows} physical rows")
+    if df.num_deleted_rows and offsets.size != df.num_deleted_rows:
+        raise CorruptFileError(f"{path}: deletion file holds {offsets.size} deleted rows but the "
+                               f"manifest records {df.num_deleted_rows}")
+
+
+def read_deletion_file(store: ObjectStore, fragment_id: int, df: DeletionFile, *,
+                       physical_rows: int | None = None) -> npt.NDArray[np.uint32]:
     """Read a deletion file and return the sorted deleted row offsets.
 
     ``store`` must be rooted where the file lives: the dataset root, or the
     base path named by ``df.base_id``.
 
+    Args:
+        store: Store rooted where the file lives.
+        fragment_id: Id of the fragment the file belongs to.
+        df: The manifest's description of the file.
+        physical_rows: The fragment's physical row count, when known: offsets must stay below it.
+
     Raises:
         ObjectNotFoundError: if the file is missing.
-        CorruptFileError: if it is malformed (naming the file).
+        CorruptFileError: if it is malformed or disagrees with the manifest (naming the file).
     """
-    key = df.key(fragment_id)
+    key = df.path(fragment_id)
     data = bytes(store.read(key))
     path = store.uri(key)
-    hit = _cache_get(path, df.file_type, data)
-    if hit is not None:
-        return hit
-    if df.file_type == "arrow":
-        offsets = decode_arrow_deletions(data, path)
-    else:
-        offsets = decode_bitmap_deletions(data, path)
-    _cache_put(path, df.file_type, data, offsets)
-    return offsets
-
-
-def read_fragment_deletions(store: ObjectStore, fragment_id: int, ref: _meta.DeletionFile) -> npt.NDArray[np.uint32]:
-    """:func:`read_deletion_file` for a manifest's reference (``file_type`` ``"array"``/``"bitmap"``).
-
-    ``store`` must be rooted where the file lives (see :func:`read_deletion_file`).
-    """
-    kind: Literal["arrow", "bitmap"] = "arrow" if ref.file_type == "array" else "bitmap"
-    return read_deletion_file(store, fragment_id, DeletionFile(kind, ref.read_version, ref.id,
-                                                               ref.num_deleted_rows, ref.base_id))
+    hit = _cache_get(store, path, df.file_type, data)
+    if hit is None:
+        if df.file_type == "array":
+            hit = decode_arrow_deletions(data, path)
+        else:
+            hit = decode_bitmap_deletions(data, path)
+        _cache_put(store, path, df.file_type, data, hit)
+    check_deletions(hit, df, path, physical_rows if physical_rows else None)
+    return hit
 
 
 def write_fragment_deletions(store: ObjectStore, fragment_id: int, read_version: int,
-                             deleted: npt.NDArray[np.uint32], previous: _meta.DeletionFile | None
-                             ) -> tuple[_meta.DeletionFile, str]:
+                             deleted: npt.NDArray[np.uint32], previous: DeletionFile | None
+                             ) -> tuple[DeletionFile, str]:
     """Write a fragment's new complete deletion vector, of the kind pylance would pick after ``previous``.
 
     Returns:
-        The manifest's reference to the new file, and the file's key.
+        The fragment's new deletion file, and its key.
     """
-    w = write_deletion_file(store, fragment_id, read_version, deleted,
-                            kind=kind_after_delete(previous.file_type if previous is not None else None,
-                                                   int(deleted.size)))
-    kind: Literal["array", "bitmap"] = "array" if w.file_type == "arrow" else "bitmap"
-    return _meta.DeletionFile(w.read_version, w.id, kind, w.num_deleted_rows), w.key(fragment_id)
+    df = write_deletion_file(store, fragment_id, read_version, deleted,
+                             kind=kind_after_delete(previous.file_type if previous is not None else None,
+                                                    int(deleted.size)))
+    return df, df.path(fragment_id)
 
 
 __all__ = [
     "BITMAP_THRESHOLD",
-    "DELETION_DIR",
     "DeletionFile",
     "ROW_ID_SCHEMA",
     "clear_deletion_cache",
     "decode_arrow_deletions",
     "decode_bitmap_deletions",
-    "deletion_file_key",
     "encode_arrow_deletions",
     "encode_bitmap_deletions",
+    "check_deletions",
     "read_deletion_file",
-    "read_fragment_deletions",
     "kind_after_delete",
     "write_deletion_file",
     "write_fragment_deletions",

@@ -1,7 +1,8 @@
 """Rebasing a Delete/Update over a concurrent Delete/Update of the same fragments.
 
 When both transactions only changed deletion vectors of a shared fragment, lance merges
-the two vectors and retries (FACTS h, cell ``a``). If both deleted the same row, the
+the two vectors and retries (Delete/Update against Delete/Update in
+rust/lance/src/io/commit/conflict_resolver.rs). If both deleted the same row, the
 commit is a retryable conflict instead.
 """
 
@@ -15,15 +16,15 @@ import numpy.typing as npt
 from lance_format.errors import LanceError, RetryableCommitConflictError
 from lance_format.storage import ObjectStore
 from lance_format.table import deletion as _deletion
-from lance_format.table.fragment import FragmentMetadata
 from lance_format.table.manifest import Manifest
+from lance_format.table.models import FragmentMetadata
 from lance_format.table.transaction import LanceOperation, Transaction
 
 
 def _offsets(store: ObjectStore, frag: FragmentMetadata | None) -> npt.NDArray[np.uint32]:
     if frag is None or frag.deletion_file is None:
         return np.empty(0, dtype=np.uint32)
-    return _deletion.read_fragment_deletions(store, frag.id, frag.deletion_file)
+    return _deletion.read_deletion_file(store, frag.id, frag.deletion_file, physical_rows=frag.physical_rows)
 
 
 class DeletionRebase:

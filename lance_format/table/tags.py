@@ -36,8 +36,7 @@ from lance_format.errors import (
     TagNotFoundError,
 )
 from lance_format.storage.base import ObjectStore
-
-TAGS_DIR = "_refs/tags"
+from lance_format.table.naming import TAGS_DIR
 
 _U64_MAX = 2**64 - 1
 _RFC3339 = re.compile(
@@ -88,6 +87,36 @@ def validate_tag_name(name: str) -> None:
         raise TagError(f"invalid tag name {name!r}: cannot end with .lock")
     if ".." in name:
         raise TagError(f"invalid tag name {name!r}: cannot contain two consecutive dots")
+
+
+def validate_branch_name(name: str) -> None:
+    """Check ``name`` against lance's branch rules (``lance/docs/table/branch_tag.md``).
+
+    Branch names become directories (``tree/{name}/``), so anything that could leave
+    that directory (``..``, an absolute path, a backslash) is refused.
+
+    Raises:
+        TagError: naming the rule the name breaks.
+    """
+    if not isinstance(name, str) or not name:
+        raise TagError(f"invalid branch name {name!r}: cannot be empty")
+    if name.startswith("/") or name.endswith("/"):
+        raise TagError(f"invalid branch name {name!r}: cannot start or end with '/'")
+    if "//" in name or ".." in name or "\\" in name:
+        raise TagError(f"invalid branch name {name!r}: cannot contain '//', '..' or a backslash")
+    for segment in name.split("/"):
+        if not all(c.isalnum() or c in ".-_" for c in segment):
+            raise TagError(f"invalid branch name {name!r}: only alphanumerics, '.', '-', '_' and '/' are allowed")
+    if name.endswith(".lock"):
+        raise TagError(f"invalid branch name {name!r}: cannot end with .lock")
+    if name == "main":
+        raise TagError("invalid branch name 'main': reserved for the main branch")
+
+
+def branch_dir(name: str) -> str:
+    """Directory of branch ``name`` relative to the root dataset (``tree/{name}``)."""
+    validate_branch_name(name)
+    return f"tree/{name}"
 
 
 def tag_key(name: str) -> str:
@@ -152,6 +181,11 @@ def parse_tag(name: str, data: bytes, where: str) -> Tag:
     branch = obj.get("branch")
     if branch is not None and not isinstance(branch, str):
         raise CorruptFileError(f"{where}: 'branch' must be a string or null, got {branch!r}")
+    if branch is not None:
+        try:
+            validate_branch_name(branch)
+        except TagError as exc:
+            raise CorruptFileError(f"{where}: {exc}") from exc
     metadata = obj.get("metadata") or {}
     if not isinstance(metadata, dict) or not all(
         isinstance(k, str) and isinstance(v, str) for k, v in metadata.items()
@@ -195,8 +229,8 @@ def _check_args(name: str, version: int, manifest_size: int, branch: str | None)
         raise TagError(f"tag {name!r}: version must be a positive integer, got {version!r}")
     if isinstance(manifest_size, bool) or not isinstance(manifest_size, int) or manifest_size <= 0:
         raise TagError(f"tag {name!r}: manifest_size must be a positive integer, got {manifest_size!r}")
-    if branch is not None and (not isinstance(branch, str) or not branch):
-        raise TagError(f"tag {name!r}: branch must be a non-empty string or None")
+    if branch is not None:
+        validate_branch_name(branch)
 
 
 def write_tag(
@@ -320,6 +354,7 @@ def delete_tag(store: ObjectStore, name: str) -> None:
 __all__ = [
     "TAGS_DIR",
     "Tag",
+    "branch_dir",
     "delete_tag",
     "format_timestamp_ns",
     "list_tags",
@@ -328,6 +363,7 @@ __all__ = [
     "read_tag",
     "tag_key",
     "update_tag",
+    "validate_branch_name",
     "validate_tag_name",
     "write_tag",
 ]

@@ -10,27 +10,26 @@ from typing import Any
 from lance_format.errors import (
     CorruptFileError,
     DatasetNotFoundError,
+    InvalidInputError,
     ObjectNotFoundError,
     VersionNotFoundError,
 )
+from lance_format.session import CacheKind
 from lance_format.storage import ObjectStore
-from lance_format.table.manifest import (
-    Manifest,
-    check_feature_flags,
-    decode_manifest,
-    decode_manifest_pb,
-    summary_of_pb,
-)
+from lance_format.table.codec.manifest import decode_manifest, version_info
+from lance_format.table.codec.transaction import decode_transaction, operation_kind
+from lance_format.table.external_commit import resolve_latest, resolve_version
+from lance_format.table.manifest import Manifest, check_feature_flags
 from lance_format.table.naming import (
     HINT_KEY,
-    TRANSACTIONS_DIR,
     VERSIONS_DIR,
     NamingScheme,
     detect_scheme,
     manifest_key,
     parse_manifest_name,
+    transaction_key,
 )
-from lance_format.table.transaction import Transaction, decode_transaction, parse_transaction_pb
+from lance_format.table.transaction import Transaction
 
 
 def list_manifests(store: ObjectStore) -> tuple[dict[int, str], NamingScheme | None]:
@@ -63,8 +62,12 @@ def find_latest(store: ObjectStore) -> tuple[int, str, NamingScheme] | None:
 
     The hint file lets us avoid listing ``_versions/``: the hinted manifest must exist
     and we step forward past any newer ones (the hint may be stale). A missing, broken
-    or too-new hint falls back to a full listing, as lance does.
+    or too-new hint falls back to a full listing, as lance does. With an external manifest
+    store, its newest entry decides (and an unfinished commit is finalised first).
     """
+    resolved = resolve_latest(store)
+    if resolved is not None:
+        return resolved
     hint = read_hint(store)
     if hint is not None and hint >= 1:
         for scheme in (NamingScheme.V2, NamingScheme.V1):
@@ -81,24 +84,49 @@ def find_latest(store: ObjectStore) -> tuple[int, str, NamingScheme] | None:
     return top, names[top], listed
 
 
+#: Largest version a manifest name can carry (V2 names store ``u64::MAX - version``).
+MAX_VERSION = (1 << 64) - 2
+
+
+def check_version_arg(store: ObjectStore, version: object) -> int:
+    """Return ``version`` if it is a version number a caller may ask for.
+
+    Raises:
+        InvalidInputError: if it is not an integer (floats, bytes, None...).
+        VersionNotFoundError: if it is an integer no manifest can carry (negative, zero, > u64).
+    """
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise InvalidInputError(f"{store.uri('')}: version must be an integer or a tag name, "
+                                f"got {type(version).__name__} {version!r}")
+    if not 1 <= version <= MAX_VERSION:
+        raise VersionNotFoundError(f"{store.uri('')}: version {version} does not exist")
+    return version
+
+
 def manifest_key_of(store: ObjectStore, version: int) -> str:
     """Return the key of ``version``'s manifest (V2 name first, then V1).
 
     Raises:
+        InvalidInputError: if ``version`` is not an integer.
         VersionNotFoundError: if neither exists.
     """
+    check_version_arg(store, version)
     for scheme in (NamingScheme.V2, NamingScheme.V1):
         key = manifest_key(version, scheme)
         if store.exists(key):
             return key
+    repaired = resolve_version(store, version)  # committed, but its writer never finalised it
+    if repaired is not None:
+        return repaired
     raise VersionNotFoundError(f"{store.uri('')}: version {version} does not exist")
 
 
-#: The manifest this process last wrote per dataset: root -> (key, file bytes, manifest).
-#: Reading the same bytes back (the next append's base) then skips decoding them.
-_WRITTEN: dict[str, tuple[str, bytes, Manifest]] = {}
-_WRITTEN_MAX = 16
-_WRITTEN_MAX_BYTES = 8 << 20
+#: The manifest this process last wrote per dataset, in the store's session:
+#: root -> (key, file bytes, manifest). Reading the same bytes back (the next append's base)
+#: then skips decoding them.
+WRITTEN_MANIFEST: CacheKind[tuple[str, bytes, Manifest]] = CacheKind("written_manifest")
+#: A decoded manifest holds several times its file size (models, schema, strings).
+_MANIFEST_BYTES_PER_FILE_BYTE = 8
 
 
 def remember_written(store: ObjectStore, key: str, data: bytes, manifest: Manifest) -> None:
@@ -106,25 +134,24 @@ def remember_written(store: ObjectStore, key: str, data: bytes, manifest: Manife
 
     ``manifest`` must be exactly what :func:`decode_manifest` returns for ``data``.
     """
-    if len(data) > _WRITTEN_MAX_BYTES:
+    cache = store.session.metadata_cache
+    cost = (1 + _MANIFEST_BYTES_PER_FILE_BYTE) * len(data)
+    if cost > cache.capacity_bytes // 8:
         return
-    root = store.uri("")
-    if root not in _WRITTEN and len(_WRITTEN) >= _WRITTEN_MAX:
-        _WRITTEN.clear()
-    _WRITTEN[root] = (key, data, manifest)
+    cache.put(WRITTEN_MANIFEST, store.uri(""), (key, data, manifest), cost)
 
 
 def read_manifest(store: ObjectStore, key: str, *, for_write: bool = False) -> Manifest:
     """Read, decode and flag-check the manifest stored at ``key``."""
     where = store.uri(key)
     data = store.read(key)
-    known = _WRITTEN.get(store.uri(""))
+    known = store.session.metadata_cache.get(WRITTEN_MANIFEST, store.uri(""))
     # Equal bytes decode to an equal manifest; anything else (a dataset recreated at the
     # same place, a damaged file) is decoded and checked as usual.
     if known is not None and known[0] == key and known[1] == data:
         manifest = known[2]
     else:
-        manifest = decode_manifest(data, where)
+        manifest = decode_manifest(data, where, session=store.session)
     check_feature_flags(manifest, where, for_write=for_write)
     return manifest
 
@@ -142,8 +169,7 @@ def load_manifest(store: ObjectStore, version: int | None = None, *, for_write: 
             raise DatasetNotFoundError(f"{store.uri('')}: no Lance dataset found (no manifests in _versions/)")
         key = found[1]
     else:
-        if version < 1:
-            raise VersionNotFoundError(f"{store.uri('')}: version {version} does not exist")
+        check_version_arg(store, version)
         try:
             key = manifest_key_of(store, version)
         except VersionNotFoundError:
@@ -162,7 +188,7 @@ def load_transaction(store: ObjectStore, manifest: Manifest) -> Transaction | No
     if manifest.transaction_bytes is not None:
         return decode_transaction(manifest.transaction_bytes, f"{where} (inline transaction)")
     if manifest.transaction_file:
-        key = f"{TRANSACTIONS_DIR}/{manifest.transaction_file}"
+        key = transaction_key(manifest.transaction_file)
         try:
             data = store.read(key)
         except ObjectNotFoundError:
@@ -186,21 +212,21 @@ def version_summaries(store: ObjectStore) -> list[dict[str, Any]]:
             data = store.read(key)
         except ObjectNotFoundError:
             continue  # removed by a concurrent cleanup
-        pb, txn = decode_manifest_pb(data, where)
+        info = version_info(data, where, session=store.session)
         op = None
-        if txn is not None:
-            op = parse_transaction_pb(txn, f"{where} (inline transaction)").WhichOneof("operation")
-        elif pb.transaction_file:
+        if info.transaction_bytes is not None:
+            op = operation_kind(info.transaction_bytes, f"{where} (inline transaction)")
+        elif info.transaction_file:
             try:
-                t = decode_transaction(store.read(f"{TRANSACTIONS_DIR}/{pb.transaction_file}"), where)
+                t = decode_transaction(store.read(transaction_key(info.transaction_file)), where)
                 op = t.operation.kind
             except ObjectNotFoundError:
                 op = None
         out.append({
             "version": version,
-            "timestamp_ns": pb.timestamp.seconds * 1_000_000_000 + pb.timestamp.nanos,
+            "timestamp_ns": info.timestamp_ns,
             "operation": op,
-            "metadata": summary_of_pb(pb),
+            "metadata": info.summary,
         })
     return out
 
@@ -215,8 +241,18 @@ def write_hint(store: ObjectStore, version: int) -> None:
 def read_hint(store: ObjectStore) -> int | None:
     """Return the hinted latest version, ``None`` if missing or unreadable."""
     try:
-        obj = json.loads(store.read(HINT_KEY))
+        data = store.read(HINT_KEY)
+        if len(data) > _HINT_MAX_BYTES:  # ours is ~20 bytes; anything big is not a hint
+            return None
+        obj = json.loads(data)
         value = obj.get("version") if isinstance(obj, dict) else None
-        return value if isinstance(value, int) else None
-    except (ObjectNotFoundError, ValueError, CorruptFileError):
+    except (ObjectNotFoundError, ValueError, CorruptFileError, RecursionError):
         return None
+    # An absurd number (negative, a float, beyond u64) is as useless as a missing hint:
+    # pylance falls back to listing ``_versions/`` then, and so do we.
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_VERSION:
+        return None
+    return value
+
+
+_HINT_MAX_BYTES = 4096

@@ -112,6 +112,8 @@ def unpack_blocks(packed: np.ndarray, width: int, t: int) -> np.ndarray:
 _SMALL_BLOCKS = 4
 
 
+# Process-wide on purpose (not in a Session): the key domain is (width <= t, t in 8/16/32/64),
+# at most 256 cached tables of <= 32 KiB each (8 MiB worst case), whatever data is read.
 @functools.lru_cache(maxsize=256)
 def _gather_table(width: int, t: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per logical value of one block: first word, shift, and (where it spills) the next word."""

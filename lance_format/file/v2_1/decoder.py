@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,10 +15,13 @@ from lance_format.file.v2_1.arrow import leaf_paths, merge, page_to_arrow
 from lance_format.file.v2_1.blocks import BlobRefs, Var, gather_ranges
 from lance_format.file.v2_1.fsst import num_threads, pool
 from lance_format.file.v2_1.layout import decode_miniblock_page, decode_page, miniblock_plan
-from lance_format.file.v2_1.readio import read_ranges
+from lance_format.session import CacheKind, LruCache
 
 PAGE_LAYOUT_URL = "/lance.encodings21.PageLayout"
-_CACHE_BYTES = 256 * 1024 * 1024  # decoded pages kept for later batches of the same pages
+#: Decoded pages one reader keeps for later batches of the same pages. Per reader (it dies with
+#: the reader), not per session: the pages are only useful to the reader that decoded them.
+_CACHE_BYTES = 256 * 1024 * 1024
+_PAGE: CacheKind[pa.Array] = CacheKind("decoded_page")
 _PARALLEL_MIN_ROWS = 16384
 _MAX_PAGE_ROWS = 1 << 32  # sanity bound: a corrupt length must not make us allocate terabytes
 _PARTIAL_READS_BEFORE_CACHING = 2
@@ -61,8 +63,7 @@ class Decoder21:
         self.path = getattr(meta, "path", "<file>")
         version = getattr(meta, "version", (2, 1))
         self.version = f"{version[0]}.{version[1]}"
-        self._cache: OrderedDict[tuple[int, int], pa.Array] = OrderedDict()
-        self._cache_bytes = 0
+        self._pages = LruCache(_CACHE_BYTES)
         self._partial_reads: dict[tuple[int, int], int] = {}
         self._last: dict[int, tuple[int, pa.Array]] = {}
         self._next_start: dict[int, int] = {}  # per column: where the previous read_range stopped
@@ -108,26 +109,22 @@ class Decoder21:
             last = self._last.get(key[0])
             if last is not None and last[0] == key[1]:
                 return last[1]
-            arr = self._cache.get(key)
-            if arr is not None:
-                self._cache.move_to_end(key)
-            return arr
+        return self._pages.get(_PAGE, key)
 
-    def _remember(self, key: tuple[int, int], arr: pa.Array) -> None:
-        """Keep the newest page of every column regardless of size, older ones within a budget."""
+    def _remember(self, key: tuple[int, int], arr: pa.Array, *, forward: bool = False) -> None:
+        """Keep the newest page of every column regardless of size, older ones within a budget.
+
+        ``forward``: the read continues where the previous one of this column stopped (a scan);
+        the pages behind it will not be read again, so they are dropped rather than cached
+        (a scan's memory then stays at about one page per column, not one file's worth).
+        """
         with self._lock:
             prev = self._last.get(key[0])
             self._last[key[0]] = (key[1], arr)
-            if prev is not None and prev[0] != key[1]:
-                old_key = (key[0], prev[0])
-                if old_key not in self._cache:
-                    self._cache[old_key] = prev[1]
-                    self._cache_bytes += prev[1].nbytes
-            while self._cache_bytes > _CACHE_BYTES and self._cache:
-                _, old = self._cache.popitem(last=False)
-                self._cache_bytes -= old.nbytes
+        if prev is not None and prev[0] != key[1] and not (forward and prev[0] < key[1]):
+            self._pages.put(_PAGE, (key[0], prev[0]), prev[1], prev[1].nbytes)
 
-    def _decode_pages(self, leaf: _Leaf, page_ids: list[int]) -> list[pa.Array]:
+    def _decode_pages(self, leaf: _Leaf, page_ids: list[int], *, forward: bool = False) -> list[pa.Array]:
         col = leaf.column.index
         out: dict[int, pa.Array] = {}
         missing = []
@@ -141,7 +138,7 @@ class Decoder21:
         for p in missing:
             page = leaf.column.pages[p]
             ranges.extend(zip(page.buffer_offsets, page.buffer_sizes, strict=False))
-        raw = read_ranges(self.source, ranges, "page buffer") if ranges else []
+        raw = self.source.read_arrays(ranges, "page buffer") if ranges else []
         pos = 0
         for p in missing:
             page = leaf.column.pages[p]
@@ -149,7 +146,7 @@ class Decoder21:
             bufs = raw[pos : pos + nb]
             pos += nb
             out[p] = self._decode_one(leaf, p, page, bufs)
-            self._remember((col, p), out[p])
+            self._remember((col, p), out[p], forward=forward)
         return [out[p] for p in page_ids]
 
     def _decode_one(self, leaf: _Leaf, idx: int, page: Any, bufs: list[np.ndarray]) -> pa.Array:
@@ -203,7 +200,9 @@ class Decoder21:
                 with self._lock:
                     self._next_start[leaf.column.index] = stop
                 return partial
-        arrays = self._decode_pages(leaf, pages)
+        with self._lock:
+            forward = self._next_start.get(leaf.column.index) == start
+        arrays = self._decode_pages(leaf, pages, forward=forward)
         with self._lock:
             self._next_start[leaf.column.index] = stop
         if not arrays:
@@ -340,7 +339,7 @@ class Decoder21:
             extra = [(page.buffer_offsets[0], page.buffer_sizes[0])]
             if m.HasField("dictionary"):
                 extra.append((page.buffer_offsets[2], page.buffer_sizes[2]))
-            raw = read_ranges(self.source, extra, "page buffer")
+            raw = self.source.read_arrays(extra, "page buffer")
             meta = raw[0]
             counts, sizes = miniblock_plan(m, meta)
             first_row = np.concatenate([[0], np.cumsum(counts)])
@@ -357,7 +356,7 @@ class Decoder21:
             lens = sizes[chunks].astype(np.int64)
             if int(lens.sum()) * _WHOLE_BUFFER_FRACTION >= int(offs[-1]):
                 # many chunks: one large read of the data buffer beats thousands of small ones
-                whole = read_ranges(self.source, [(int(page.buffer_offsets[1]), int(offs[-1]))])[0]
+                whole = self.source.read_arrays([(int(page.buffer_offsets[1]), int(offs[-1]))], "page buffer")[0]
                 data = gather_ranges(whole, offs[chunks], lens)
             else:
                 blob, at = self.source.gather(int(page.buffer_offsets[1]) + offs[chunks], lens, "page buffer")

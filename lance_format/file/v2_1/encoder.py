@@ -68,6 +68,18 @@ def _refuse_unwritable(field: pa.Field, path: str, version: tuple[int, ...]) -> 
             f"field {path!r}: map columns need data storage version 2.2 "
             f"(file version {version[0]}.{version[1]} cannot store {t})"
         )
+    if pa.types.is_fixed_size_list(t):
+        item = t.value_type
+        while pa.types.is_fixed_size_list(item):
+            item = item.value_type
+        if is_var(item) or pa.types.is_list(item) or pa.types.is_large_list(item) or pa.types.is_map(item) \
+                or pa.types.is_dictionary(item):
+            # pylance 14.0.2 cannot write these either (its encoder panics); files we wrote
+            # would be unreadable there, so refuse and name the version that was asked for.
+            raise UnsupportedTypeError(
+                f"field {path!r}: fixed-size lists of {item} are not supported "
+                f"(file version {version[0]}.{version[1]})"
+            )
     if pa.types.is_struct(t):
         for i in range(t.num_fields):
             _refuse_unwritable(t.field(i), f"{path}.{t.field(i).name}", version)

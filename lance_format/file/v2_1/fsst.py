@@ -18,14 +18,18 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_format.errors import CorruptFileError
+from lance_format.session import CacheKind, LruCache
 
 _MAGIC = 0x46535354
 ESC = 255
 
 
-_PAIR_CACHE: dict[tuple[bytes, bytes, bool], pa.Array] = {}  # oldest first; each entry ~0.5-1.3 MiB
-_PAIR_CACHE_SIZE = 16
-_PAIR_CACHE_LOCK = threading.Lock()
+#: Two-code tables by symbol table, shared by the pages and re-reads of a file. Process-wide
+#: rather than per session: an entry is a pure function of a 2.3 KB symbol table, at most
+#: 65536 x 16 bytes plus offsets (~1.5 MiB), so this fixed bound holds whatever is read.
+PAIR_TABLE: CacheKind[pa.Array] = CacheKind("fsst_pairs")
+PAIR_CACHE_BYTES = 24 * 1024 * 1024
+_PAIR_CACHE = LruCache(PAIR_CACHE_BYTES)
 
 
 class SymbolTable:
@@ -77,14 +81,10 @@ class SymbolTable:
             arr = self._pairs.get(large)
             if arr is None:
                 key = (self.symbols.tobytes(), self.lens.tobytes(), large)
-                with _PAIR_CACHE_LOCK:
-                    arr = _PAIR_CACHE.get(key)
+                arr = _PAIR_CACHE.get(PAIR_TABLE, key)
                 if arr is None:
                     arr = self._build_pairs(large)
-                    with _PAIR_CACHE_LOCK:  # pages and re-reads of a file share their tables
-                        _PAIR_CACHE[key] = arr
-                        while len(_PAIR_CACHE) > _PAIR_CACHE_SIZE:
-                            del _PAIR_CACHE[next(iter(_PAIR_CACHE))]
+                    _PAIR_CACHE.put(PAIR_TABLE, key, arr, arr.nbytes + len(key[0]) + len(key[1]))
                 self._pairs[large] = arr
         return arr
 

@@ -27,7 +27,7 @@ def fixed_bits(t: pa.DataType) -> int:
     try:
         return int(t.bit_width)
     except ValueError:
-        raise UnsupportedTypeError(f"cannot write a column of type {t} as 2.1") from None
+        raise UnsupportedTypeError(f"cannot write a column of type {t}: not a fixed-width type") from None
 
 
 def is_large(t: pa.DataType) -> bool:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pyarrow as pa
 
@@ -217,16 +219,11 @@ def bss_chunks(values: np.ndarray, bits: int, cap: int = MAX_CHUNK_VALUES) -> Va
     return ValueChunks(counts, bufs, enc)
 
 
-_CODECS: dict[tuple[str, int | None], pa.Codec] = {}
-
-
+# Stateless codec handles by (algorithm, level): a few hundred bytes each, and the key domain is
+# the handful of algorithms times the valid levels; functools' bounded LRU is all this needs.
+@functools.lru_cache(maxsize=64)
 def _codec(name: str, level: int | None) -> pa.Codec:
-    key = (name, level)
-    codec = _CODECS.get(key)
-    if codec is None:
-        codec = pa.Codec(name, compression_level=level) if level is not None else pa.Codec(name)
-        _CODECS[key] = codec
-    return codec
+    return pa.Codec(name, compression_level=level) if level is not None else pa.Codec(name)
 
 
 def compress_buffer(scheme: str, data: bytes, level: int | None) -> bytes:

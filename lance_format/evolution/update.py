@@ -1,0 +1,104 @@
+"""``update(values, where)``: rewrite matching rows with new values, in one ``Update`` commit.
+
+As pylance 14.0.2 does it: matching rows are deleted from their fragments (deletion
+vectors; a fragment whose rows all match is removed) and written again, with the new
+values, into new fragments; with stable row ids they keep their ids and creation
+version. ``fields_for_preserving_frag_bitmap`` lists the updated fields.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow.compute as pc
+
+from lance_format.errors import InvalidInputError
+from lance_format.evolution import rowops
+from lance_format.table.read import ROW_ADDR, ROW_ID
+from lance_format.table.scan import ScanOptions
+
+if TYPE_CHECKING:
+    from lance_format.dataset import LanceDataset
+
+_KEYS = ("num_rows_updated",)
+
+
+@dataclass(frozen=True, eq=False)
+class UpdateResult(Mapping[str, int]):
+    """Rows an ``update`` rewrote; also readable as pylance's ``{"num_rows_updated": n}``."""
+
+    num_rows_updated: int
+
+    def __getitem__(self, key: str) -> int:
+        if key not in _KEYS:
+            raise KeyError(key)
+        return self.num_rows_updated
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_KEYS)
+
+    def __len__(self) -> int:
+        return 1
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Mapping):
+            return NotImplemented
+        return dict(self.items()) == dict(other.items())
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def update(ds: LanceDataset, updates: Mapping[str, str], where: str | pc.Expression | None = None, *,
+           conflict_retries: int = 10) -> UpdateResult:
+    """Set columns to SQL expressions (over the old row) on rows matching ``where`` (all if ``None``).
+
+    The handle moves to the new version; a version is committed even when no row matches.
+
+    Raises:
+        InvalidInputError: unknown columns or bad expressions.
+    """
+    from lance_format.evolution.sqlexpr import evaluate, value_expression
+
+    if not updates:
+        raise InvalidInputError("update() needs at least one column to set")
+    names = ds.schema.names
+    for col, text in updates.items():
+        if col not in names:
+            raise InvalidInputError(f"{ds.uri}: update of unknown column {col!r} (columns: {names})")
+        value_expression(text, ds.schema)  # parse before anything is written
+    field_ids = [ds.lance_schema.field(c).id for c in updates]
+    holder: list[int] = []
+
+    def attempt(current: LanceDataset) -> Any:
+        from lance_format.table.scan import filter_expression as _filter_expression
+
+        expr = _filter_expression(where, current.schema)
+        stable = current.has_stable_row_ids
+        # One pass over every column: fetching the matches by row afterwards (take) measured
+        # slower at 1% selectivity than decoding the pages sequentially.
+        opts = ScanOptions(list(current.schema.names), expr, with_row_id=stable, with_row_address=True,
+                           batch_size=rowops.SCAN_BATCH)
+        rows = rowops.scan_fragments_concurrently(current, opts)
+        addr = rows.column(ROW_ADDR).to_numpy().astype(np.uint64)
+        kept_ids = rows.column(ROW_ID).to_numpy().astype(np.uint64) if stable else None
+        data = rows.select(current.schema.names)
+        if data.num_rows:
+            types = {c: current.schema.field(c).type for c in updates}
+            values = evaluate(data, dict(updates), types)
+            for col, arr in values.items():
+                data = data.set_column(data.schema.get_field_index(col), current.schema.field(col), arr)
+        created = None
+        if stable and addr.size:
+            created = rowops.created_versions(current, addr)
+        manifest = rowops.rewrite_rows(current, addr, data, row_ids=kept_ids, created_at=created,
+                                       fields_for_preserving_frag_bitmap=field_ids)
+        holder.append(int(addr.size))
+        return manifest
+
+    manifest = rowops.with_retries(ds, attempt, conflict_retries)
+    ds._set_manifest(manifest)
+    return UpdateResult(holder[-1])
+

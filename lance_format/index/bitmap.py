@@ -1,0 +1,156 @@
+"""BITMAP scalar index files, written and read as pylance 14.0.2 does.
+
+Layout (``write_bitmap_index``, ``rust/lance-index/src/scalar/bitmap.rs``): one file
+``bitmap_page_lookup.lance`` with a row per distinct value (a null key included):
+``keys`` (the column type) and ``bitmaps`` (binary, the key's rows as a serialized
+``RowIdTreeMap``, see :mod:`lance_format.index.rowset`). pylance 14.0.2 writes the
+keys sorted (null first) and the schema metadata ``lance:index_stats`` =
+``{"num_bitmaps": n}``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lance_format.errors import CorruptFileError, LanceError
+from lance_format.index.predicates import ValueQuery, value_mask
+from lance_format.index.rowset import decode_row_set, encode_row_set
+from lance_format.index.store import IndexDir
+from lance_format.table.index_metadata import IndexFile
+
+LOOKUP = "bitmap_page_lookup.lance"
+
+U64 = npt.NDArray[np.uint64]
+
+
+def group_rows(values: pa.Array, ids: U64) -> tuple[pa.Array, list[U64]]:
+    """Distinct values (sorted, null first) and each one's sorted ids.
+
+    Values are dictionary-encoded first, so only the distinct values are sorted and the
+    rows are grouped by an integer sort (sorting millions of strings is far slower).
+    """
+    if len(values) == 0:
+        return values, []
+    enc = pc.dictionary_encode(values, null_encoding="mask")
+    if isinstance(enc, pa.ChunkedArray):
+        enc = enc.combine_chunks()
+    dictionary = enc.dictionary
+    # rank of each distinct value in sorted order; nulls get -1 so they come first
+    by_value = pc.array_sort_indices(dictionary).to_numpy()
+    rank = np.empty(len(dictionary), dtype=np.int64)
+    rank[by_value] = np.arange(len(dictionary))
+    indices = enc.indices
+    if indices.null_count:
+        codes = indices.fill_null(0).to_numpy(zero_copy_only=False)
+        keyed = np.where(indices.is_null().to_numpy(zero_copy_only=False), -1, rank[codes])
+    else:
+        keyed = rank[indices.to_numpy()]
+    if ids.size < 2 or bool(np.all(ids[1:] > ids[:-1])):  # scan order: a stable sort by key suffices
+        # numpy's stable sort is a radix sort for 16-bit keys: the common low-cardinality case
+        small = len(dictionary) < 2**15 - 1
+        order = np.argsort(keyed.astype(np.int16 if small else np.int64), kind="stable")
+    else:
+        order = np.lexsort((ids, keyed))  # by key, then by id
+    keyed, ids = keyed[order], ids[order]
+    starts = np.concatenate(([0], np.flatnonzero(keyed[1:] != keyed[:-1]) + 1))
+    stops = np.concatenate((starts[1:], [keyed.size]))
+    first = keyed[starts]
+    keys = dictionary.take(pa.array(by_value[first.clip(min=0)]))
+    if first[0] == -1:  # the null key
+        keys = pa.concat_arrays([pa.nulls(1, values.type), keys.slice(1)])
+    return keys, [ids[a:b] for a, b in zip(starts, stops, strict=True)]
+
+
+def write_bitmap(out: IndexDir, keys: pa.Array, rows: list[U64]) -> tuple[IndexFile, ...]:
+    """Write the BITMAP file from distinct ``keys`` and each key's sorted row ids."""
+    bitmaps = pa.array([encode_row_set(r) for r in rows], pa.binary())
+    table = pa.table({"keys": keys, "bitmaps": bitmaps},
+                     schema=pa.schema([pa.field("keys", keys.type), pa.field("bitmaps", pa.binary())]))
+    meta = {"lance:index_stats": json.dumps({"num_bitmaps": len(keys)}, separators=(",", ":"))}
+    return (out.write(LOOKUP, table, meta),)
+
+
+class BitmapIndex:
+    """An opened BITMAP segment: keys in memory, a key's bitmap read when a query needs it."""
+
+    def __init__(self, index_dir: IndexDir, fragment_rows: Callable[[int], int | None]):
+        probe = index_dir.reader(LOOKUP)
+        self._where = probe.path
+        if probe.schema.names[:2] != ["keys", "bitmaps"]:
+            raise CorruptFileError(f"{probe.path}: expected columns keys, bitmaps")
+        self.keys = index_dir.reader(LOOKUP, ["keys"]).read_all(batch_size=1 << 20).to_table() \
+            .column("keys").combine_chunks()
+        self._bitmap_reader = index_dir.reader(LOOKUP, ["bitmaps"])
+        self._fragment_rows = fragment_rows
+
+    @property
+    def num_bitmaps(self) -> int:
+        """Distinct keys (a null key included)."""
+        return len(self.keys)
+
+    def _rows(self, which: npt.NDArray[np.int64]) -> list[U64]:
+        blobs = self._bitmap_reader.take_rows(which, batch_size=1 << 20).to_table().column("bitmaps")
+        return [decode_row_set(b, self._fragment_rows, where=f"{self._where} key {int(i)}")
+                for i, b in zip(which, blobs.to_pylist(), strict=True)]
+
+    def search(self, query: ValueQuery) -> U64:
+        """Ids matching ``query``, unsorted."""
+        hits = np.flatnonzero(value_mask(self.keys, query).to_numpy(zero_copy_only=False))
+        if hits.size == 0:
+            return np.empty(0, np.uint64)
+        return np.concatenate(self._rows(hits))
+
+    def read_all(self) -> tuple[pa.Array, list[U64]]:
+        """Every key with its ids."""
+        return self.keys, self._rows(np.arange(len(self.keys)))
+
+
+# --- LABEL_LIST -------------------------------------------------------------------------------
+#: Schema metadata naming the global buffer that holds the rows whose list is null.
+LABEL_LIST_NULLS = "lance:label_list_nulls"
+
+
+def label_list_rows(lists: pa.Array, ids: U64) -> tuple[pa.Array, list[U64], U64]:
+    """Distinct list elements with each one's sorted ids, and the ids of null lists.
+
+    A LABEL_LIST segment is a BITMAP over the elements (a null element is a null key; an
+    empty list is in no bitmap) plus the null lists (``LabelListIndex``,
+    ``rust/lance-index/src/scalar/label_list.rs``).
+    """
+    if isinstance(lists, pa.ChunkedArray):
+        lists = lists.combine_chunks()
+    flat = pc.list_flatten(lists)
+    parents = pc.list_parent_indices(lists).to_numpy(zero_copy_only=False).astype(np.int64)
+    keys, rows = group_rows(flat, ids[parents])
+    rows = [np.unique(r) for r in rows]  # a list may repeat an element
+    nulls = np.sort(ids[lists.is_null().to_numpy(zero_copy_only=False)]) if lists.null_count else ids[:0]
+    return keys, rows, nulls
+
+
+def write_label_list(out: IndexDir, keys: pa.Array, rows: list[U64], nulls: U64) -> tuple[IndexFile, ...]:
+    """Write a LABEL_LIST file as pylance 14.0.2 does: the BITMAP file + null lists in global buffer 1."""
+    bitmaps = pa.array([encode_row_set(r) for r in rows], pa.binary())
+    table = pa.table({"keys": keys, "bitmaps": bitmaps},
+                     schema=pa.schema([pa.field("keys", keys.type), pa.field("bitmaps", pa.binary())]))
+    meta = {LABEL_LIST_NULLS: "1",
+            "lance:index_stats": json.dumps({"num_bitmaps": len(keys)}, separators=(",", ":"))}
+    return (out.write(LOOKUP, table, meta, global_buffers=[encode_row_set(nulls)]),)
+
+
+def read_label_list_nulls(index_dir: IndexDir, fragment_rows: Callable[[int], int | None]) -> U64:
+    """Ids of the rows whose list is null (empty when the file records none)."""
+    reader = index_dir.reader(LOOKUP, ["keys"])
+    raw = reader.schema.metadata.get(LABEL_LIST_NULLS.encode()) if reader.schema.metadata else None
+    if raw is None:
+        return np.empty(0, np.uint64)
+    try:
+        data = reader.read_global_buffer(int(raw))
+    except (ValueError, LanceError) as exc:
+        raise CorruptFileError(f"{reader.path}: bad {LABEL_LIST_NULLS} global buffer {raw!r}: {exc}") from exc
+    return decode_row_set(data, fragment_rows, where=f"{reader.path} null lists")

@@ -1,0 +1,80 @@
+"""What an index is asked: a value range, a value list or "is null" on one column.
+
+These are the leaves of an index query (``ScalarIndexExpr`` in
+``rust/lance-index/src/scalar/expression.rs`` plays the same role upstream).
+Literals are Arrow scalars already cast to the column type.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+
+@dataclass(frozen=True)
+class Range:
+    """``lo <(=) value <(=) hi``; a ``None`` bound is open. ``=`` is ``lo == hi``, both inclusive."""
+
+    lo: pa.Scalar | None = None
+    lo_inclusive: bool = True
+    hi: pa.Scalar | None = None
+    hi_inclusive: bool = True
+
+    def describe(self, column: str) -> str:
+        """SQL-like text for ``explain_plan``."""
+        if self.lo is not None and self.hi is not None and self.lo == self.hi and self.lo_inclusive \
+                and self.hi_inclusive:
+            return f"{column} = {self.lo.as_py()}"
+        parts = []
+        if self.lo is not None:
+            parts.append(f"{column} {'>=' if self.lo_inclusive else '>'} {self.lo.as_py()}")
+        if self.hi is not None:
+            parts.append(f"{column} {'<=' if self.hi_inclusive else '<'} {self.hi.as_py()}")
+        return " AND ".join(parts) or f"{column} IS NOT NULL"
+
+
+@dataclass(frozen=True)
+class In:
+    """``value IN (values)``."""
+
+    values: tuple[pa.Scalar, ...]
+
+    def describe(self, column: str) -> str:
+        """SQL-like text for ``explain_plan``."""
+        return f"{column} IN ({', '.join(str(v.as_py()) for v in self.values)})"
+
+
+@dataclass(frozen=True)
+class IsNull:
+    """``value IS NULL``."""
+
+    def describe(self, column: str) -> str:
+        """SQL-like text for ``explain_plan``."""
+        return f"{column} IS NULL"
+
+
+ValueQuery = Range | In | IsNull
+
+
+def value_mask(values: pa.Array, query: ValueQuery) -> pa.Array:
+    """Boolean mask of ``values`` matching ``query`` (nulls never match a Range or In).
+
+    Floating NaN is treated as matching every Range and In: SQL here orders NaN above
+    every number while Arrow comparisons say false, so the index keeps those rows and
+    the filter evaluated on the fetched rows decides.
+    """
+    if isinstance(query, IsNull):
+        return pc.is_null(values)
+    if isinstance(query, In):
+        mask = pc.is_in(values, value_set=pa.array([v.as_py() for v in query.values], values.type))
+    else:
+        mask = pc.is_valid(values)
+        if query.lo is not None:
+            mask = pc.and_(mask, (pc.greater_equal if query.lo_inclusive else pc.greater)(values, query.lo))
+        if query.hi is not None:
+            mask = pc.and_(mask, (pc.less_equal if query.hi_inclusive else pc.less)(values, query.hi))
+    if pa.types.is_floating(values.type):
+        mask = pc.or_kleene(mask, pc.is_nan(values))
+    return pc.fill_null(mask, False)

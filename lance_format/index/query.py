@@ -1,0 +1,196 @@
+"""Which parts of a SQL filter an index can answer.
+
+The filter text is parsed again with sqlglot (as :mod:`lance_format.sql` does) and the
+predicates an index understands — ``=``, ``<``, ``<=``, ``>``, ``>=``, ``BETWEEN``,
+``IN``, ``IS NULL`` on an indexed column against literals, combined with ``AND`` /
+``OR`` — become an :data:`IndexExpr`. Anything else is "not answerable" (``None``).
+
+The index result is used as a *candidate set*: the full filter is still evaluated on
+the fetched rows (pylance's ``refine_filter`` plays this role), so an answer may be a
+superset but never miss a row. Hence ``AND`` may drop an unanswerable child, while
+``OR`` with an unanswerable child is unanswerable.
+"""
+
+from __future__ import annotations
+
+import decimal
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pyarrow as pa
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import SqlglotError
+
+from lance_format.index.predicates import In, IsNull, Range, ValueQuery
+from lance_format.table.index_metadata import IndexMetadata
+
+
+@dataclass(frozen=True)
+class Leaf:
+    """One predicate answered by the index ``index_name``."""
+
+    column: str
+    query: ValueQuery
+    index_name: str
+    index_type: str  # display type, e.g. "BTree"
+
+    def describe(self) -> str:
+        """pylance's ``[a = 3]@a_idx(BTree)`` form."""
+        return f"[{self.query.describe(self.column)}]@{self.index_name}({self.index_type})"
+
+
+@dataclass(frozen=True)
+class AndExpr:
+    """Rows matching every child."""
+
+    children: tuple[IndexExpr, ...]
+
+    def describe(self) -> str:
+        """``AND(child,child)``."""
+        return f"AND({','.join(c.describe() for c in self.children)})"
+
+
+@dataclass(frozen=True)
+class OrExpr:
+    """Rows matching any child."""
+
+    children: tuple[IndexExpr, ...]
+
+    def describe(self) -> str:
+        """``OR(child,child)``."""
+        return f"OR({','.join(c.describe() for c in self.children)})"
+
+
+IndexExpr = Leaf | AndExpr | OrExpr
+#: column name -> (index name, display type, segments)
+IndexedColumns = dict[str, tuple[str, str, tuple[IndexMetadata, ...]]]
+
+_FLIP: dict[type[exp.Expr], type[exp.Expr]] = {exp.LT: exp.GT, exp.LTE: exp.GTE, exp.GT: exp.LT, exp.GTE: exp.LTE, exp.EQ: exp.EQ}
+
+
+def parse_index_expr(text: str, schema: pa.Schema, indexed: IndexedColumns) -> IndexExpr | None:
+    """The index-answerable part of SQL filter ``text`` (``None`` if there is none)."""
+    if not indexed:
+        return None
+    from lance_format.sql import _LanceSql
+
+    try:
+        tree = sqlglot.parse_one(text, read=_LanceSql)
+    except (SqlglotError, ValueError):
+        return None
+    return _Builder(schema, indexed).visit(tree)
+
+
+class _Builder:
+    def __init__(self, schema: pa.Schema, indexed: IndexedColumns):
+        self.schema = schema
+        self.indexed = indexed
+
+    def visit(self, node: exp.Expr) -> IndexExpr | None:
+        if isinstance(node, exp.Paren):
+            return self.visit(node.this)
+        if isinstance(node, (exp.And, exp.Or)):
+            kids = [self.visit(node.left), self.visit(node.right)]
+            if isinstance(node, exp.And):
+                usable = [k for k in kids if k is not None]
+                return _flat(AndExpr, usable) if usable else None
+            return None if any(k is None for k in kids) else _flat(OrExpr, kids)  # type: ignore[arg-type]
+        if type(node) in _FLIP:
+            return self._compare(node)
+        if isinstance(node, exp.Between):
+            col = self._column(node.this)
+            lo, hi = self._literal(col, node.args.get("low")), self._literal(col, node.args.get("high"))
+            if col is None or lo is None or hi is None:
+                return None
+            return self._leaf(col, Range(lo, True, hi, True))
+        if isinstance(node, exp.In):
+            col = self._column(node.this)
+            if col is None or node.args.get("query") is not None or node.args.get("unnest") is not None:
+                return None
+            vals = []
+            for e in node.expressions:
+                if isinstance(e, exp.Null):
+                    continue  # a NULL in the list never makes a row match
+                v = self._literal(col, e)
+                if v is None:
+                    return None
+                vals.append(v)
+            return self._leaf(col, In(tuple(vals)))
+        if isinstance(node, exp.Is) and isinstance(node.expression, exp.Null):
+            col = self._column(node.this)
+            return None if col is None else self._leaf(col, IsNull())
+        return None
+
+    def _compare(self, node: exp.Expr) -> IndexExpr | None:
+        op: type[exp.Expr] = type(node)
+        left, right = node.left, node.right  # type: ignore[attr-defined]
+        col = self._column(left)
+        if col is None:
+            col, left, right, op = self._column(right), right, left, _FLIP[op]
+        if col is None:
+            return None
+        v = self._literal(col, right)
+        if v is None:
+            return None
+        if op is exp.EQ:
+            return self._leaf(col, Range(v, True, v, True))
+        if op in (exp.GT, exp.GTE):
+            return self._leaf(col, Range(v, op is exp.GTE, None, True))
+        return self._leaf(col, Range(None, True, v, op is exp.LTE))
+
+    def _leaf(self, col: str, query: ValueQuery) -> Leaf:
+        name, typ, _ = self.indexed[col]
+        return Leaf(col, query, name, typ)
+
+    def _column(self, node: exp.Expr | None) -> str | None:
+        if not isinstance(node, exp.Column) or node.table:
+            return None
+        name = str(node.name)
+        if name in self.indexed:
+            return name
+        matches: list[str] = [str(c) for c in self.schema.names if c.lower() == name.lower()]
+        if name not in self.schema.names and len(matches) == 1 and matches[0] in self.indexed:
+            return matches[0]
+        return None
+
+    def _literal(self, col: str | None, node: exp.Expr | None) -> pa.Scalar | None:
+        if col is None or node is None:
+            return None
+        typ = self.schema.field(col).type
+        neg = False
+        if isinstance(node, exp.Neg):
+            node, neg = node.this, True
+        t = pa.types
+        value: object
+        if isinstance(node, exp.Boolean) and not neg and t.is_boolean(typ):
+            value = bool(node.this)
+        elif isinstance(node, exp.Literal) and node.is_number:
+            if not (t.is_integer(typ) or t.is_floating(typ) or t.is_decimal(typ)):
+                return None
+            text = ("-" if neg else "") + node.this
+            conv: Callable[[str], object] = decimal.Decimal if t.is_decimal(typ) else (
+                float if any(ch in text for ch in ".eE") else int)
+            try:
+                value = conv(text)
+            except (ValueError, decimal.InvalidOperation):
+                return None
+        elif isinstance(node, exp.Literal) and node.is_string and not neg:
+            # Zoned timestamps compare in the zone's local time in the SQL layer; leave them to it.
+            zoned = t.is_timestamp(typ) and typ.tz is not None
+            if not (t.is_string(typ) or t.is_large_string(typ) or t.is_date(typ) or t.is_timestamp(typ)) or zoned:
+                return None
+            value = node.this
+        else:
+            return None
+        try:
+            return pa.scalar(value).cast(typ)  # safe cast: 2.5 never becomes 2
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, OverflowError):
+            return None
+
+
+def _flat(kind: type[AndExpr] | type[OrExpr], kids: list[IndexExpr]) -> IndexExpr:
+    out: list[IndexExpr] = []
+    for k in kids:
+        out.extend(k.children if isinstance(k, kind) else (k,))
+    return out[0] if len(out) == 1 else kind(tuple(out))

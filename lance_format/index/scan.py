@@ -1,0 +1,257 @@
+"""Using scalar indices in a scan, and saying so in ``explain_plan``.
+
+For a SQL filter, :func:`index_plan` asks the indices for candidate row addresses
+(:mod:`lance_format.index.query`), remaps them through ``__lance_frag_reuse`` when a
+compaction deferred remapping, and turns stable row ids into addresses. Fragments
+every used index covers are then read only at those rows (deleted rows dropped, the
+full filter applied to what is fetched); every other fragment is scanned as usual.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+
+from lance_format.index import frag_reuse
+from lance_format.index._compat import manifest_indices
+from lance_format.index.bitmap import BitmapIndex
+from lance_format.index.btree import BTreeIndex
+from lance_format.index.models import (
+    FRAG_REUSE_INDEX,
+    QUERYABLE,
+    SUPPORTED_VERSION,
+    display_type,
+    kind_of,
+    stores_addresses,
+)
+from lance_format.index.rowset import fragment_of, offset_of
+from lance_format.index.store import IndexDir
+from lance_format.table.index_metadata import IndexMetadata
+
+if TYPE_CHECKING:
+    # lance_format.index.query imports sqlglot (~0.3-0.5 s): a scan without a filter never needs it
+    from lance_format.index.query import IndexedColumns, IndexExpr, Leaf
+    from lance_format.table.read import ReadContext
+    from lance_format.table.scan import Scan
+
+U64 = npt.NDArray[np.uint64]
+#: Candidates per fragment row above which whole ranges are decoded instead of taken.
+DENSE_FRACTION = 16
+_OPENED: weakref.WeakKeyDictionary[Any, dict[str, BTreeIndex | BitmapIndex]] = weakref.WeakKeyDictionary()
+
+
+@dataclass(frozen=True)
+class IndexPlan:
+    """Index answer for one scan: fragments it covers and the candidate rows in them."""
+
+    expr: IndexExpr
+    covered: frozenset[int]
+    addrs: U64  # sorted row addresses inside ``covered``
+
+    def offsets(self, frag_id: int) -> npt.NDArray[np.uint32]:
+        """Candidate row offsets of fragment ``frag_id`` (sorted)."""
+        key = np.uint64(frag_id) << np.uint64(32)
+        lo, hi = np.searchsorted(self.addrs, [key, key + np.uint64(1 << 32)])
+        return offset_of(self.addrs[lo:hi])
+
+
+def usable_indices(ctx: ReadContext) -> IndexedColumns:
+    """Queryable indices by column: BTREE / BITMAP segments of a supported version."""
+    by_name: dict[str, list[IndexMetadata]] = {}
+    for m in manifest_indices(ctx.manifest):
+        kind = kind_of(m)
+        if kind in QUERYABLE and m.index_version <= SUPPORTED_VERSION[kind] and len(m.fields) == 1 \
+                and m.fragment_bitmap is not None:
+            by_name.setdefault(m.name, []).append(m)
+    out: IndexedColumns = {}
+    for name, segs in sorted(by_name.items()):
+        field_id = segs[0].fields[0]
+        col = next((f.name for f in ctx.schema.fields if f.id == field_id), None)
+        if col is not None and col not in out:
+            out[col] = (name, display_type(segs[0]), tuple(segs))
+    return out
+
+
+def _open(ctx: ReadContext, meta: IndexMetadata) -> BTreeIndex | BitmapIndex:
+    cache = _OPENED.setdefault(ctx, {})
+    found = cache.get(meta.uuid)
+    if found is None:
+        store = ctx.store if meta.base_id is None else ctx._base_store(meta.base_id, "")
+        index_dir = IndexDir(store, meta.uuid, sizes={f.path: f.size_bytes for f in meta.files or ()})
+        if kind_of(meta) == "BTreeIndexDetails":
+            found = BTreeIndex(index_dir)
+        else:
+            rows = {f.id: f.physical_rows for f in ctx.manifest.fragments}
+            found = BitmapIndex(index_dir, rows.get)
+        cache[meta.uuid] = found
+    return found
+
+
+class _Evaluator:
+    def __init__(self, ctx: ReadContext, indexed: IndexedColumns):
+        self.ctx = ctx
+        self.indexed = indexed
+        self.live = frozenset(f.id for f in ctx.manifest.fragments)
+        reuse = [m for m in manifest_indices(ctx.manifest) if m.name == FRAG_REUSE_INDEX]
+        self.reuse = frag_reuse.decode_details(reuse[-1], ctx.store) if reuse else ()
+        self._id_map: tuple[U64, U64] | None = None
+
+    def to_addresses(self, ids: U64) -> U64:
+        """Stable row ids → row addresses (identity without stable row ids)."""
+        if not self.ctx.manifest.uses_stable_row_ids:
+            return ids
+        if self._id_map is None:
+            keys, vals = [], []
+            for f in self.ctx.manifest.fragments:
+                rid = self.ctx.row_ids(f)
+                if rid is None:
+                    continue
+                keys.append(rid.astype(np.uint64))
+                vals.append((np.uint64(f.id) << np.uint64(32)) | np.arange(rid.size, dtype=np.uint64))
+            k = np.concatenate(keys) if keys else np.empty(0, np.uint64)
+            v = np.concatenate(vals) if vals else np.empty(0, np.uint64)
+            order = np.argsort(k, kind="stable")
+            self._id_map = (k[order], v[order])
+        k, v = self._id_map
+        pos = np.searchsorted(k, ids)
+        pos_c = np.minimum(pos, max(k.size - 1, 0))
+        found = (pos < k.size) & (k[pos_c] == ids) if k.size else np.zeros(ids.size, bool)
+        out: U64 = v[pos_c[found]]
+        return out
+
+    def leaf(self, leaf: Leaf) -> tuple[frozenset[int], U64]:
+        covered: set[int] = set()
+        parts: list[U64] = []
+        for seg in self.indexed[leaf.column][2]:
+            assert seg.fragment_bitmap is not None
+            addrs = _open(self.ctx, seg).search(leaf.query).astype(np.uint64)
+            if not stores_addresses(seg, self.ctx.manifest.uses_stable_row_ids):
+                addrs = self.to_addresses(addrs)
+            cov = seg.fragment_bitmap
+            if self.reuse and not self.ctx.manifest.uses_stable_row_ids:
+                addrs = frag_reuse.remap_through(addrs, self.reuse, seg.dataset_version)
+                cov = frag_reuse.covered_after(cov, self.reuse, seg.dataset_version)
+            covered |= cov
+            parts.append(addrs)
+        return frozenset(covered) & self.live, np.unique(np.concatenate(parts)) if parts else np.empty(0, np.uint64)
+
+    def eval(self, expr: IndexExpr) -> tuple[frozenset[int], U64]:
+        from lance_format.index.query import AndExpr, Leaf
+
+        if isinstance(expr, Leaf):
+            return self.leaf(expr)
+        results = [self.eval(c) for c in expr.children]
+        covered = frozenset.intersection(*(r[0] for r in results))
+        keep = [r[1][np.isin(fragment_of(r[1]), np.fromiter(covered, np.uint64, len(covered)))] for r in results]
+        if isinstance(expr, AndExpr):
+            out = keep[0]
+            for k in keep[1:]:
+                out = np.intersect1d(out, k, assume_unique=True)
+            return covered, out
+        return covered, np.unique(np.concatenate(keep))
+
+
+def index_plan(ctx: ReadContext, filter_sql: str | None) -> IndexPlan | None:
+    """Candidate rows for ``filter_sql`` from the dataset's indices, or ``None`` if none apply."""
+    if not filter_sql or not ctx.manifest.indices:
+        return None
+    from lance_format.index.query import parse_index_expr  # sqlglot: only when there is a filter
+
+    indexed = usable_indices(ctx)
+    expr = parse_index_expr(filter_sql, ctx.arrow_schema, indexed)
+    if expr is None:
+        return None
+    covered, addrs = _Evaluator(ctx, indexed).eval(expr)
+    keep = np.isin(fragment_of(addrs), np.fromiter(covered, np.uint64, len(covered)))
+    return IndexPlan(expr, covered, np.sort(addrs[keep]))
+
+
+def scan_batches(scanner: Scan, frags: list[Any]) -> Iterator[pa.RecordBatch]:
+    """The scan's batches, fragment by fragment, using the index where it covers a fragment."""
+    plan = index_plan(scanner._ctx, scanner._opts.filter_sql)
+    run: list[Any] = []
+    for frag in frags:
+        if plan is None or frag.id not in plan.covered:
+            run.append(frag)
+            continue
+        if run:
+            yield from _plain(scanner, run)
+            run = []
+        yield from _indexed(scanner, frag, plan.offsets(frag.id))
+    if run:
+        yield from _plain(scanner, run)
+
+
+def _plain(scanner: Scan, frags: list[Any]) -> Iterator[pa.RecordBatch]:
+    for prepared in scanner._prefetch(frags):
+        yield from scanner._fragment_batches(prepared)
+
+
+def _indexed(scanner: Scan, frag: Any, offsets: npt.NDArray[np.uint32]) -> Iterator[pa.RecordBatch]:
+    from lance_format.table.read import ROW_ADDR, ROW_ID, FragmentScan
+    from lance_format.table.scan import apply_filter
+
+    ctx, opts = scanner._ctx, scanner._opts
+    deleted = ctx.deleted_offsets(frag)
+    if deleted.size and offsets.size:
+        offsets = offsets[~np.isin(offsets, deleted, assume_unique=True)]
+    offsets = offsets[offsets < frag.physical_rows]
+    if offsets.size == 0:
+        return
+    flt = str(opts.filter) if opts.filter is not None else ""
+    need_ids = opts.with_row_id or ROW_ID in flt
+    need_addr = opts.with_row_address or ROW_ADDR in flt
+    scan = FragmentScan(ctx, frag, scanner._read_columns())
+    stable = ctx.row_ids(frag) if need_ids else None
+    schema = scanner.projected_schema
+    step = max(1, opts.batch_size)
+    # Many candidates: decoding whole ranges and picking rows beats gathering row by row.
+    dense = offsets.size * DENSE_FRACTION >= frag.physical_rows
+    windows = (range(0, frag.physical_rows, step) if dense else range(0, offsets.size, step))
+    for start in windows:
+        if dense:
+            lo, hi = np.searchsorted(offsets, [start, start + step])
+            if lo == hi:
+                continue
+            offs = offsets[lo:hi].astype(np.uint64)
+            stop = min(start + step, frag.physical_rows)
+            batch = scan.read(start, stop).take(pa.array(offs - np.uint64(start)))
+        else:
+            offs = offsets[start:start + step].astype(np.uint64)
+            batch = scan.take(offs)
+        addr = (np.uint64(frag.id) << np.uint64(32)) | offs
+        if need_ids:
+            ids = stable[offs.astype(np.int64)] if stable is not None else addr
+            batch = batch.append_column(ROW_ID, pa.array(ids, pa.uint64()))
+        if need_addr:
+            batch = batch.append_column(ROW_ADDR, pa.array(addr, pa.uint64()))
+        if opts.filter is not None:
+            batch = apply_filter(batch, opts.filter)
+        if batch.schema.names != schema.names:
+            batch = batch.select(schema.names)
+        if schema.names and not batch.schema.equals(schema):
+            batch = batch.cast(schema)
+        if batch.num_rows:
+            yield batch
+
+
+def explain(scanner: Scan) -> str:
+    """A plan description in pylance's words: ``ScalarIndexQuery`` when an index is used."""
+    ctx, opts = scanner._ctx, scanner._opts
+    frags = opts.fragments if opts.fragments is not None else list(ctx.manifest.fragments)
+    cols = ", ".join(scanner._read_columns())
+    head = (f"LanceRead: uri={ctx.store.uri('data')}, projection=[{cols}], num_fragments={len(frags)}, "
+            f"row_id={str(opts.with_row_id).lower()}, row_addr={str(opts.with_row_address).lower()}, "
+            f"full_filter={opts.filter_sql or (str(opts.filter) if opts.filter is not None else '--')}")
+    plan = index_plan(ctx, opts.filter_sql)
+    if plan is None:
+        return head + "\n  (no scalar index used)\n"
+    indexed = sum(1 for f in frags if f.id in plan.covered)
+    return (head + f", refine_filter={opts.filter_sql}\n  ScalarIndexQuery: query={plan.expr.describe()}\n"
+            f"  indexed_fragments={indexed}, unindexed_fragments_scanned={len(frags) - indexed}\n")

@@ -1,0 +1,85 @@
+"""The directory of one index segment, ``_indices/{uuid}/``.
+
+Index files are Lance files of the dataset's storage version: pylance 14.0.2 writes
+BTree / Bitmap files of a 2.0 dataset with footer ``(0,3)``, of a 2.2 dataset ``(2,2)``
+(``LanceIndexStore::new_index_file``, ``rust/lance-index/src/scalar/lance_format.rs``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping, Sequence
+
+import pyarrow as pa
+
+from lance_format.errors import CorruptFileError, LanceError, ObjectNotFoundError
+from lance_format.file import LanceFileReader, LanceFileWriter
+from lance_format.storage import ObjectStore
+from lance_format.table.index_metadata import IndexFile
+from lance_format.table.naming import index_dir
+
+
+class IndexDir:
+    """Reads and writes the files of one index segment.
+
+    Args:
+        store: Store rooted at the dataset (or at the index's base path).
+        uuid: Segment id.
+        version: Lance file version for new files (``"2.0"``, ``"2.1"``, ``"2.2"``).
+        sizes: Known file sizes (from the manifest), saving a request per file.
+    """
+
+    def __init__(self, store: ObjectStore, uuid: str, version: str = "2.0",
+                 sizes: Mapping[str, int] | None = None):
+        self.store = store
+        self.uuid = uuid
+        self.prefix = index_dir(uuid)
+        self.version = version
+        self._sizes = dict(sizes or {})
+        self.written: list[str] = []
+
+    def key(self, name: str) -> str:
+        """Store key of file ``name`` of this segment."""
+        return f"{self.prefix}/{name}"
+
+    def write(self, name: str, table: pa.Table, metadata: Mapping[str, str] | None = None,
+              global_buffers: Sequence[bytes] = ()) -> IndexFile:
+        """Write ``table`` as file ``name`` (``global_buffers`` become buffers 1, 2, …); returns its entry."""
+        key = self.key(name)
+        self.written.append(key)
+        writer = LanceFileWriter(schema=table.schema, version=self.version, store=self.store, key=key)
+        try:
+            for data in global_buffers:
+                writer.add_global_buffer(data)
+            for k, v in (metadata or {}).items():
+                writer.add_schema_metadata(k, v)
+            writer.write_batch(table)
+            writer.close()
+        except BaseException:
+            writer.abort()
+            raise
+        return IndexFile(name, writer.file_size)
+
+    def reader(self, name: str, columns: list[str] | None = None) -> LanceFileReader:
+        """Open file ``name`` (only ``columns`` when given).
+
+        Raises:
+            CorruptFileError: the file is missing or not a readable Lance file.
+        """
+        key = self.key(name)
+        try:
+            return LanceFileReader(None, columns=columns, store=self.store, key=key,
+                                   file_size=self._sizes.get(name))
+        except ObjectNotFoundError as exc:
+            raise CorruptFileError(f"{self.store.uri(key)}: index file is missing") from exc
+        except CorruptFileError as exc:
+            raise CorruptFileError(f"index {self.uuid}: {exc}") from exc
+        except LanceError as exc:
+            raise CorruptFileError(f"{self.store.uri(key)}: unreadable index file: {exc}") from exc
+
+    def discard(self) -> None:
+        """Delete every file this object wrote (after a failed build or commit)."""
+        for key in self.written:
+            with contextlib.suppress(LanceError, OSError):
+                self.store.delete(key)
+        self.written.clear()

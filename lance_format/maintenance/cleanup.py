@@ -1,0 +1,510 @@
+"""Version cleanup as plan → execute → finish.
+
+API (re-exported by ``lance_format.cleanup``; Spark / Dagster build on it)::
+
+    plan = plan_cleanup(ds, older_than=timedelta(days=14), retain_versions=None)   # driver
+    plan = refresh_plan(plan)                          # driver: protect keys newer commits use
+    gone = delete_old_manifests(plan)                  # driver: old versions disappear first
+    deleted = runner.map(execute_cleanup_batch, plan.batches(1000))   # anywhere
+    stats = finish_cleanup(plan, deleted, gone)        # driver
+    # or all of it: ds.cleanup_old_versions(...) / cleanup_old_versions(ds, ..., runner=...)
+
+Semantics follow pylance's ``cleanup_old_versions`` (``rust/lance/src/dataset/cleanup.rs``):
+
+* A version is removed only when it is not the latest, not tagged on the main branch,
+  not the base a branch was created from, and old by every policy given: its manifest is older than
+  ``older_than`` and it is outside the last ``retain_versions``. Without either policy
+  ``older_than`` is 14 days. A tagged version that would otherwise go raises
+  :class:`~lance_format.errors.CleanupError` (unless ``error_if_tagged_old_versions=False``)
+  before anything is deleted.
+* Only these files are ever candidates: ``data/*.lance``, ``_deletions/*.arrow|*.bin``,
+  ``_transactions/*.txn``, files under ``_indices/{uuid}/`` and ``_versions/.tmp*``.
+  A file referenced by a kept version is never deleted. An unreferenced file is deleted
+  when a removed version referenced it ("verified"), or when it is older than 7 days,
+  or with ``delete_unverified=True``. Files modified after the earliest kept manifest
+  are left alone (they may belong to a commit in flight), except under ``_indices/``.
+* Before deleting, :func:`refresh_plan` reads every version committed since planning
+  and drops whatever it references, so a cleanup racing a commit never deletes what
+  the new commit uses. Old manifests are deleted first, then the files.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+import logging
+import posixpath
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
+
+from lance_format.errors import (
+    CleanupError,
+    CorruptFileError,
+    InvalidInputError,
+    LanceError,
+    VersionNotFoundError,
+)
+from lance_format.maintenance import _indices
+from lance_format.storage import ObjectStore, open_store
+from lance_format.table.manifest import Manifest
+from lance_format.table.naming import (
+    BRANCHES_DIR,
+    DATA_DIR,
+    DELETIONS_DIR,
+    INDICES_DIR,
+    TRANSACTIONS_DIR,
+    VERSIONS_DIR,
+    data_file_key,
+    index_dir,
+    parse_manifest_name,
+    transaction_key,
+)
+from lance_format.table.tags import list_tags
+from lance_format.table.versions import find_latest, load_manifest
+
+if TYPE_CHECKING:
+    from lance_format.dataset import LanceDataset
+    from lance_format.maintenance.runner import Runner
+
+_log = logging.getLogger(__name__)
+
+#: An unreferenced file nobody can vouch for is deleted only after this long (pylance's
+#: ``UNVERIFIED_THRESHOLD_DAYS``).
+UNVERIFIED_THRESHOLD = dt.timedelta(days=7)
+DEFAULT_OLDER_THAN = dt.timedelta(days=14)
+FileKind = Literal["manifest", "data", "deletion", "transaction", "index", "temporary"]
+
+
+@dataclass(frozen=True)
+class CleanupFile:
+    """One key cleanup removes.
+
+    Attributes:
+        key: Key relative to the dataset root.
+        kind: What it is (``temporary`` = a leftover ``_versions/.tmp*``).
+        size: Size in bytes.
+        unverified: Removed only for its age or ``delete_unverified``.
+    """
+
+    key: str
+    kind: FileKind
+    size: int
+    unverified: bool = False
+
+
+@dataclass(frozen=True)
+class CleanupStats:
+    """What a cleanup removed (or, with ``dry_run``, would remove).
+
+    Attributes:
+        bytes_removed: Bytes of every removed key.
+        old_versions: Manifests removed.
+        data_files_removed: ``data/*.lance`` files removed.
+        deletion_files_removed: Deletion files removed.
+        transaction_files_removed: ``.txn`` files removed.
+        index_files_removed: Index files removed.
+        keys: The removed keys, relative to the dataset root.
+        dry_run: Whether nothing was actually deleted.
+    """
+
+    bytes_removed: int = 0
+    old_versions: int = 0
+    data_files_removed: int = 0
+    deletion_files_removed: int = 0
+    transaction_files_removed: int = 0
+    index_files_removed: int = 0
+    keys: tuple[str, ...] = ()
+    dry_run: bool = False
+
+
+@dataclass(frozen=True)
+class DeleteBatch:
+    """Keys one :func:`execute_cleanup_batch` call deletes (picklable, for any Runner)."""
+
+    uri: str
+    storage_options: dict[str, str] | None
+    keys: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class CleanupPlan:
+    """Which versions and files a cleanup removes.
+
+    Attributes:
+        uri: Dataset URI.
+        storage_options: Backend options.
+        latest_version: Newest version when the plan was made.
+        removed_versions: Versions whose manifests go.
+        manifests: The manifest keys that go (deleted first).
+        files: The other keys that go.
+        protected: Keys kept because a version committed after planning uses them.
+    """
+
+    uri: str
+    storage_options: dict[str, str] | None
+    latest_version: int
+    removed_versions: tuple[int, ...]
+    manifests: tuple[CleanupFile, ...]
+    files: tuple[CleanupFile, ...]
+    protected: frozenset[str] = field(default_factory=frozenset)
+
+    def batches(self, size: int = 1000) -> list[DeleteBatch]:
+        """The non-manifest keys split into batches of at most ``size`` keys."""
+        if size <= 0:
+            raise InvalidInputError(f"batch size must be positive, got {size}")
+        keys = [f.key for f in self.files if f.key not in self.protected]
+        return [DeleteBatch(self.uri, self.storage_options, tuple(keys[i:i + size]))
+                for i in range(0, len(keys), size)]
+
+    def stats(self, *, dry_run: bool = False) -> CleanupStats:
+        """Figures of the plan (what :func:`finish_cleanup` reports when every key went)."""
+        return _stats([*self.manifests, *(f for f in self.files if f.key not in self.protected)], dry_run)
+
+
+def _stats(files: Iterable[CleanupFile], dry_run: bool) -> CleanupStats:
+    counts = dict.fromkeys(("manifest", "data", "deletion", "transaction", "index"), 0)
+    total = 0
+    keys = []
+    for f in files:
+        total += f.size
+        keys.append(f.key)
+        if f.kind in counts:
+            counts[f.kind] += 1
+    return CleanupStats(total, counts["manifest"], counts["data"], counts["deletion"], counts["transaction"],
+                        counts["index"], tuple(keys), dry_run)
+
+
+def _references(m: Manifest) -> set[str]:
+    """Keys (and ``_indices/{uuid}/`` prefixes) a manifest references in the dataset root."""
+    out: set[str] = set()
+    for frag in m.fragments:
+        for df in frag.files:
+            if df.base_id is None:
+                out.add(data_file_key(df.path))
+        if frag.deletion_file is not None and frag.deletion_file.base_id is None:
+            out.add(frag.deletion_file.path(frag.id))
+    if m.transaction_file:
+        out.add(transaction_key(m.transaction_file))
+    for info in _indices.index_infos(m):
+        out.add(f"{index_dir(info.uuid)}/")
+    return out
+
+
+#: Directories whose crash leftovers cleanup removes (see :func:`_is_staging`).
+_STAGING_DIRS = (DATA_DIR, DELETIONS_DIR, TRANSACTIONS_DIR, VERSIONS_DIR, INDICES_DIR)
+
+
+def _is_staging(top: str, rest: str) -> bool:
+    """Whether ``top/rest`` is a write that a crash left half done.
+
+    Two spellings exist: ``{final}.{uuid}.partial`` (our local writes, renamed into place on
+    success: data and deletion files, transactions, the version hint, index files) and
+    ``{final}#{suffix}`` (the staging file of a create-only manifest write, ours and
+    object_store's), and ``{n}.manifest-{uuid}`` (a manifest staged for an external manifest
+    store whose commit lost or never finished). Nothing ever references them, so they fall under the unverified-file
+    age rule like any unreferenced file.
+    """
+    name = rest.rpartition("/")[2]
+    return top in _STAGING_DIRS and (name.endswith(".partial") or "#" in name or ".manifest-" in name)
+
+
+def _kind(key: str) -> FileKind | None:
+    top, _, rest = key.partition("/")
+    if _is_staging(top, rest):
+        return "temporary"
+    if top == DATA_DIR and "/" not in rest and rest.endswith(".lance"):
+        return "data"
+    if top == DELETIONS_DIR and "/" not in rest and rest.endswith((".arrow", ".bin")):
+        return "deletion"
+    if top == TRANSACTIONS_DIR and "/" not in rest and rest.endswith(".txn"):
+        return "transaction"
+    if top == INDICES_DIR and "/" in rest:
+        return "index"
+    if top == VERSIONS_DIR and "/" not in rest and rest.startswith(".tmp"):
+        return "temporary"
+    return None
+
+
+def _index_prefix(key: str) -> str:
+    parts = key.split("/")
+    return f"{parts[0]}/{parts[1]}/"
+
+
+def _is_referenced(key: str, kind: FileKind, refs: set[str]) -> bool:
+    return (_index_prefix(key) if kind == "index" else key) in refs
+
+
+def _load_all(store: ObjectStore, versions: Sequence[int]) -> Iterator[Manifest]:
+    """Every manifest, in order; fetched concurrently from a remote store (latency-bound)."""
+    from lance_format.scanner import is_low_latency
+
+    if is_low_latency(store) or len(versions) < 4:
+        return (load_manifest(store, v) for v in versions)
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        return iter(list(pool.map(lambda v: load_manifest(store, v), versions)))
+
+
+def branch_parent_versions(store: ObjectStore) -> set[int]:
+    """Versions of the main branch that a branch was created from (``_refs/branches/*.json``).
+
+    pylance 14.0.2 keeps them: the branch's manifests reference their files.
+    """
+    out: set[int] = set()
+    for info in store.list(BRANCHES_DIR):
+        if not info.key.endswith(".json"):
+            continue
+        try:
+            doc = json.loads(store.read(info.key))
+        except (LanceError, OSError, ValueError) as exc:
+            raise CorruptFileError(f"{store.uri(info.key)}: unreadable branch file: {exc}") from exc
+        if isinstance(doc, dict) and doc.get("parentBranch") in (None, "main") and \
+                isinstance(doc.get("parentVersion"), int):
+            out.add(doc["parentVersion"])
+    return out
+
+
+def plan_cleanup(ds: LanceDataset, older_than: dt.timedelta | None = None, retain_versions: int | None = None,
+                 *, delete_unverified: bool = False, error_if_tagged_old_versions: bool = True,
+                 now: dt.datetime | None = None, current_version: int | None = None) -> CleanupPlan:
+    """Decide which versions and files a cleanup removes (nothing is deleted).
+
+    ``current_version`` overrides which version counts as current (kept, and the base of
+    ``retain_versions``); auto cleanup passes the version the commit was built on, as lance does.
+
+    Raises:
+        InvalidInputError: for a negative ``older_than`` or ``retain_versions < 1``.
+        CleanupError: when a tagged version is old and ``error_if_tagged_old_versions``.
+    """
+    store = ds._store
+    now = now or dt.datetime.now(dt.UTC)
+    if retain_versions is not None and (isinstance(retain_versions, bool) or retain_versions < 1):
+        raise InvalidInputError(f"{ds.uri}: retain_versions must be a positive integer, got {retain_versions!r}")
+    if older_than is not None and older_than < dt.timedelta(0):
+        raise InvalidInputError(f"{ds.uri}: older_than must not be negative, got {older_than}")
+    if older_than is None and retain_versions is None:
+        older_than = DEFAULT_OLDER_THAN
+    # One listing of _versions/ gives the manifests, their sizes and leftover .tmp files.
+    listed = list(store.list(VERSIONS_DIR))
+    keys: dict[int, str] = {}
+    for info in listed:
+        parsed = parse_manifest_name(posixpath.basename(info.key))
+        if parsed is not None and posixpath.dirname(info.key) == VERSIONS_DIR:
+            keys[parsed[0]] = info.key
+    if not keys:
+        raise VersionNotFoundError(f"{ds.uri}: no versions to clean up")
+    latest = max(keys) if current_version is None else min(current_version, max(keys))
+    # Only tags on the main branch name main's versions; a tag on a branch does not
+    # (pylance 14.0.2 neither refuses nor needs it: the branch already protects its base).
+    tagged = {t.version: name for name, t in list_tags(store).items() if t.branch in (None, "main")}
+    branch_bases = branch_parent_versions(store)
+    before_ts = now - older_than if older_than is not None else None
+    before_version = latest - retain_versions + 1 if retain_versions is not None else None
+
+    kept_refs: set[str] = set()
+    gone_refs: set[str] = set()
+    removed: list[int] = []
+    tagged_old: dict[str, int] = {}
+    earliest_kept: dt.datetime | None = None
+    latest_gone: dt.datetime | None = None
+    sizes = {info.key: info.size for info in listed}
+    for v, m in zip(sorted(keys), _load_all(store, sorted(keys)), strict=True):
+        old = v < latest and (before_ts is None or m.timestamp < before_ts) and \
+            (before_version is None or v < before_version)
+        if old and v in tagged:
+            tagged_old[tagged[v]] = v
+            old = False
+        if old and v in branch_bases:
+            # Kept for the branch's sake only: pylance 14.0.2 keeps the manifest and the
+            # files it reads, but removes its transaction file.
+            refs = _references(m)
+            txn = {transaction_key(m.transaction_file)} if m.transaction_file else set()
+            kept_refs |= refs - txn
+            gone_refs |= txn
+            earliest_kept = m.timestamp if earliest_kept is None else min(earliest_kept, m.timestamp)
+        elif old:
+            removed.append(v)
+            gone_refs |= _references(m)
+            latest_gone = m.timestamp if latest_gone is None else max(latest_gone, m.timestamp)
+        else:
+            kept_refs |= _references(m)
+            earliest_kept = m.timestamp if earliest_kept is None else min(earliest_kept, m.timestamp)
+    if tagged_old and error_if_tagged_old_versions:
+        raise CleanupError(f"{ds.uri}: {len(tagged_old)} tagged version(s) would be cleaned up: {tagged_old}; "
+                           "delete the tags or pass error_if_tagged_old_versions=False")
+    # Files newer than every kept manifest may belong to a commit in flight. When a
+    # removed version is newer than a kept one (a tag far back), that cutoff would hide
+    # its files forever, so then everything is listed (the unverified rule still holds).
+    cutoff = None if latest_gone is not None and earliest_kept is not None and latest_gone > earliest_kept \
+        else earliest_kept
+    files: list[CleanupFile] = []
+    for prefix in (DATA_DIR, DELETIONS_DIR, TRANSACTIONS_DIR, INDICES_DIR, VERSIONS_DIR):
+        for info in (listed if prefix == VERSIONS_DIR else store.list(prefix)):
+            kind = _kind(info.key)
+            if kind is None or _is_referenced(info.key, kind, kept_refs):
+                continue
+            mtime = info.last_modified
+            if kind != "index" and cutoff is not None and mtime is not None and mtime > cutoff:
+                continue
+            verified = _is_referenced(info.key, kind, gone_refs)
+            aged = mtime is not None and mtime < now - UNVERIFIED_THRESHOLD
+            if verified or aged or delete_unverified:
+                files.append(CleanupFile(info.key, kind, info.size, unverified=not verified))
+    manifests = tuple(CleanupFile(keys[v], "manifest", sizes.get(keys[v], 0)) for v in removed)
+    return CleanupPlan(ds.uri, ds._storage_options, latest, tuple(removed), manifests, tuple(files))
+
+
+def refresh_plan(plan: CleanupPlan) -> CleanupPlan:
+    """Protect every key that a version committed after ``plan`` was made references."""
+    import dataclasses
+
+    store = open_store(plan.uri, plan.storage_options)
+    found = find_latest(store)  # the hint file: no listing when nothing was committed
+    refs: set[str] = set()
+    for v in range(plan.latest_version + 1, (found[0] if found else 0) + 1):
+        with contextlib.suppress(VersionNotFoundError):
+            refs |= _references(load_manifest(store, v))
+    if not refs:
+        return plan
+    protected = {f.key for f in plan.files if _is_referenced(f.key, f.kind, refs)}
+    return dataclasses.replace(plan, protected=plan.protected | protected)
+
+
+def execute_cleanup_batch(batch: DeleteBatch) -> tuple[str, ...]:
+    """Delete the keys of ``batch``; return those actually deleted (missing ones are skipped)."""
+    store = open_store(batch.uri, batch.storage_options)
+    return tuple(_delete(store, batch.keys))
+
+
+def _delete(store: ObjectStore, keys: Sequence[str]) -> list[str]:
+    done = []
+    for key in keys:
+        try:
+            store.delete(key)
+        except (LanceError, OSError) as exc:
+            if not isinstance(exc, FileNotFoundError):
+                _log.warning("cleanup could not delete %s: %s", store.uri(key), exc)
+            continue
+        done.append(key)
+    return done
+
+
+def delete_old_manifests(plan: CleanupPlan) -> tuple[str, ...]:
+    """Delete the plan's old manifests (before any file, so no remaining version loses a file)."""
+    return tuple(_delete(open_store(plan.uri, plan.storage_options), [f.key for f in plan.manifests]))
+
+
+def finish_cleanup(plan: CleanupPlan, deleted: Iterable[Sequence[str]], manifests_deleted: Sequence[str] = ()
+                   ) -> CleanupStats:
+    """Figures for the keys that were actually deleted (manifests and every batch)."""
+    gone = set(manifests_deleted)
+    for keys in deleted:
+        gone.update(keys)
+    return _stats((f for f in (*plan.manifests, *plan.files) if f.key in gone), False)
+
+
+def cleanup_old_versions(ds: LanceDataset, older_than: dt.timedelta | None = None,
+                         retain_versions: int | None = None, *, delete_unverified: bool = False,
+                         error_if_tagged_old_versions: bool = True, dry_run: bool = False,
+                         runner: Runner | None = None, batch_size: int = 1000,
+                         current_version: int | None = None) -> CleanupStats:
+    """Plan, then (unless ``dry_run``) delete old manifests first and the files through ``runner``."""
+    plan = plan_cleanup(ds, older_than, retain_versions, delete_unverified=delete_unverified,
+                        error_if_tagged_old_versions=error_if_tagged_old_versions,
+                        current_version=current_version)
+    if dry_run:
+        return plan.stats(dry_run=True)
+    plan = refresh_plan(plan)
+    manifests = _delete(ds._store, [f.key for f in plan.manifests])  # first: see delete_old_manifests
+    from lance_format.scanner import is_low_latency
+
+    if runner is None and not is_low_latency(ds._store):
+        # Deletes on an object store are latency-bound: overlap them in small batches.
+        from lance_format.maintenance.runner import LocalRunner
+
+        runner, batch_size = LocalRunner(16), min(batch_size, 64)
+    batches = plan.batches(batch_size)
+    if runner is None:
+        deleted = [tuple(_delete(ds._store, b.keys)) for b in batches]
+    else:
+        deleted = runner.map(execute_cleanup_batch, batches)
+    return finish_cleanup(plan, deleted, manifests)
+
+
+# -- lance.auto_cleanup.* -------------------------------------------------------------
+
+_UNITS = {
+    "nsec": 1e-9, "ns": 1e-9, "usec": 1e-6, "us": 1e-6, "msec": 1e-3, "ms": 1e-3,
+    "seconds": 1, "second": 1, "secs": 1, "sec": 1, "s": 1,
+    "minutes": 60, "minute": 60, "mins": 60, "min": 60, "m": 60,
+    "hours": 3600, "hour": 3600, "hrs": 3600, "hr": 3600, "h": 3600,
+    "days": 86400, "day": 86400, "d": 86400, "weeks": 604800, "week": 604800, "w": 604800,
+    "months": 2_630_016, "month": 2_630_016, "M": 2_630_016,
+    "years": 31_557_600, "year": 31_557_600, "y": 31_557_600,
+}
+
+
+def parse_duration(text: str) -> dt.timedelta:
+    """Parse a humantime duration (``"14days"``, ``"1h 30m"``), as lance reads its config.
+
+    Raises:
+        InvalidInputError: if the text is not a duration.
+    """
+    parts = re.findall(r"(\d+)\s*([A-Za-z]+)", text)
+    if not parts or re.sub(r"(\d+)\s*([A-Za-z]+)|\s+", "", text):
+        raise InvalidInputError(f"not a duration: {text!r}")
+    seconds = 0.0
+    for num, unit in parts:
+        if unit not in _UNITS:
+            raise InvalidInputError(f"unknown duration unit {unit!r} in {text!r}")
+        seconds += int(num) * _UNITS[unit]
+    return dt.timedelta(seconds=seconds)
+
+
+def auto_cleanup(store: ObjectStore, manifest: Manifest) -> CleanupStats | None:
+    """Run the cleanup ``lance.auto_cleanup.*`` asks for after the commit of ``manifest``.
+
+    As lance's ``auto_cleanup_hook``: only when ``lance.auto_cleanup.interval`` is set and
+    divides the new version; ``older_than`` / ``retain_versions`` come from the config.
+    A failing cleanup never fails the commit that triggered it (it is logged).
+    """
+    cfg = manifest.config
+    interval = cfg.get("lance.auto_cleanup.interval")
+    if interval is None:
+        return None
+    try:
+        every = int(interval)
+        if every <= 0 or manifest.version % every:
+            return None
+        older = cfg.get("lance.auto_cleanup.older_than")
+        retain = cfg.get("lance.auto_cleanup.retain_versions")
+        from lance_format.dataset import LanceDataset
+
+        ds = LanceDataset._from_manifest(store.uri(""), store, manifest)
+        return cleanup_old_versions(ds, parse_duration(older) if older else None,
+                                    int(retain) if retain else None, error_if_tagged_old_versions=False,
+                                    current_version=manifest.version - 1)
+    except (LanceError, ValueError) as exc:
+        _log.warning("auto cleanup after version %s of %s failed: %s", manifest.version, store.uri(""), exc)
+        return None
+
+
+__all__ = [
+    "CleanupFile",
+    "CleanupPlan",
+    "CleanupStats",
+    "DeleteBatch",
+    "auto_cleanup",
+    "branch_parent_versions",
+    "cleanup_old_versions",
+    "delete_old_manifests",
+    "execute_cleanup_batch",
+    "finish_cleanup",
+    "parse_duration",
+    "plan_cleanup",
+    "refresh_plan",
+]

@@ -1,0 +1,183 @@
+"""The execute step of compaction: rewrite one task's fragments into new data files.
+
+Nothing is committed here. Output sizing follows pylance's ``rewrite_files``
+(``rust/lance/src/dataset/optimize.rs``): ``k = max(1, live_rows // target)`` output
+fragments, the live rows spread evenly (the first ``live_rows % k`` get one more), in
+the dataset's storage version. With stable row ids the old row-id sequences (deleted
+rows masked out) are re-cut to the new fragment sizes, and so are the created/updated
+version sequences, so row ids survive compaction unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+
+from lance_format.errors import InvalidInputError, UnsupportedVersionError
+from lance_format.table.deletion import read_deletion_file
+from lance_format.table.models import FragmentMetadata
+from lance_format.table.naming import data_file_key
+from lance_format.table.rowids import decode_row_ids, decode_versions, encode_row_ids, encode_version_runs
+
+if TYPE_CHECKING:
+    from lance_format.dataset import LanceDataset
+    from lance_format.maintenance.compaction import CompactionTask, RewriteResult
+    from lance_format.storage import ObjectStore
+
+
+def _open_at(task: CompactionTask, ds: LanceDataset | None) -> LanceDataset:
+    from lance_format.dataset import LanceDataset
+
+    if ds is None:
+        return LanceDataset(task.uri, task.read_version, storage_options=task.storage_options)
+    return ds.checkout_version(task.read_version)
+
+
+def _check_sources(task: CompactionTask, ds: LanceDataset) -> None:
+    # A task must describe fragments exactly as its read version holds them; anything
+    # else means it was planned on another dataset (or edited), and rewriting it would
+    # commit rows that are not there.
+    for frag in task.fragments:
+        have = ds.manifest.fragment(frag.id)
+        if have is None or have.files != frag.files or have.deletion_file != frag.deletion_file \
+                or have.physical_rows != frag.physical_rows:
+            raise InvalidInputError(f"{ds.uri}: compaction task for fragments {list(task.fragment_ids)} does "
+                                    f"not match version {task.read_version} (fragment {frag.id} differs); "
+                                    "plan again on the current version")
+
+
+def deleted_offsets(store: ObjectStore, frag: FragmentMetadata) -> npt.NDArray[np.uint32]:
+    """Sorted deleted row offsets of ``frag`` (empty when it has no deletion file)."""
+    if frag.deletion_file is None:
+        return np.zeros(0, dtype=np.uint32)
+    return np.sort(read_deletion_file(store, frag.id, frag.deletion_file, physical_rows=frag.physical_rows))
+
+
+def output_row_counts(live_rows: int, target: int) -> list[int]:
+    """Rows of each output fragment: pylance's even split into ``max(1, live // target)`` parts."""
+    if live_rows <= 0:
+        return []
+    k = max(1, live_rows // target)
+    base, extra = divmod(live_rows, k)
+    return [base + (1 if i < extra else 0) for i in range(k)]
+
+
+def _take(it: Iterator[pa.RecordBatch], pending: list[pa.RecordBatch], n: int) -> Iterator[pa.RecordBatch]:
+    """Yield exactly ``n`` rows from ``pending`` + ``it`` (a sliced remainder goes back to ``pending``)."""
+    while n > 0:
+        batch = pending.pop() if pending else next(it, None)
+        if batch is None:
+            return
+        if batch.num_rows > n:
+            pending.append(batch.slice(n))
+            batch = batch.slice(0, n)
+        n -= batch.num_rows
+        if batch.num_rows:
+            yield batch
+
+
+def _live(values: npt.NDArray[np.uint64], deleted: npt.NDArray[np.uint32]) -> npt.NDArray[np.uint64]:
+    if deleted.size == 0:
+        return values
+    keep = np.ones(values.size, dtype=bool)
+    keep[deleted[deleted < values.size]] = False
+    return values[keep]
+
+
+def _runs(versions: npt.NDArray[np.uint64]) -> list[tuple[int, int]]:
+    if versions.size == 0:
+        return []
+    cuts = np.flatnonzero(np.diff(versions)) + 1
+    starts = np.concatenate(([0], cuts))
+    ends = np.concatenate((cuts, [versions.size]))
+    return [(int(e - s), int(versions[s])) for s, e in zip(starts, ends, strict=True)]
+
+
+def rechunk_stable_row_ids(store: ObjectStore, old: Sequence[FragmentMetadata],
+                           deletions: Sequence[npt.NDArray[np.uint32]],
+                           new: Sequence[FragmentMetadata]) -> list[FragmentMetadata]:
+    """Give ``new`` the surviving row ids (and row versions) of ``old``, cut to the new sizes."""
+    import dataclasses
+
+    ids, created, updated = [], [], []
+    for frag, dels in zip(old, deletions, strict=True):
+        where = f"fragment {frag.id} row ids"
+        if frag.row_id_meta is None:
+            raise UnsupportedVersionError(f"{where}: stable row ids are enabled but the fragment has no "
+                                          "inline row id sequence (external sequences are not supported)")
+        ids.append(_live(decode_row_ids(frag.row_id_meta, where=where, expected_len=frag.physical_rows), dels))
+        c = (decode_versions(frag.created_at_version_meta, expected_len=frag.physical_rows)
+             if frag.created_at_version_meta else np.ones(frag.physical_rows, dtype=np.uint64))
+        u = (decode_versions(frag.last_updated_at_version_meta, expected_len=frag.physical_rows)
+             if frag.last_updated_at_version_meta else c)
+        created.append(_live(c, dels))
+        updated.append(_live(u, dels))
+    all_ids, all_c, all_u = (np.concatenate(x) if x else np.zeros(0, np.uint64) for x in (ids, created, updated))
+    out = []
+    pos = 0
+    for frag in new:
+        end = pos + frag.physical_rows
+        out.append(dataclasses.replace(
+            frag, row_id_meta=encode_row_ids(all_ids[pos:end]),
+            created_at_version_meta=encode_version_runs(_runs(all_c[pos:end])),
+            last_updated_at_version_meta=encode_version_runs(_runs(all_u[pos:end]))))
+        pos = end
+    if pos != all_ids.size:
+        raise InvalidInputError(f"compaction wrote {pos} rows but the source fragments hold {all_ids.size}")
+    return out
+
+
+def rewrite_task(task: CompactionTask, ds: LanceDataset | None) -> RewriteResult:
+    """Execute ``task`` (see :meth:`CompactionTask.execute`)."""
+    from lance_format.maintenance.compaction import CompactionMetrics, RewriteResult
+    from lance_format.write import DEFAULT_MAX_BYTES_PER_FILE, write_fragment_files
+
+    opts = task.options
+    ds = _open_at(task, ds)
+    _check_sources(task, ds)
+    store = ds._store
+    deletions = [deleted_offsets(store, f) for f in task.fragments]
+    live = sum(f.physical_rows - int(d.size) for f, d in zip(task.fragments, deletions, strict=True))
+    counts = output_row_counts(live, opts.target_rows_per_fragment)
+    schema = ds.schema
+    scanner = ds.scanner(batch_size=opts.batch_size, fragments=list(task.fragments))
+    batches = iter(scanner.to_batches())
+    pending: list[pa.RecordBatch] = []
+    new: list[FragmentMetadata] = []
+    try:
+        for n in counts:
+            new.extend(write_fragment_files(
+                store, schema, _take(batches, pending, n), ds.lance_schema,
+                max_rows_per_file=n, max_rows_per_group=opts.max_rows_per_group,
+                max_bytes_per_file=opts.max_bytes_per_file or DEFAULT_MAX_BYTES_PER_FILE,
+                data_storage_version=ds.data_storage_version))
+        written = sum(f.physical_rows for f in new)
+        if written != live or next(batches, None) is not None:
+            raise InvalidInputError(f"{ds.uri}: compaction of fragments {list(task.fragment_ids)} read "
+                                    f"{written} rows where the metadata says {live} live rows")
+        if ds.manifest.uses_stable_row_ids:
+            new = rechunk_stable_row_ids(store, task.fragments, deletions, new)
+    except BaseException:
+        _delete_files(store, new)
+        raise
+    metrics = CompactionMetrics(
+        fragments_removed=len(task.fragments), fragments_added=len(new),
+        files_removed=sum(len(f.files) + (f.deletion_file is not None) for f in task.fragments),
+        files_added=sum(len(f.files) for f in new), rows_rewritten=live,
+        bytes_written=sum(df.file_size_bytes or 0 for f in new for df in f.files))
+    return RewriteResult(task.read_version, task.fragments, tuple(new), metrics, opts.defer_index_remap)
+
+
+def _delete_files(store: ObjectStore, frags: Sequence[FragmentMetadata]) -> None:
+    import contextlib
+
+    from lance_format.errors import LanceError
+
+    for frag in frags:
+        for df in frag.files:
+            with contextlib.suppress(LanceError, OSError):
+                store.delete(data_file_key(df.path))

@@ -1,0 +1,95 @@
+"""Compaction, named as pylance's ``lance.optimize``, and the ``ds.optimize`` verb group.
+
+``Compaction.plan(ds, options) -> CompactionPlan``; ``task.execute(ds) -> RewriteResult``
+(or ``execute_compaction_task(task)`` on any :class:`~lance_format.maintenance.Runner`);
+``Compaction.commit(ds, results) -> CompactionMetrics`` as one ``Rewrite``;
+``ds.optimize.compact_files(...)`` runs all three locally. See
+:mod:`lance_format.maintenance.compaction` for the semantics.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from lance_format.maintenance.compaction import (
+    Compaction,
+    CompactionMetrics,
+    CompactionOptions,
+    CompactionPlan,
+    CompactionTask,
+    RewriteResult,
+    compact_files,
+    execute_compaction_task,
+    plan_compaction,
+)
+
+if TYPE_CHECKING:
+    from lance_format.dataset import LanceDataset
+    from lance_format.maintenance.runner import Runner
+
+
+class Optimize:
+    """``ds.optimize``: table maintenance verbs (``compact_files``; indices add ``optimize_indices``)."""
+
+    def __init__(self, ds: LanceDataset) -> None:
+        self._ds = ds
+
+    def compact_files(
+        self,
+        *,
+        target_rows_per_fragment: int = 1_048_576,
+        max_rows_per_group: int = 1024,
+        max_bytes_per_file: int | None = None,
+        materialize_deletions: bool = True,
+        materialize_deletions_threshold: float = 0.1,
+        num_threads: int | None = None,
+        batch_size: int | None = None,
+        defer_index_remap: bool = False,
+        max_source_fragments: int | None = None,
+        max_source_rows: int | None = None,
+        excluded_fragment_ids: tuple[int, ...] | list[int] = (),
+        runner: Runner | None = None,
+        transaction_properties: Mapping[str, str] | None = None,
+    ) -> CompactionMetrics:
+        """Compact small fragments and materialize deletions; the dataset handle moves to the new version.
+
+        Arguments are pylance's (see :class:`CompactionOptions`); ``runner`` chooses where
+        the rewrite tasks run (local threads by default, ``SparkRunner`` on a cluster).
+
+        Returns:
+            Metrics; all zero and no new version when there is nothing to compact.
+        """
+        return compact_files(
+            self._ds, runner=runner, transaction_properties=transaction_properties,
+            target_rows_per_fragment=target_rows_per_fragment,
+            max_rows_per_group=max_rows_per_group, max_bytes_per_file=max_bytes_per_file,
+            materialize_deletions=materialize_deletions,
+            materialize_deletions_threshold=materialize_deletions_threshold, num_threads=num_threads,
+            batch_size=batch_size, defer_index_remap=defer_index_remap,
+            max_source_fragments=max_source_fragments, max_source_rows=max_source_rows,
+            excluded_fragment_ids=tuple(excluded_fragment_ids))
+
+    def optimize_indices(self, *, index_names: list[str] | None = None, runner: Runner | None = None) -> None:
+        """Index fragments added since each BTREE / BITMAP index was built and fold deferred remaps.
+
+        See :func:`lance_format.index.optimize.optimize_indices` (INDEX owns it); the
+        dataset handle moves to the new version when something was committed.
+        """
+        from lance_format.index.optimize import optimize_indices
+
+        optimize_indices(self._ds, index_names=index_names, runner=runner)
+
+
+__all__ = [
+    "Compaction",
+    "CompactionMetrics",
+    "CompactionOptions",
+    "CompactionPlan",
+    "CompactionTask",
+    "Optimize",
+    "RewriteResult",
+    "compact_files",
+    "execute_compaction_task",
+    "plan_compaction",
+]

@@ -1,0 +1,382 @@
+"""Reading one dataset version: its stores, deletion vectors, row ids, per-fragment readers and take.
+
+:class:`ReadContext` is the table state a dataset handle reads through;
+:class:`FragmentScan` reads projected columns of one fragment's data files.
+``lance_format.table.scan`` streams whole scans on top of them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+
+from lance_format.errors import InvalidInputError, LanceError, SchemaError
+from lance_format.schema import LanceField, LanceSchema
+from lance_format.storage import LocalStore, ObjectStore, open_store
+from lance_format.table import deletion as _deletion
+from lance_format.table.manifest import Manifest, arrow_schema
+from lance_format.table.models import DataFile, FragmentMetadata
+
+DEFAULT_BATCH_SIZE = 8192
+ROW_ID = "_rowid"
+ROW_ADDR = "_rowaddr"
+#: Upper bound on deletion-vector bytes one dataset handle keeps in memory.
+DELETION_CACHE_BYTES = 64 * 1024 * 1024
+#: Stored bytes a sequential :class:`FragmentScan` decodes per read-ahead window. One large
+#: decode per window (columns decoded in parallel by the file readers, whole pages at a time)
+#: then sliced into ``batch_size`` batches costs far less than one decode per batch; memory
+#: stays bounded by the window.
+READAHEAD_BYTES = 16 * 1024 * 1024
+
+
+def is_low_latency(store: ObjectStore) -> bool:
+    """Whether requests to ``store`` are cheap (local disk, memory): no point overlapping them."""
+    return isinstance(store, LocalStore) or store.uri("").startswith("memory://")
+
+
+def _subtree_ids(field: LanceField) -> set[int]:
+    return {f.id for f in field.flat()}
+
+
+class ReadContext:
+    """What scanning one manifest needs: stores, schema, cached deletion vectors."""
+
+    def __init__(self, store: ObjectStore, manifest: Manifest, storage_options: dict[str, str] | None = None):
+        self.store = store
+        self.schema: LanceSchema = manifest.schema
+        self.arrow_schema: pa.Schema = arrow_schema(manifest.schema)
+        self._storage_options = storage_options
+        self._data_store = store.child("data")
+        self._bases: dict[int, ObjectStore] = {}
+        self.low_latency = is_low_latency(store)
+        # Deletion vectors read so far (files are immutable): a later scan, take or
+        # delete on this handle reuses them instead of fetching and parsing again.
+        self._deleted: dict[tuple[Any, ...], npt.NDArray[np.uint32]] = {}
+        self._deleted_bytes = 0
+        self.manifest = self._fill_unknown_counts(manifest)
+
+    def _fill_unknown_counts(self, manifest: Manifest) -> Manifest:
+        # Old writers may leave physical_rows / num_deleted_rows at 0, which means
+        # "unknown" (``TryFrom<pb::DataFragment>`` and ``TryFrom<pb::DeletionFile>`` in
+        # rust/lance-table/src/format/fragment.rs): count them from the files, as lance does.
+        frags = []
+        changed = False
+        for frag in manifest.fragments:
+            if frag.physical_rows == 0 and frag.files:
+                from lance_format.file import LanceFileReader
+
+                df = frag.files[0]
+                rows = LanceFileReader(None, store=self.data_store(df), key=df.path,
+                                       file_size=df.file_size_bytes or None).num_rows
+                frag = dataclasses.replace(frag, physical_rows=rows)
+                changed = True
+            d = frag.deletion_file
+            if d is not None and d.num_deleted_rows == 0:
+                frag = dataclasses.replace(frag, deletion_file=dataclasses.replace(
+                    d, num_deleted_rows=int(self.deleted_offsets(frag).size)))
+                changed = True
+            frags.append(frag)
+        return manifest.replace(fragments=tuple(frags)) if changed else manifest
+
+    def data_store(self, df: DataFile) -> ObjectStore:
+        """Store rooted at the directory holding ``df``."""
+        if df.base_id is None:
+            return self._data_store
+        return self._base_store(df.base_id, "data")
+
+    def _base_store(self, base_id: int, sub: str) -> ObjectStore:
+        key = base_id * 2 + (sub == "data")
+        if key not in self._bases:
+            bp = self.manifest.base_path(base_id)
+            if bp is None:
+                raise LanceError(f"{self.store.uri('')}: version {self.manifest.version} refers to "
+                                 f"unknown base path id {base_id}")
+            path, is_root = bp.path, bp.is_dataset_root
+            base = open_store(path, self._storage_options, session=self.store.session)
+            self._bases[key] = base.child(sub) if (is_root and sub == "data") else base
+        return self._bases[key]
+
+    def deleted_offsets(self, frag: FragmentMetadata) -> npt.NDArray[np.uint32]:
+        """Sorted deleted row offsets of ``frag`` (empty if none)."""
+        d = frag.deletion_file
+        if d is None:
+            return np.empty(0, dtype=np.uint32)
+        key = (frag.id, d.read_version, d.id, d.file_type, d.base_id)
+        cached = self._deleted.get(key)
+        if cached is not None:
+            return cached
+        store = self.store if d.base_id is None else self._base_store(d.base_id, "")
+        offsets = _deletion.read_deletion_file(store, frag.id, d, physical_rows=frag.physical_rows)
+        offsets.flags.writeable = False  # shared by later reads of this handle
+        if self._deleted_bytes + offsets.nbytes <= DELETION_CACHE_BYTES:
+            self._deleted[key] = offsets
+            self._deleted_bytes += offsets.nbytes
+        return offsets
+
+    def row_ids(self, frag: FragmentMetadata) -> npt.NDArray[np.uint64] | None:
+        """Stable row ids of every physical row, or ``None`` without stable row ids."""
+        if not self.manifest.uses_stable_row_ids:
+            return None
+        data = frag.row_id_meta
+        if data is None and frag.external_row_ids is not None:
+            ext = frag.external_row_ids  # rarely used: lance writers inline the sequence
+            data = self.store.read_range(ext.path, ext.offset, ext.size)
+        if data is None:
+            return None
+        from lance_format.table import rowids
+
+        return rowids.decode_row_ids(data, where=f"fragment {frag.id} row ids", expected_len=frag.physical_rows)
+
+
+@dataclass
+class _FileColumns:
+    data_file: DataFile
+    dataset_names: list[str]
+    file_names: list[str]
+
+
+class FragmentScan:
+    """Reads projected top-level columns of one fragment.
+
+    Args:
+        ctx: The dataset version's read context.
+        frag: The fragment.
+        columns: Top-level columns to read, in output order.
+        readahead: The caller reads ranges in ascending order (a scan): :meth:`read` then decodes
+            windows of about ``READAHEAD_BYTES`` and serves the ranges from them.
+    """
+
+    def __init__(self, ctx: ReadContext, frag: FragmentMetadata, columns: Sequence[str], *,
+                 readahead: bool = False):
+        self.ctx = ctx
+        self.frag = frag
+        self.columns = list(columns)
+        self.target = pa.schema([ctx.arrow_schema.field(c) for c in self.columns])
+        self._plan = self._plan_files()
+        self._readers: dict[str, Any] = {}
+        self._readahead = readahead
+        self._window: tuple[int, int, pa.RecordBatch] | None = None
+
+    def _plan_files(self) -> list[_FileColumns]:
+        owner: dict[str, DataFile] = {}
+        for name in self.columns:
+            ids = _subtree_ids(self.ctx.schema.field(name))
+            for df in self.frag.files:  # later files win (newer column versions)
+                if ids & set(df.fields):
+                    owner[name] = df
+        plan: dict[str, _FileColumns] = {}
+        for name, df in owner.items():
+            entry = plan.setdefault(df.path, _FileColumns(df, [], []))
+            entry.dataset_names.append(name)
+        return list(plan.values())
+
+    def _reader(self, entry: _FileColumns) -> Any:
+        reader = self._readers.get(entry.data_file.path)
+        if reader is None:
+            from lance_format.file import LanceFileReader
+
+            df = entry.data_file
+            store = self.ctx.data_store(df)
+            # Optimistic: the file names its columns like the table (true unless a column
+            # was renamed). The reader's schema carries field ids, so a wrong guess is seen.
+            # A recorded size of 0 means "unknown" (``DataFile`` in
+            # rust/lance-table/src/format/fragment.rs), not an empty file.
+            reader = None
+            with contextlib.suppress(SchemaError):
+                reader = LanceFileReader(None, columns=entry.dataset_names, store=store, key=df.path,
+                                         file_size=df.file_size_bytes or None)
+            if reader is not None and self._file_names(reader, entry) == entry.dataset_names:
+                entry.file_names = list(entry.dataset_names)
+            else:
+                probe = LanceFileReader(None, store=store, key=df.path, file_size=df.file_size_bytes or None)
+                entry.file_names = self._file_names(probe, entry)
+                reader = probe if entry.file_names == probe.schema.names else LanceFileReader(
+                    None, columns=entry.file_names, store=store, key=df.path, file_size=df.file_size_bytes or None)
+            self._readers[df.path] = reader
+        return reader
+
+    def _file_names(self, probe: Any, entry: _FileColumns) -> list[str]:
+        # The file schema carries dataset field ids; a renamed column keeps its id.
+        file_schema = getattr(probe, "lance_schema", None)
+        names = []
+        for name in entry.dataset_names:
+            field = self.ctx.schema.field(name)
+            found = None
+            if file_schema is not None:
+                for f in file_schema.fields:
+                    if f.id == field.id:
+                        found = f.name
+                        break
+            names.append(found or name)
+        return names
+
+    def open(self) -> None:
+        """Open every data file this scan reads (done ahead of reading, in a worker thread)."""
+        for entry in self._plan:
+            self._reader(entry)
+
+    def read(self, start: int, stop: int) -> pa.RecordBatch:
+        """Physical rows ``[start, stop)`` with the projected columns (absent fields null)."""
+        if self._readahead:
+            win = self._window
+            if win is None or not (win[0] <= start and stop <= win[1]):
+                end = min(self.frag.physical_rows, max(stop, start + self._window_rows(stop - start)))
+                win = (start, end, self._read(start, end))
+                self._window = win
+            return win[2].slice(start - win[0], stop - start)  # zero-copy
+        return self._read(start, stop)
+
+    def _window_rows(self, n: int) -> int:
+        row_bytes = max([int(self._reader(e).data_bytes_per_row) for e in self._plan] or [1])
+        rows = max(n, READAHEAD_BYTES // max(row_bytes, 1))
+        return rows - rows % max(n, 1)  # whole batches: the last one of a window is not split
+
+    def _read(self, start: int, stop: int) -> pa.RecordBatch:
+        n = stop - start
+        arrays: dict[str, pa.Array] = {}
+        for entry in self._plan:
+            reader = self._reader(entry)
+            # one batch for the whole range: no per-1,024-row slices to stitch back together
+            table = reader.read_range(start, n, batch_size=max(n, 1)).to_table()
+            for ds_name, file_name in zip(entry.dataset_names, entry.file_names, strict=True):
+                arrays[ds_name] = _conform(table.column(file_name), self.target.field(ds_name).type)
+        return self._assemble(arrays, n)
+
+    def take(self, offsets: npt.NDArray[np.uint64]) -> pa.RecordBatch:
+        """Rows at sorted physical ``offsets``."""
+        arrays: dict[str, pa.Array] = {}
+        for entry in self._plan:
+            reader = self._reader(entry)
+            table = reader.take_rows(offsets).to_table()
+            for ds_name, file_name in zip(entry.dataset_names, entry.file_names, strict=True):
+                arrays[ds_name] = _conform(table.column(file_name), self.target.field(ds_name).type)
+        return self._assemble(arrays, len(offsets))
+
+    def _assemble(self, arrays: dict[str, pa.Array], n: int) -> pa.RecordBatch:
+        cols = [arrays[c] if c in arrays else pa.nulls(n, self.target.field(c).type) for c in self.columns]
+        return pa.RecordBatch.from_arrays(cols, schema=self.target)
+
+
+def _conform(col: pa.ChunkedArray | pa.Array, typ: pa.DataType) -> pa.Array:
+    if isinstance(col, pa.ChunkedArray):
+        arr = col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()  # one chunk: no copy
+    else:
+        arr = col
+    if not arr.type.equals(typ):
+        arr = arr.cast(typ)
+    return arr
+
+
+def row_indices(indices: Sequence[int] | pa.Array | npt.NDArray[Any]) -> npt.NDArray[np.int64]:
+    """``indices`` as int64 positions, refusing what is not an integer (as pylance does).
+
+    Raises:
+        InvalidInputError: for floats, None, strings or values beyond int64.
+    """
+    raw = indices.to_numpy(zero_copy_only=False) if isinstance(indices, (pa.Array, pa.ChunkedArray)) \
+        else indices
+    try:
+        arr = np.asarray(raw)
+    except (ValueError, TypeError, OverflowError) as exc:
+        raise InvalidInputError(f"take: indices must be integers: {exc}") from None
+    if arr.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    if arr.dtype.kind not in "iu":  # float, object (None, huge ints), str, bool
+        bad = [v for v in arr.ravel().tolist() if isinstance(v, bool) or not isinstance(v, int)][:1]
+        if bad or arr.dtype.kind != "O":
+            shown = bad[0] if bad else arr.ravel()[0]
+            raise InvalidInputError(f"take: indices must be integers, got {type(shown).__name__} {shown!r}")
+    if arr.ndim != 1:
+        raise InvalidInputError(f"take: indices must be one-dimensional, got shape {arr.shape}")
+    try:
+        # uint64 beyond int64 wraps negative and then fails the range check of the caller.
+        return arr.astype(np.int64) if arr.dtype.kind != "O" else np.array(arr.tolist(), dtype=np.int64)
+    except OverflowError:
+        raise InvalidInputError("take: row index out of range (beyond int64)") from None
+
+
+def take_rows(ctx: ReadContext, indices: Sequence[int] | pa.Array | npt.NDArray[Any], columns: Sequence[str],
+              *, with_row_id: bool = False) -> pa.Table:
+    """Rows at global live-row ``indices`` (in the requested order).
+
+    Raises:
+        InvalidInputError: if an index is not an integer (floats, None, strings) or is out of range.
+    """
+    idx = row_indices(indices)
+    target = pa.schema([ctx.arrow_schema.field(c) for c in columns])
+    if idx.size == 0:
+        return target.empty_table()
+    frags = list(ctx.manifest.fragments)
+    counts = np.array([f.num_rows for f in frags], dtype=np.int64)
+    bounds = np.cumsum(counts)
+    total = int(bounds[-1]) if bounds.size else 0
+    if idx.min() < 0 or idx.max() >= total:
+        raise InvalidInputError(f"take: row index out of range (dataset has {total} rows)")
+    which = np.searchsorted(bounds, idx, side="right")
+    local = idx - (bounds[which] - counts[which])
+    pieces: list[pa.Table] = []
+    order: list[npt.NDArray[np.int64]] = []
+    for fi in np.unique(which):
+        frag = frags[int(fi)]
+        sel = np.nonzero(which == fi)[0]
+        deleted = ctx.deleted_offsets(frag)
+        if deleted.size:
+            live = np.setdiff1d(np.arange(frag.physical_rows, dtype=np.int64), deleted.astype(np.int64),
+                                assume_unique=True)
+            phys = live[local[sel]].astype(np.uint64)
+        else:  # no deletions: live row i is physical row i (no fragment-sized index array)
+            phys = local[sel].astype(np.uint64)
+        uniq, inverse = np.unique(phys, return_inverse=True)
+        batch = FragmentScan(ctx, frag, columns).take(uniq)
+        table = pa.Table.from_batches([batch]).take(pa.array(inverse))
+        if with_row_id:
+            rid = (np.uint64(frag.id) << np.uint64(32)) | phys
+            table = table.append_column(ROW_ID, pa.array(rid, pa.uint64()))
+        pieces.append(table)
+        order.append(sel)
+    if len(pieces) > 1:
+        pieces = [_without_dictionary_nulls(p) for p in pieces]
+    result = pa.concat_tables(pieces)
+    positions = np.concatenate(order)
+    return result.take(pa.array(np.argsort(positions, kind="stable")))
+
+
+def _without_dictionary_nulls(table: pa.Table) -> pa.Table:
+    """Move nulls out of dictionaries into the indices (same values).
+
+    2.0 files may store a null inside a fragment's dictionary; pyarrow cannot unify
+    such dictionaries across fragments ("Cannot yet unify dictionaries with nulls"),
+    which a take spanning fragments needs.
+    """
+    for i, field in enumerate(table.schema):
+        if not pa.types.is_dictionary(field.type):
+            continue
+        col = table.column(i)
+        if not any(c.dictionary.null_count for c in col.chunks):
+            continue
+        chunks = []
+        for c in col.chunks:
+            valid = c.dictionary.is_valid().to_numpy(zero_copy_only=False)
+            remap = pa.array(np.cumsum(valid) - 1, mask=~valid).cast(c.indices.type)
+            chunks.append(pa.DictionaryArray.from_arrays(remap.take(c.indices), c.dictionary.filter(pa.array(valid))))
+        table = table.set_column(i, field, pa.chunked_array(chunks, field.type))
+    return table
+
+
+__all__ = [
+    "DEFAULT_BATCH_SIZE",
+    "DELETION_CACHE_BYTES",
+    "ROW_ADDR",
+    "ROW_ID",
+    "FragmentScan",
+    "ReadContext",
+    "is_low_latency",
+    "take_rows",
+]

@@ -1,0 +1,77 @@
+"""A whole dataset lifecycle on S3 (moto), shared with pylance; concurrent appends all land."""
+
+from __future__ import annotations
+
+import threading
+
+import lance
+import pyarrow as pa
+import pytest
+from conftest_s3 import S3Server  # the s3_server / s3_uri fixtures come from tests/conftest.py
+
+import lance_format as lf
+from lance_format.errors import (
+    DatasetAlreadyExistsError,
+)
+
+T = pa.table({"a": pa.array(range(10), pa.int64()), "s": [f"r{i}" for i in range(10)]})
+
+
+def test_s3_whole_lifecycle_with_pylance(s3_server: S3Server, s3_uri: str) -> None:
+    _e, _b, opts = s3_server
+    lf.write_dataset(T, s3_uri, max_rows_per_file=4, storage_options=opts, commit_message="c")
+    lf.write_dataset(T, s3_uri, mode="append", storage_options=opts)
+    ours = lf.dataset(s3_uri, storage_options=opts)
+    ours.delete("a in (0, 1, 2, 3, 9)")
+    with pytest.raises(DatasetAlreadyExistsError):
+        lf.write_dataset(T, s3_uri, storage_options=opts)
+    theirs = lance.dataset(s3_uri, storage_options=opts)
+    ours = lf.dataset(s3_uri, storage_options=opts)
+    assert ours.version == theirs.version == 3
+    assert ours.to_table().equals(theirs.to_table())
+    assert ours.to_table().num_rows == 10
+    assert ours.count_rows("a > 5") == theirs.count_rows("a > 5")
+    assert ours.take([0, 5, 9]).equals(theirs.take([0, 5, 9]))
+    assert [(v["version"], v["timestamp"], v["metadata"]) for v in ours.versions()] == [
+        (v["version"], v["timestamp"], v["metadata"]) for v in theirs.versions()]
+    # pylance appends + deletes on S3, we read
+    lance.write_dataset(T.slice(0, 3), s3_uri, mode="append", storage_options=opts, data_storage_version="2.0")
+    lance.dataset(s3_uri, storage_options=opts).delete("a = 4")
+    ours = lf.dataset(s3_uri, storage_options=opts)
+    assert ours.version == 5
+    assert ours.to_table().equals(lance.dataset(s3_uri, storage_options=opts).to_table())
+    # old versions + restore + tags on S3
+    assert lf.dataset(s3_uri, version=1, storage_options=opts).to_table().equals(T)
+    ours.tags.create("one", 1)
+    assert lance.dataset(s3_uri, version="one", storage_options=opts).to_table().equals(T)
+    lf.dataset(s3_uri, version="one", storage_options=opts).restore()
+    assert lance.dataset(s3_uri, storage_options=opts).to_table().equals(T)
+    lf.write_dataset(T.slice(0, 1), s3_uri, mode="overwrite", storage_options=opts)
+    assert lance.dataset(s3_uri, storage_options=opts).to_table().equals(T.slice(0, 1))
+    assert lance.dataset(s3_uri, storage_options=opts).version == 7
+
+
+def test_s3_concurrent_appends_all_land(s3_server: S3Server, s3_uri: str) -> None:
+    _e, _b, opts = s3_server
+    lf.write_dataset(T.slice(0, 1), s3_uri, storage_options=opts)
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(4)
+
+    def append(k: int) -> None:
+        barrier.wait()
+        try:
+            lf.write_dataset(pa.table({"a": pa.array([100 + k], pa.int64()), "s": [f"w{k}"]}), s3_uri,
+                             mode="append", storage_options=opts)
+        except BaseException as e:  # noqa: BLE001
+            errors.append(e)
+
+    threads = [threading.Thread(target=append, args=(k,)) for k in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert errors == []
+    theirs = lance.dataset(s3_uri, storage_options=opts)
+    assert theirs.version == 5
+    assert sorted(theirs.to_table().column("a").to_pylist()) == [0, 100, 101, 102, 103]
+    assert [v["version"] for v in lf.dataset(s3_uri, storage_options=opts).versions()] == [1, 2, 3, 4, 5]
