@@ -1,0 +1,69 @@
+"""Building a loopback-only local SparkSession and registering the ``lance`` data source.
+
+``local_session`` is for tests, notebooks and benchmarks on one machine: Spark binds to
+127.0.0.1 only and its Python workers run the current interpreter (so executors import
+the same ``lance_format`` as the driver). On a cluster, build the session as usual and call
+:func:`register` once.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import weakref
+from typing import Any
+
+_REGISTERED: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+def local_session(master: str = "local[2]", *, app_name: str = "lance-format", shuffle_partitions: int = 4,
+                  conf: dict[str, str] | None = None) -> Any:
+    """Create (or get) a local SparkSession bound to loopback with the ``lance`` source registered.
+
+    Args:
+        master: Spark master URL, ``local[N]`` for N worker threads.
+        app_name: Application name.
+        shuffle_partitions: ``spark.sql.shuffle.partitions`` (small for small local data).
+        conf: Extra Spark configuration.
+
+    Returns:
+        The ``pyspark.sql.SparkSession``.
+    """
+    # Workers must run this interpreter (the virtualenv holding lance_format), and
+    # nothing may listen on a public interface of a shared machine.
+    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    from pyspark.sql import SparkSession
+
+    builder = (
+        SparkSession.builder.master(master)
+        .appName(app_name)
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
+        # Filters Spark offers the source are pushed only when this is on (off by default).
+        .config("spark.sql.python.filterPushdown.enabled", "true")
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+    )
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    register(spark)
+    return spark
+
+
+def register(spark: Any) -> None:
+    """Register the ``lance`` data source with ``spark`` (idempotent per session).
+
+    After this, ``spark.read.format("lance")``, ``df.write.format("lance")`` and
+    ``df.writeStream.format("lance")`` work in this session.
+    """
+    if spark in _REGISTERED:
+        return
+    from lance_format.spark.source import LanceDataSource
+
+    spark.dataSource.register(LanceDataSource)
+    _REGISTERED.add(spark)

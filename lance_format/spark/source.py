@@ -1,0 +1,66 @@
+"""``LanceDataSource``: the ``lance`` format for ``spark.read``, ``df.write`` and ``df.writeStream``.
+
+Register it once per session with :func:`lance_format.spark.register` (or build a session
+with :func:`lance_format.spark.local_session`). Options are documented in
+:mod:`lance_format.spark.options`; the read path in :mod:`lance_format.spark.reader`, the
+write path in :mod:`lance_format.spark.writer`, the streaming sink in
+:mod:`lance_format.spark.streaming`, the type mapping in :mod:`lance_format.spark.types`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSource
+
+from lance_format.spark.options import ReadOptions, WriteOptions
+from lance_format.spark.reader import FilterPushdownReader, LanceReader, open_dataset, projected_schema
+from lance_format.spark.streaming import LanceStreamWriter
+from lance_format.spark.types import spark_schema
+from lance_format.spark.writer import LanceBatchWriter
+
+
+def _arrow_input_schema(schema: Any) -> pa.Schema:
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    result: pa.Schema = to_arrow_schema(schema, timezone="UTC")
+    return result
+
+
+class LanceDataSource(DataSource):
+    """The ``lance`` Python data source (batch read, batch write, streaming write)."""
+
+    @classmethod
+    def name(cls) -> str:
+        """Format name: ``spark.read.format("lance")``."""
+        return "lance"
+
+    def schema(self) -> Any:
+        """Spark schema of the requested version and columns.
+
+        Raises:
+            UnsupportedTypeError: a column has no lossless Spark type (named in the message).
+        """
+        opts = ReadOptions.parse(self.options)
+        return spark_schema(projected_schema(open_dataset(opts), opts.columns))
+
+    def reader(self, schema: Any) -> LanceReader:
+        """A reader pinned to the requested (or latest) version."""
+        options = dict(self.options)
+        if ReadOptions.parse(options).filter_pushdown:
+            return FilterPushdownReader(options)
+        return LanceReader(options)
+
+    def writer(self, schema: Any, overwrite: bool) -> LanceBatchWriter:
+        """A batch writer: tasks write files, the driver commits one transaction."""
+        return LanceBatchWriter(WriteOptions.parse(dict(self.options), overwrite=overwrite),
+                                _arrow_input_schema(schema))
+
+    def streamWriter(self, schema: Any, overwrite: bool) -> LanceStreamWriter:  # noqa: N802  (Spark's name)
+        """A streaming writer: one commit per micro-batch, exactly once."""
+        return LanceStreamWriter(WriteOptions.parse(dict(self.options), overwrite=overwrite),
+                                 _arrow_input_schema(schema))
+
+
+__all__ = ["LanceDataSource"]

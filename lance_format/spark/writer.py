@@ -1,0 +1,176 @@
+"""The write side of the ``lance`` data source: executors write files, the driver commits once.
+
+``df.write.format("lance").mode("append" | "overwrite").save(uri)``:
+
+1. On the driver, ``LanceDataSource.writer`` resolves the target: for an append to an
+   existing dataset the table's schema, field ids and file version, and the version read;
+   otherwise a new schema from the DataFrame (an ``Overwrite`` creates the dataset).
+2. Each Spark task streams its Arrow batches into data files (``max_rows_per_file`` rows
+   each) and returns their fragment metadata in a :class:`FragmentsMessage`. A task that
+   fails removes the files it wrote before re-raising (``write_fragment_files`` does that).
+3. The driver commits ONE transaction (``Append`` or ``Overwrite``) carrying the
+   ``transaction_properties`` option. Appends commit through the normal conflict
+   resolution, so concurrent appends (Spark or local) all land.
+4. When the job fails, Spark calls ``abort`` with the messages of the tasks that succeeded;
+   their files are deleted and no version is written. A failed commit deletes them too.
+
+Spark (4.x) only passes ``append`` and ``overwrite`` to Python data sources and refuses
+``errorifexists``/``ignore`` before the source sees them; use ``.option("mode", "create")``
+with ``mode("append")`` for a write that must create the dataset.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
+
+from lance_format.errors import LanceError, SchemaError
+from lance_format.fragment import FragmentMetadata, write_fragments
+from lance_format.schema import LanceSchema
+from lance_format.spark.options import WriteOptions
+from lance_format.spark.types import to_table_batch
+from lance_format.storage import open_store
+from lance_format.table.commit import commit_transaction
+from lance_format.table.manifest import Manifest, arrow_schema
+from lance_format.table.naming import data_file_key
+from lance_format.table.transaction import LanceOperation, Transaction
+from lance_format.table.versions import find_latest, read_manifest
+
+
+@dataclass(frozen=True)
+class FragmentsMessage(WriterCommitMessage):
+    """What one write task sends to the driver: the uncommitted fragments it wrote."""
+
+    fragments: tuple[FragmentMetadata, ...]
+
+
+@dataclass(frozen=True)
+class WritePlan:
+    """The resolved target of a write (computed on the driver, shipped to every task).
+
+    Attributes:
+        options: Parsed write options.
+        mode: ``"append"`` to an existing dataset, else ``"overwrite"``/``"create"`` (new schema).
+        read_version: Version the write is based on (0 = no dataset yet).
+        schema: Arrow schema of the files written (the table's for appends).
+        data_storage_version: Lance file version of the files written.
+    """
+
+    options: WriteOptions
+    mode: str
+    read_version: int
+    schema: pa.Schema
+    data_storage_version: str | None
+
+
+def plan_write(options: WriteOptions, input_schema: pa.Schema) -> WritePlan:
+    """Resolve mode, schema and read version for a write of ``input_schema`` rows.
+
+    Raises:
+        DatasetAlreadyExistsError: ``mode="create"`` and a dataset exists.
+        SchemaError: appending columns the table does not have.
+    """
+    from lance_format.errors import DatasetAlreadyExistsError
+
+    store = open_store(options.uri, dict(options.storage_options) or None)
+    found = find_latest(store)
+    if found is not None and options.mode == "create":
+        raise DatasetAlreadyExistsError(f"{store.uri('')}: dataset already exists (version {found[0]}); "
+                                        "write with mode('append') or mode('overwrite')")
+    if found is not None and options.mode == "append":
+        base: Manifest = read_manifest(store, found[1], for_write=True)
+        table = arrow_schema(base.schema)
+        extra = [n for n in input_schema.names if n not in table.names]
+        if extra:
+            raise SchemaError(f"{store.uri('')}: DataFrame column(s) {extra} are not in the table "
+                              f"(columns: {table.names})")
+        return WritePlan(options, "append", found[0], table, options.data_storage_version)
+    # New schema: field ids from 0, exactly as every task's write_fragments assigns them.
+    new_schema = LanceSchema.from_arrow(input_schema).to_arrow()
+    return WritePlan(options, options.mode, found[0] if found is not None else 0, new_schema,
+                     options.data_storage_version)
+
+
+def write_task(plan: WritePlan, batches: Iterator[pa.RecordBatch]) -> FragmentsMessage:
+    """Write one task's batches as uncommitted fragments (runs on an executor)."""
+    opts = plan.options
+    converted = (to_table_batch(b, plan.schema) for b in batches if b.num_rows)
+    frags = write_fragments(converted, opts.uri, plan.schema,
+                            mode="append" if plan.mode == "append" else "overwrite",
+                            max_rows_per_file=opts.max_rows_per_file,
+                            data_storage_version=plan.data_storage_version,
+                            storage_options=dict(opts.storage_options) or None)
+    return FragmentsMessage(tuple(frags))
+
+
+def collect(messages: Sequence[Any]) -> list[FragmentMetadata]:
+    """Fragments of every successful task (failed tasks send ``None``)."""
+    return [f for m in messages if isinstance(m, FragmentsMessage) for f in m.fragments]
+
+
+def delete_files(options: WriteOptions, fragments: Sequence[FragmentMetadata]) -> None:
+    """Delete the data files of uncommitted ``fragments`` (best effort, each file once)."""
+    store = open_store(options.uri, dict(options.storage_options) or None)
+    for frag in fragments:
+        for df in frag.files:
+            with contextlib.suppress(LanceError, FileNotFoundError):
+                store.delete(data_file_key(df.path))
+
+
+def commit_fragments(plan: WritePlan, fragments: Sequence[FragmentMetadata],
+                     extra_properties: Mapping[str, str] | None = None, *,
+                     read_version: int | None = None) -> Manifest:
+    """Commit ``fragments`` as one Append or Overwrite; on failure delete their files and re-raise."""
+    opts = plan.options
+    store = open_store(opts.uri, dict(opts.storage_options) or None)
+    props = {**opts.transaction_properties, **(extra_properties or {})}
+    rv = plan.read_version if read_version is None else read_version
+    op: LanceOperation.BaseOperation
+    if plan.mode == "append" and rv:
+        op = LanceOperation.Append(list(fragments))
+    else:
+        op = LanceOperation.Overwrite(LanceSchema.from_arrow(plan.schema), list(fragments))
+    txn = Transaction(rv, op, transaction_properties=props)
+    try:
+        return commit_transaction(store, txn, data_storage_version=_storage_version(plan),
+                                  must_not_exist=plan.mode == "create",
+                                  enable_stable_row_ids=opts.enable_stable_row_ids)
+    except BaseException:
+        delete_files(opts, fragments)
+        raise
+
+
+def _storage_version(plan: WritePlan) -> str | None:
+    from lance_format.write import normalize_storage_version
+
+    if plan.data_storage_version is None:
+        return None
+    return normalize_storage_version(plan.data_storage_version)
+
+
+class LanceBatchWriter(DataSourceArrowWriter):
+    """Batch writer created by ``LanceDataSource.writer`` (see the module docstring)."""
+
+    def __init__(self, options: WriteOptions, input_schema: pa.Schema) -> None:
+        self.plan = plan_write(options, input_schema)
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> FragmentsMessage:
+        """Write this task's rows as data files; return their fragments."""
+        return write_task(self.plan, iterator)
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        """Commit every task's fragments as one version."""
+        commit_fragments(self.plan, collect(messages))
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        """Delete the files of the tasks that succeeded; nothing is committed."""
+        delete_files(self.plan.options, collect(messages))
+
+
+__all__ = ["FragmentsMessage", "LanceBatchWriter", "WritePlan", "collect", "commit_fragments", "delete_files",
+           "plan_write", "write_task"]
