@@ -15,7 +15,7 @@ import pyarrow.compute as pc
 from dagster import AssetExecutionContext, AssetIn, MaterializeResult, asset
 
 from lance_dagster import LanceResource, materialize_result
-from lance_dagster.metadata import input_version_key
+from lance_dagster.metadata import input_versions_metadata
 
 EMBEDDING_DIM = 8
 CATEGORIES = np.array(["view", "click", "search", "add_to_cart", "purchase"])
@@ -38,7 +38,8 @@ def make_raw_events(seed: int, n: int = RAW_ROWS, *, now: dt.datetime | None = N
     """Build one batch of synthetic events (deterministic for a seed and ``now``)."""
     rng = np.random.default_rng(seed)
     now = now or dt.datetime.now(dt.UTC)
-    offsets_us = np.sort(rng.integers(0, 3_600 * 1_000_000, size=n))[::-1]
+    # Spread over the last three days, so the daily-partitioned asset has several partitions.
+    offsets_us = np.sort(rng.integers(0, 3 * 86_400 * 1_000_000, size=n))[::-1]
     ts = np.datetime64(now.replace(tzinfo=None), "us") - offsets_us.astype("timedelta64[us]")
     event_ids = np.char.add(f"{seed:08x}-", np.arange(n).astype(str))
     value = rng.gamma(2.0, 12.5, size=n).round(2)
@@ -61,7 +62,7 @@ def make_raw_events(seed: int, n: int = RAW_ROWS, *, now: dt.datetime | None = N
 
 @asset(group_name="ingest", code_version="1", kinds={"lance"})
 def raw_events(context: AssetExecutionContext) -> pa.Table:
-    """One hour of raw product events from the (synthetic) tracking pipeline; replaced each run."""
+    """Three days of raw product events from the (synthetic) tracking pipeline; replaced each run."""
     seed = zlib.crc32(context.run_id.encode())
     return make_raw_events(seed)
 
@@ -130,5 +131,5 @@ def embedding_centroids(
     )
     result = materialize_result(lance.write("embedding_centroids", out, mode="overwrite", context=context))
     metadata = dict(result.metadata or {})
-    metadata[input_version_key("clean_events")] = int(source.version)
+    metadata.update(input_versions_metadata({"clean_events": int(source.version)}))
     return MaterializeResult(metadata=metadata, data_version=result.data_version)

@@ -3,45 +3,62 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from dagster import (
     ConfigurableIOManagerFactory,
+    DagsterInvariantViolationError,
     DataVersion,
     InitResourceContext,
     InputContext,
     IOManager,
+    MetadataValue,
     OutputContext,
 )
 from pydantic import Field
 
-from lance_format.errors import DatasetNotFoundError, VersionNotFoundError
+from lance_format.errors import DatasetNotFoundError, InvalidInputError, VersionNotFoundError
 
-from .config import LanceSettings, WriteMode, make_settings, parse_mode
+from .config import LanceSettings, SchemaMode, WriteMode, make_settings, resolve_write_options
 from .handlers import FrameHandler, default_handlers, handler_for_type, handler_for_value
-from .lineage import PARTITION_KEY, transaction_properties
-from .metadata import input_version_key, write_metadata
+from .lineage import transaction_properties
+from .metadata import input_versions_metadata, load_metadata, write_metadata
+from .partitions import PartitionSlice, build_slice, partition_expr_of
 from .reader import ArrowSource, ReadSpec, open_dataset
 from .writer import commit_arrow
 
-MODE_KEY = "mode"
+#: Extra materialization metadata written by this module (besides lance_dagster.metadata's keys).
+PARTITION_FILTER = "lance/partition_filter"
+ROWS_DELETED = "lance/rows_deleted"
+SKIPPED = "lance/skipped"
+SCHEMA_MODE = "lance/schema_mode"
 
 
 class LanceIOManager(ConfigurableIOManagerFactory):  # type: ignore[type-arg]
     """IO manager that stores every asset as a Lance dataset under ``root_uri``.
 
-    The dataset of asset ``["a", "b"]`` is ``{root_uri}/a/b.lance``. Outputs may be
-    ``pyarrow.Table``, ``pyarrow.RecordBatchReader`` or ``pandas.DataFrame``; inputs are loaded
-    as whatever the parameter is annotated with (``pyarrow.Table`` when untyped).
+    The dataset of asset ``["a", "b"]`` is ``{root_uri}/a/b.lance``. Outputs may be ``pyarrow.Table``
+    / ``RecordBatchReader``, ``pandas.DataFrame`` or ``polars.DataFrame`` / ``LazyFrame``; inputs are
+    loaded as whatever the parameter is annotated with (``pyarrow.Table`` when untyped), including
+    ``lance_format.LanceDataset`` for a lazy handle pinned to the version read.
 
-    Per-asset behaviour comes from metadata:
+    Per-asset behaviour comes from definition metadata, overridden at run time by output metadata
+    with the same key (``Output(df, metadata=...)`` or ``context.add_output_metadata``):
 
-    * definition metadata ``{"mode": "append"}`` (or ``"overwrite"``), overridden at run time by
-      output metadata with the same key (``Output(df, metadata={"mode": "append"})`` or
-      ``context.add_output_metadata``);
-    * ``AssetIn(metadata={"version": 3})`` or ``{"tag": "gold"}`` pins the version read,
-      ``{"columns": [...]}`` selects columns, ``{"filter": "x > 0"}`` filters rows.
+    * ``mode``: ``overwrite`` (default), ``append``, ``merge`` (upsert on ``merge_on`` keys, with
+      ``when_matched_update`` / ``when_not_matched_insert`` / ``when_not_matched_by_source_delete``),
+      ``error`` or ``ignore`` (refuse / skip when the target already has rows);
+    * ``schema_mode``: ``strict`` (default), ``merge`` (add new columns) or ``overwrite``;
+    * ``partition_expr`` (required for partitioned assets): the column holding the partition, or a
+      dict of dimension -> column. A partition materialization replaces exactly that partition's
+      rows in one commit; a partitioned load reads only its partitions' rows.
 
+    ``AssetIn(metadata={"version": 3})`` or ``{"tag": "gold"}`` pins the version read,
+    ``{"columns": [...]}`` selects columns, ``{"filter": "x > 0"}`` filters rows. The version
+    actually read is recorded on the LOADED_INPUT event and as ``lance/input_version/<asset>`` on the
+    consumer's materialization. Dagster offers an IO manager no public hook to set the input data
+    version it stores as provenance (``dagster/input_data_version/<asset>``), which is the upstream's
+    latest data version; for a pinned read the recorded pin is the authoritative one.
     Subclass and override :meth:`frame_handlers` to support another frame library.
     """
 
@@ -51,13 +68,20 @@ class LanceIOManager(ConfigurableIOManagerFactory):  # type: ignore[type-arg]
         "$DAGSTER_HOME/storage, else ./lance_storage).",
     )
     storage_options: dict[str, str] = Field(
-        default_factory=dict, description="Storage options passed to lance_format (credentials, endpoint)."
+        # repr=False: credentials must never show in reprs, logs or errors (issue 14 item 5).
+        default_factory=dict, repr=False,
+        description="Storage options passed to lance_format (credentials, endpoint).",
     )
-    write_mode: str = Field(
-        default="overwrite", description="Write mode when an asset's metadata names none: overwrite or append."
+    write_mode: WriteMode = Field(
+        default="overwrite",
+        description="Write mode when an asset's metadata names none: overwrite, append, merge, error, ignore.",
+    )
+    schema_mode: SchemaMode = Field(
+        default="strict", description="Schema mode when an asset's metadata names none: strict, merge, overwrite."
     )
     data_storage_version: str | None = Field(
-        default=None, description="Lance data storage (file) version for new datasets: '2.0', '2.1' or '2.2' (default 2.2, as pylance)."
+        default=None, description="Lance data storage (file) version for new datasets: '2.0', '2.1' or '2.2' "
+        "(default 2.2, as pylance)."
     )
 
     @classmethod
@@ -67,7 +91,8 @@ class LanceIOManager(ConfigurableIOManagerFactory):  # type: ignore[type-arg]
 
     def settings(self) -> LanceSettings:
         """The resolved storage settings."""
-        return make_settings(self.root_uri, self.storage_options, self.write_mode, self.data_storage_version)
+        return make_settings(self.root_uri, self.storage_options, self.write_mode, self.data_storage_version,
+                             self.schema_mode)
 
     def create_io_manager(self, context: InitResourceContext) -> LanceStorageIOManager:
         """Build the per-run IO manager."""
@@ -88,6 +113,27 @@ def _describe(context: OutputContext | InputContext) -> str:
     return f"output {context.name!r}" if isinstance(context, OutputContext) else "input"
 
 
+def output_slice(context: OutputContext, where: str) -> PartitionSlice | None:
+    """The partition slice a partitioned asset's step writes (``None`` when unpartitioned).
+
+    Raises:
+        InvalidInputError: the asset is partitioned but has no usable ``partition_expr``.
+    """
+    if not context.has_asset_partitions:
+        return None
+    return build_slice(context.asset_partitions_def, context.asset_partition_keys,
+                       partition_expr_of(context.definition_metadata), where=where)
+
+
+def input_slice(context: InputContext, where: str) -> PartitionSlice | None:
+    """The partition slice of the upstream a partitioned load reads (``None``: every row)."""
+    if not context.has_asset_partitions or context.upstream_output is None:
+        return None
+    return build_slice(context.asset_partitions_def, context.asset_partition_keys,
+                       partition_expr_of(context.upstream_output.definition_metadata),
+                       where=f"{where} (upstream)")
+
+
 class LanceStorageIOManager(IOManager):
     """The IO manager instance behind :class:`LanceIOManager` (one per run or step process)."""
 
@@ -101,20 +147,24 @@ class LanceStorageIOManager(IOManager):
 
     def write_mode(self, context: OutputContext) -> WriteMode:
         """Mode from output metadata, else definition metadata, else the configured default."""
-        where = _describe(context)
-        for source in (context.output_metadata, context.definition_metadata):
-            if source and source.get(MODE_KEY) is not None:
-                return parse_mode(source[MODE_KEY], where=f"{where} metadata {MODE_KEY!r}")
-        return self.settings.default_mode
+        return resolve_write_options(self.settings.default_write_options,
+                                     [context.definition_metadata, context.output_metadata],
+                                     where=_describe(context)).mode
 
     def handle_output(self, context: OutputContext, obj: Any) -> None:
-        """Write ``obj`` as one Lance commit and attach the materialization metadata."""
+        """Write ``obj`` as one Lance commit and attach the materialization metadata.
+
+        Everything that can be refused (options, frame type, partition column, schema) is checked
+        before the first data file is written.
+        """
         where = _describe(context)
         if obj is None:
-            raise TypeError(f"{where}: LanceIOManager cannot store None (annotate the output as Nothing "
-                            "or return a table)")
-        mode = self.write_mode(context)
-        data = handler_for_value(self.handlers, obj, where=where).to_arrow(obj)
+            raise InvalidInputError(f"{where}: LanceIOManager cannot store None (annotate the output as "
+                                    "Nothing or return a table)")
+        options = resolve_write_options(self.settings.default_write_options,
+                                        [context.definition_metadata, context.output_metadata], where=where)
+        handler = handler_for_value(self.handlers, obj, where=where)
+        part = output_slice(context, where)
         uri = self.settings.uri_for(_key_path(context))
         asset = context.asset_key.to_user_string() if context.has_asset_key else None
         props = transaction_properties(
@@ -123,39 +173,60 @@ class LanceStorageIOManager(IOManager):
             partition_key=_partition_key(context),
             code_version=_code_version(context),
             job_name=context.job_name,
-            mode=mode,
+            mode=options.mode,
         )
-        if mode == "overwrite" and context.has_asset_partitions:
-            # Partition-scoped replacement arrives with partition support; until then say what happens.
-            context.log.warning(f"{where}: mode 'overwrite' replaces the whole table, not only partition "
-                                f"{props.get(PARTITION_KEY)!r}; use metadata {{'mode': 'append'}} to add rows")
-        message = f"dagster {mode} of {asset or uri} in run {context.run_id}"
-        result = commit_arrow(self.settings, uri, data, mode=mode, properties=props, commit_message=message)
+        message = f"dagster {options.mode} of {asset or uri} in run {context.run_id}"
+        if handler.distributed:
+            from .distributed import DistributedHandler, commit_distributed  # imports the engine (pyspark)
+
+            result = commit_distributed(self.settings, uri, cast(DistributedHandler, handler), obj,
+                                        mode=options.mode, properties=props, commit_message=message,
+                                        schema_mode=options.schema_mode, partition=part, where=where)
+        else:
+            result = commit_arrow(self.settings, uri, handler.to_arrow(obj), mode=options.mode, properties=props,
+                                  commit_message=message, schema_mode=options.schema_mode, partition=part,
+                                  merge=options.merge, where=where)
         metadata = write_metadata(result)
-        for upstream, version in self._inputs_of(context).items():
-            metadata[input_version_key(upstream)] = version
+        metadata[SCHEMA_MODE] = MetadataValue.text(options.schema_mode)
+        if result.predicate is not None:
+            metadata[PARTITION_FILTER] = MetadataValue.text(result.predicate)
+        if result.rows_deleted is not None:
+            metadata[ROWS_DELETED] = MetadataValue.int(result.rows_deleted)
+        if result.skipped:
+            metadata[SKIPPED] = MetadataValue.bool(True)
+        metadata.update(input_versions_metadata(self._inputs_of(context)))
         context.add_output_metadata(metadata)
         if context.has_asset_key:
             _set_data_version(context, DataVersion(str(result.version)))
-        context.log.info(f"Lance commit: {uri} version {result.version} ({mode})")
+        verb = "kept (mode ignore)" if result.skipped else "commit"
+        context.log.info(f"Lance {verb}: {uri} version {result.version} ({options.mode})")
 
     def _inputs_of(self, context: OutputContext) -> dict[str, int]:
-        reads = self._reads.get((context.run_id, context.step_key), {})
+        try:
+            reads = self._reads.get((context.run_id, context.step_key), {})
+        except DagsterInvariantViolationError:  # build_output_context() without a step
+            return {}
         if not reads or not context.has_asset_key:
             return dict(reads)
         try:
-            node = context.step_context.job_def.asset_layer.get(context.asset_key)
-            parents = {k.to_user_string() for k in node.parent_keys}
-        except Exception:  # outside a full run (e.g. build_output_context) report every read
+            parents = {dep.asset_key.to_user_string() for dep in context.asset_spec.deps}
+        except DagsterInvariantViolationError:  # a hand-built context carries no spec: report every read
             return dict(reads)
         return {k: v for k, v in reads.items() if k in parents}
 
     # -- reading ----------------------------------------------------------------------------
 
     def load_input(self, context: InputContext) -> Any:
-        """Read the upstream dataset (latest, or the pinned version/tag) as the annotated type."""
+        """Read the upstream dataset (latest, or the pinned version/tag) as the annotated type.
+
+        A partitioned load reads only the rows of the mapped upstream partitions (the filter is
+        pushed down to the Lance scan). The version read is recorded on the LOADED_INPUT event and
+        on the consumer's materialization (``lance/input_version/<asset>``).
+        """
         where = _describe(context)
         spec = ReadSpec.from_metadata(context.definition_metadata, where=f"{where} input metadata")
+        handler = handler_for_type(self.handlers, context.dagster_type.typing_type, where=where)
+        part = input_slice(context, where)
         uri = self.settings.uri_for(_key_path(context))
         try:
             ds = open_dataset(self.settings, uri, spec.pin)
@@ -165,19 +236,28 @@ class LanceStorageIOManager(IOManager):
             raise DatasetNotFoundError(
                 f"{where}: no Lance dataset at {uri}; materialize the upstream asset first"
             ) from exc
-        handler = handler_for_type(self.handlers, context.dagster_type.typing_type, where=where)
-        source = ArrowSource(ds, spec)
+        source = ArrowSource(ds, spec, part.expression(ds.schema, where=where) if part is not None else None,
+                             partition_sql=part.sql(ds.schema, where=where) if part is not None else None,
+                             storage_options=self.settings.storage_options)
         value = handler.from_arrow(source, context.dagster_type.typing_type)
+        pin = {"version": spec.version, "tag": spec.tag,
+               "filter": None if source.row_filter is None else str(source.row_filter)}
+        # Dagster 1.13 attaches input metadata to an observation of one upstream partition and fails
+        # (CheckError in InputContext.asset_partition_key) when the input spans several, so a
+        # multi-partition load reports its version on the consumer's materialization only.
+        if not context.has_asset_partitions or len(context.asset_partition_keys) == 1:
+            context.add_input_metadata(load_metadata(uri, source.version, int(ds.latest_version), pin))
         if context.has_asset_key:
             self._record_read(context, context.asset_key.to_user_string(), source.version)
         context.log.info(f"Lance read: {uri} version {source.version}"
-                         + (f" columns {list(spec.columns)}" if spec.columns else ""))
+                         + (f" columns {list(spec.columns)}" if spec.columns else "")
+                         + (f" rows where {source.row_filter}" if source.row_filter is not None else ""))
         return value
 
     def _record_read(self, context: InputContext, asset: str, version: int) -> None:
         try:
             step = context.step_context
-        except Exception:  # a bare build_input_context() has no step to report to
+        except DagsterInvariantViolationError:  # a bare build_input_context() has no step to report to
             return
         self._reads.setdefault((step.run_id, step.step.key), {})[asset] = version
 
@@ -197,16 +277,18 @@ def _code_version(context: OutputContext) -> str | None:
         return context.version
     try:
         return context.asset_spec.code_version
-    except Exception:  # contexts built by hand carry no spec
+    except DagsterInvariantViolationError:  # contexts built by hand carry no spec
         return None
 
 
 def _set_data_version(context: OutputContext, version: DataVersion) -> None:
-    # Dagster reads a data version cached on the step before it builds the materialization event,
-    # which is the only way an IO manager can supply one (Output(data_version=...) is the asset's).
+    # Dagster has no public API for an IO manager to give a materialization its data version
+    # (Output(data_version=...) belongs to the asset function). It reads a data version cached on the
+    # step context before it builds the materialization event, so the IO manager fills that cache
+    # through StepExecutionContext.set_data_version.
     try:
         step = context.step_context
-    except Exception:
+    except DagsterInvariantViolationError:  # build_output_context() without a step
         return
     if not step.has_data_version(context.asset_key):
         step.set_data_version(context.asset_key, version)

@@ -12,7 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from lance_format.errors import VersionNotFoundError
+from lance_format import LanceDataset
+from lance_format.errors import LanceError, VersionNotFoundError
 
 RUN_ID = "dagster/run_id"
 ASSET_KEY = "dagster/asset_key"
@@ -20,6 +21,8 @@ PARTITION_KEY = "dagster/partition_key"
 CODE_VERSION = "dagster/code_version"
 JOB_NAME = "dagster/job_name"
 WRITE_MODE = "lance_dagster/mode"
+#: Set on commits made by a maintenance job ("compaction", "index", ...), so history tells them apart.
+MAINTENANCE = "lance_dagster/maintenance"
 COMMIT_MESSAGE = "__lance_commit_message"  # reserved by Lance for commit_message=
 
 
@@ -126,7 +129,7 @@ def _fragment_stats(op: Any) -> tuple[int | None, int | None, int | None]:
     return rows, len(frags), size
 
 
-def read_commit(ds: Any, version: int) -> CommitInfo:
+def read_commit(ds: LanceDataset, version: int) -> CommitInfo:
     """Read the transaction behind ``version`` of a ``lance_format`` dataset.
 
     Fields the table layer does not expose come back as ``None`` / empty rather than failing, so
@@ -137,7 +140,7 @@ def read_commit(ds: Any, version: int) -> CommitInfo:
     if reader is not None:
         try:
             txn = reader(version)
-        except Exception:  # a version without a transaction file (old writers) has no lineage
+        except LanceError:  # a version without a readable transaction (old writers) has no lineage
             txn = None
     if txn is None:
         return CommitInfo(version, None, None, None, None, None, {})
@@ -177,7 +180,7 @@ def _total_rows(entry: Any) -> int | None:
         return None
 
 
-def _rows_at(ds: Any, entry: Any, number: int) -> int | None:
+def _rows_at(ds: LanceDataset, entry: Any, number: int) -> int | None:
     rows = _total_rows(entry)
     if rows is not None:
         return rows
@@ -186,16 +189,16 @@ def _rows_at(ds: Any, entry: Any, number: int) -> int | None:
         return None
     try:
         return int(checkout(number).count_rows())
-    except Exception:  # history rendering must not fail on one unreadable old version
+    except LanceError:  # history rendering must not fail on one unreadable (e.g. cleaned-up) version
         return None
 
 
-def _manifest_time(ds: Any) -> dt.datetime | None:
+def _manifest_time(ds: LanceDataset) -> dt.datetime | None:
     ts = getattr(getattr(ds, "manifest", None), "timestamp", None)
     return _utc(ts) if isinstance(ts, dt.datetime) else None
 
 
-def _recent_history(ds: Any, limit: int) -> list[VersionRecord]:
+def _recent_history(ds: LanceDataset, limit: int) -> list[VersionRecord]:
     # Open only the newest ``limit`` manifests: a long-lived table's full history would cost one
     # object-store read per version on every materialization.
     latest = int(ds.latest_version)
@@ -224,7 +227,7 @@ def _record(commit: CommitInfo, timestamp: dt.datetime | None, operation: str | 
     )
 
 
-def version_history(ds: Any, *, limit: int | None = None) -> list[VersionRecord]:
+def version_history(ds: LanceDataset, *, limit: int | None = None) -> list[VersionRecord]:
     """Return the dataset's versions, newest first, with lineage from transaction properties.
 
     Args:

@@ -1,6 +1,9 @@
-"""Dagster metadata for Lance materializations and loads.
+"""Dagster metadata for Lance materializations, observations and loads.
 
-Counts are emitted as ``MetadataValue.int`` so the Dagster UI plots them across materializations.
+Only quantities (rows, fragments, bytes, ratios) are numeric metadata, so the Dagster UI plots
+exactly those across events; versions are identifiers and are emitted as text. Every event carries
+a one-line summary (``"Lance v6 · Append · +1,887 rows"``), and the recent history is a markdown
+table whose run ids link to the runs in the UI.
 """
 
 from __future__ import annotations
@@ -17,7 +20,10 @@ from dagster import (
     TableSchema,
 )
 
-from .lineage import VersionRecord, version_history
+from lance_format import LanceDataset
+from lance_format.errors import LanceError
+
+from .lineage import MAINTENANCE, VersionRecord, version_history
 from .writer import WriteResult
 
 #: How many recent versions the history table in each materialization shows.
@@ -40,6 +46,13 @@ FRAGMENTS_ADDED = "lance/fragments_added"
 BYTES_WRITTEN = "lance/bytes_written"
 VERSION_HISTORY = "lance/version_history"
 INPUT_VERSION_PREFIX = "lance/input_version/"
+SUMMARY = "lance/summary"
+RUN = "lance/run"
+TAGS = "lance/tags"
+LAST_MAINTENANCE = "lance/last_maintenance"
+
+#: Operations written by maintenance rather than by a data write (compaction rewrites fragments).
+MAINTENANCE_OPERATIONS = frozenset({"Rewrite", "ReserveFragments", "CreateIndex", "DataReplacement"})
 
 
 def column_schema(schema: pa.Schema) -> TableSchema:
@@ -57,10 +70,10 @@ def column_schema(schema: pa.Schema) -> TableSchema:
 
 
 def history_table(records: list[VersionRecord]) -> MetadataValue:
-    """Render version records (newest first) as a ``MetadataValue.table``."""
+    """Render version records (newest first) as a ``MetadataValue.table`` (versions as text)."""
     schema = TableSchema(
         columns=[
-            TableColumn("version", "int"),
+            TableColumn("version", "string"),
             TableColumn("time", "string"),
             TableColumn("operation", "string"),
             TableColumn("rows", "int"),
@@ -70,9 +83,9 @@ def history_table(records: list[VersionRecord]) -> MetadataValue:
     rows = [
         TableRecord(
             {
-                "version": r.version,
+                "version": f"v{r.version}",
                 "time": r.timestamp.isoformat(sep=" ", timespec="seconds") if r.timestamp else None,
-                "operation": r.operation,
+                "operation": operation_label(r),
                 "rows": r.rows,
                 "run_id": r.run_id,
             }
@@ -80,6 +93,98 @@ def history_table(records: list[VersionRecord]) -> MetadataValue:
         for r in records
     ]
     return MetadataValue.table(rows, schema=schema)
+
+
+def run_url(run_id: str) -> str:
+    """Path of a run's page in the Dagster UI (relative, so it works behind any host name)."""
+    return f"/runs/{run_id}"
+
+
+def operation_label(record: VersionRecord) -> str:
+    """The operation as a reader knows it: maintenance commits say which maintenance made them."""
+    kind = record.properties.get(MAINTENANCE)
+    if kind:
+        return kind.capitalize()
+    if record.operation == "Rewrite":
+        return "Compaction"
+    return record.operation or "?"
+
+
+def history_markdown(records: list[VersionRecord]) -> MetadataValue:
+    """Recent versions (newest first) as a markdown table; each run id links to its run page."""
+    lines = [
+        "| version | time (UTC) | operation | rows | partition | run |",
+        "|---|---|---|---:|---|---|",
+    ]
+    for r in records:
+        when = r.timestamp.strftime("%Y-%m-%d %H:%M:%S") if r.timestamp else ""
+        rows = "" if r.rows is None else f"{r.rows:,}"
+        run = f"[{r.run_id[:8]}]({run_url(r.run_id)})" if r.run_id else _unlinked(r)
+        lines.append(f"| v{r.version} | {when} | {operation_label(r)} | {rows} | {r.partition_key or ''} | {run} |")
+    return MetadataValue.md("\n".join(lines))
+
+
+def _unlinked(record: VersionRecord) -> str:
+    # Compaction commits carry no Dagster lineage of their own; their maintenance run records an
+    # observation on the asset instead. Any other commit without a run id came from outside Dagster.
+    if record.properties.get(MAINTENANCE) or record.operation in MAINTENANCE_OPERATIONS:
+        return "maintenance"
+    return "external"
+
+
+def commit_summary(version: int, operation: str, detail: str | None = None) -> str:
+    """The one-line label of an event, e.g. ``"Lance v6 · Append · +1,887 rows"``."""
+    parts = [f"Lance v{version}", operation]
+    if detail:
+        parts.append(detail)
+    return " · ".join(parts)
+
+
+def rows_detail(operation: str, rows_added: int | None, total_rows: int) -> str:
+    """``"+1,887 rows"`` for an append, ``"1,887 rows"`` (the new total) for anything else."""
+    if operation == "Append" and rows_added is not None:
+        return f"+{rows_added:,} rows"
+    return f"{total_rows:,} rows"
+
+
+def tags_text(ds: LanceDataset) -> str | None:
+    """The dataset's Lance tags as ``"gold → v3, nightly → v9"`` (``None`` when it has none)."""
+    try:
+        tags = ds.tags.list()
+    except (AttributeError, LanceError):  # other clients' datasets may lack tags; a bad tag file is skipped
+        return None
+    if not tags:
+        return None
+    items = sorted((name, _tag_version(tag)) for name, tag in tags.items())
+    return ", ".join(f"{name} → v{version}" for name, version in items)
+
+
+def _tag_version(tag: Any) -> int:
+    if isinstance(tag, Mapping):
+        return int(tag["version"])
+    return int(tag.version)
+
+
+def last_maintenance_text(records: list[VersionRecord]) -> str | None:
+    """Describe the newest maintenance commit among ``records`` (newest first), if any."""
+    for r in records:
+        if r.properties.get(MAINTENANCE) or r.operation in MAINTENANCE_OPERATIONS:
+            when = r.timestamp.strftime("%Y-%m-%d %H:%M UTC") if r.timestamp else "unknown time"
+            run = f" in run {r.run_id[:8]}" if r.run_id else ""
+            return f"{operation_label(r)} → v{r.version} at {when}{run}"
+    return None
+
+
+def dataset_state_metadata(ds: LanceDataset, records: list[VersionRecord]) -> dict[str, Any]:
+    """Tags (pinned versions) and last maintenance, shown on the asset page with each event."""
+    md: dict[str, Any] = {}
+    tags = tags_text(ds)
+    if tags:
+        md[TAGS] = MetadataValue.text(tags)
+    last = last_maintenance_text(records)
+    if last:
+        md[LAST_MAINTENANCE] = MetadataValue.text(last)
+    return md
 
 
 def table_name(uri: str) -> str:
@@ -91,9 +196,10 @@ def table_name(uri: str) -> str:
 def write_metadata(result: WriteResult, *, history_limit: int = HISTORY_LIMIT) -> dict[str, Any]:
     """Metadata for the materialization that made ``result``'s commit.
 
-    Includes the standard ``dagster/uri``, ``dagster/table_name``, ``dagster/column_schema`` and
-    ``dagster/row_count`` (whole table), the Lance version and operation, what the commit added,
-    and a table of the dataset's recent versions.
+    Starts with the one-line summary (``"Lance v6 · Append · +1,887 rows"``), then the standard
+    ``dagster/uri``, ``dagster/table_name``, ``dagster/column_schema`` and ``dagster/row_count``
+    (whole table), the Lance version (text) and operation, what the commit added, a link to the
+    run, the dataset's tags and last maintenance, and a table of its recent versions.
     """
     ds = result.dataset
     commit = result.commit
@@ -105,15 +211,19 @@ def write_metadata(result: WriteResult, *, history_limit: int = HISTORY_LIMIT) -
     read_version = commit.read_version
     if read_version is None:
         read_version = result.previous_version or 0
+    operation = commit.operation or result.mode.capitalize()
     md: dict[str, Any] = {
+        SUMMARY: MetadataValue.text(
+            commit_summary(result.version, operation, rows_detail(operation, rows_added, total_rows))
+        ),
         URI: MetadataValue.text(result.uri),
         TABLE_NAME: MetadataValue.text(table_name(result.uri)),
         COLUMN_SCHEMA: MetadataValue.table_schema(column_schema(ds.schema)),
         ROW_COUNT: MetadataValue.int(total_rows),
         STORAGE_KIND: MetadataValue.text("lance"),
-        VERSION: MetadataValue.int(result.version),
-        READ_VERSION: MetadataValue.int(int(read_version)),
-        OPERATION: MetadataValue.text(commit.operation or result.mode.capitalize()),
+        VERSION: MetadataValue.text(str(result.version)),
+        READ_VERSION: MetadataValue.text(str(int(read_version))),
+        OPERATION: MetadataValue.text(operation),
         MODE: MetadataValue.text(result.mode),
         ROWS_ADDED: MetadataValue.int(int(rows_added)),
         FRAGMENT_COUNT: MetadataValue.int(len(fragments)),
@@ -122,7 +232,11 @@ def write_metadata(result: WriteResult, *, history_limit: int = HISTORY_LIMIT) -
         md[FRAGMENTS_ADDED] = MetadataValue.int(commit.fragments_added)
     if commit.bytes_written is not None:
         md[BYTES_WRITTEN] = MetadataValue.int(commit.bytes_written)
-    md[VERSION_HISTORY] = history_table(version_history(ds, limit=history_limit))
+    if commit.run_id:
+        md[RUN] = MetadataValue.url(run_url(commit.run_id))
+    records = version_history(ds, limit=history_limit)
+    md.update(dataset_state_metadata(ds, records))
+    md[VERSION_HISTORY] = history_markdown(records)
     return md
 
 
@@ -131,12 +245,18 @@ def input_version_key(asset_key: str) -> str:
     return INPUT_VERSION_PREFIX + asset_key
 
 
+def input_versions_metadata(reads: Mapping[str, int]) -> dict[str, Any]:
+    """``lance/input_version/<asset>`` entries (text: versions are identifiers, not quantities)."""
+    return {input_version_key(asset): MetadataValue.text(str(int(v))) for asset, v in reads.items()}
+
+
 def load_metadata(uri: str, version: int, latest_version: int, pin: Mapping[str, Any]) -> dict[str, Any]:
     """Metadata for a load (attached to the LOADED_INPUT event and an observation of the upstream)."""
     md: dict[str, Any] = {
+        SUMMARY: MetadataValue.text(commit_summary(version, "Read")),
         URI: MetadataValue.text(uri),
-        VERSION: MetadataValue.int(version),
-        "lance/latest_version": MetadataValue.int(latest_version),
+        VERSION: MetadataValue.text(str(version)),
+        "lance/latest_version": MetadataValue.text(str(latest_version)),
     }
     for key, value in pin.items():
         if value is not None:

@@ -1,26 +1,26 @@
-"""Reading a dataset for a downstream step: which version (latest, pinned number, or tag) and columns."""
+"""Reading a dataset for a downstream step: which version (latest, pinned number, or tag), columns, rows."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 import lance_format
+from lance_format.dataset import LanceDataset
+from lance_format.errors import InvalidInputError
+from lance_format.scanner import referenced_columns
+from lance_format.sql import to_expression
 
-from .config import LanceSettings
+from .config import LanceSettings, raw_value
 
 VERSION_KEY = "version"
 TAG_KEY = "tag"
 COLUMNS_KEY = "columns"
 FILTER_KEY = "filter"
-
-
-def _raw(value: Any) -> Any:
-    # Metadata may arrive normalized into Dagster MetadataValue objects.
-    return getattr(value, "value", value)
 
 
 @dataclass(frozen=True)
@@ -37,25 +37,25 @@ class ReadSpec:
         """Parse ``AssetIn(metadata=...)``: ``version`` (int), ``tag`` (str), ``columns``, ``filter``.
 
         Raises:
-            ValueError: on a malformed value, or when both ``version`` and ``tag`` are given.
+            InvalidInputError: on a malformed value, or when both ``version`` and ``tag`` are given.
         """
         meta = dict(metadata or {})
-        version = _raw(meta.get(VERSION_KEY))
-        tag = _raw(meta.get(TAG_KEY))
-        columns = _raw(meta.get(COLUMNS_KEY))
-        row_filter = _raw(meta.get(FILTER_KEY))
+        version = raw_value(meta.get(VERSION_KEY))
+        tag = raw_value(meta.get(TAG_KEY))
+        columns = raw_value(meta.get(COLUMNS_KEY))
+        row_filter = raw_value(meta.get(FILTER_KEY))
         if version is not None and (isinstance(version, bool) or not isinstance(version, int)):
-            raise ValueError(f"{where}: metadata 'version' must be an int, got {version!r}")
+            raise InvalidInputError(f"{where}: metadata 'version' must be an int, got {version!r}")
         if tag is not None and not isinstance(tag, str):
-            raise ValueError(f"{where}: metadata 'tag' must be a str, got {tag!r}")
+            raise InvalidInputError(f"{where}: metadata 'tag' must be a str, got {tag!r}")
         if version is not None and tag is not None:
-            raise ValueError(f"{where}: give metadata 'version' or 'tag', not both")
+            raise InvalidInputError(f"{where}: give metadata 'version' or 'tag', not both")
         if columns is not None:
             if isinstance(columns, str) or not isinstance(columns, Sequence):
-                raise ValueError(f"{where}: metadata 'columns' must be a list of names, got {columns!r}")
+                raise InvalidInputError(f"{where}: metadata 'columns' must be a list of names, got {columns!r}")
             columns = tuple(str(c) for c in columns)
         if row_filter is not None and not isinstance(row_filter, str):
-            raise ValueError(f"{where}: metadata 'filter' must be a SQL string, got {row_filter!r}")
+            raise InvalidInputError(f"{where}: metadata 'filter' must be a SQL string, got {row_filter!r}")
         return cls(version=version, tag=tag, columns=columns, filter=row_filter)
 
     @property
@@ -64,7 +64,7 @@ class ReadSpec:
         return self.version if self.version is not None else self.tag
 
 
-def open_dataset(settings: LanceSettings, uri: str, version: int | str | None = None) -> Any:
+def open_dataset(settings: LanceSettings, uri: str, version: int | str | None = None) -> LanceDataset:
     """Open a dataset through ``lance_format`` with the configured storage options."""
     return lance_format.dataset(uri, version=version, storage_options=settings.options)
 
@@ -72,13 +72,19 @@ def open_dataset(settings: LanceSettings, uri: str, version: int | str | None = 
 class ArrowSource:
     """A scan of one dataset version that frame handlers turn into their own objects.
 
-    Handlers call :meth:`to_table` (materialize) or :meth:`to_reader` (stream batches); nothing is
-    read before one of them is called.
+    Handlers call :meth:`to_table` (materialize) or :meth:`to_reader` (stream batches), or take
+    :attr:`dataset` itself (pinned to :attr:`version`); nothing is read before one of them is
+    called. The row filter combines ``spec.filter`` with the partition filter of a partitioned
+    load, and is pushed down to the Lance scan.
     """
 
-    def __init__(self, ds: Any, spec: ReadSpec) -> None:
+    def __init__(self, ds: LanceDataset, spec: ReadSpec, partition_filter: pc.Expression | None = None, *,
+                 partition_sql: str | None = None, storage_options: Mapping[str, str] | None = None) -> None:
         self.dataset = ds
         self.spec = spec
+        self.partition_filter = partition_filter
+        self.partition_sql = partition_sql
+        self.storage_options = dict(storage_options or {})
 
     @property
     def version(self) -> int:
@@ -93,20 +99,54 @@ class ArrowSource:
             return schema
         return pa.schema([schema.field(c) for c in self.spec.columns])
 
-    def _scan_kwargs(self) -> dict[str, Any]:
+    @property
+    def row_filter(self) -> pc.Expression | None:
+        """The pushed-down row filter (``spec.filter`` AND the partition filter), ``None`` for all rows."""
+        user = to_expression(self.spec.filter, self.dataset.schema) if self.spec.filter else None
+        if user is None:
+            return self.partition_filter
+        return user if self.partition_filter is None else user & self.partition_filter
+
+    @property
+    def row_filter_sql(self) -> str | None:
+        """The row filter as Lance SQL text (for engines that take a predicate string)."""
+        parts = [p for p in (self.spec.filter, self.partition_sql) if p]
+        if not parts:
+            return None
+        return parts[0] if len(parts) == 1 else " AND ".join(f"({p})" for p in parts)
+
+    @property
+    def filter_columns(self) -> tuple[str, ...]:
+        """Columns the row filter reads."""
+        row_filter = self.row_filter
+        if row_filter is None:
+            return ()
+        return tuple(referenced_columns(row_filter, self.dataset.schema.names))
+
+    def scan_kwargs(self, columns: Sequence[str] | None = None) -> dict[str, Any]:
+        """Keyword arguments for ``LanceDataset.to_table`` / ``to_batches``.
+
+        Args:
+            columns: a further projection inside the selected columns (e.g. a lazy frame's).
+        """
         kwargs: dict[str, Any] = {}
-        if self.spec.columns is not None:
-            kwargs["columns"] = list(self.spec.columns)
-        if self.spec.filter is not None:
-            kwargs["filter"] = self.spec.filter
+        cols = columns if columns is not None else self.spec.columns
+        if cols is not None:
+            kwargs["columns"] = list(cols)
+        row_filter = self.row_filter
+        if row_filter is not None:
+            kwargs["filter"] = row_filter
         return kwargs
 
     def to_table(self) -> pa.Table:
         """Read the selected rows and columns into one Arrow table."""
-        table: pa.Table = self.dataset.to_table(**self._scan_kwargs())
+        table: pa.Table = self.dataset.to_table(**self.scan_kwargs())
         return table
+
+    def batches(self, columns: Sequence[str] | None = None) -> Iterator[pa.RecordBatch]:
+        """Stream the selected rows (of ``columns`` when given) as record batches."""
+        return self.dataset.to_batches(**self.scan_kwargs(columns))
 
     def to_reader(self) -> pa.RecordBatchReader:
         """Stream the selected rows and columns as a ``RecordBatchReader``."""
-        batches = self.dataset.to_batches(**self._scan_kwargs())
-        return pa.RecordBatchReader.from_batches(self.schema, batches)
+        return pa.RecordBatchReader.from_batches(self.schema, self.batches())

@@ -1,9 +1,9 @@
 """The single write path: one Arrow stream in, exactly one Lance commit out.
 
-The IO manager and the resource both write through :func:`commit_arrow`, so mode handling,
-schema alignment and lineage properties live in one place. A later Spark path that writes
-fragments itself commits them through :func:`commit_fragments` (``LanceDataset.commit``) and
-gets the same lineage properties and metadata.
+The IO manager and the resource both write through :func:`commit_arrow`, so write modes, schema
+modes, partition replacement and lineage properties live in one place. Everything that can be
+refused (mode, schema, partition column, merge keys) is checked before the first data file is
+written. A Spark path that writes fragments itself commits them through :func:`commit_fragments`.
 """
 
 from __future__ import annotations
@@ -13,69 +13,94 @@ from dataclasses import dataclass
 from typing import Any, TypeAlias, cast
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 import lance_format
-from lance_format.errors import DatasetNotFoundError
+from lance_format.dataset import LanceDataset
+from lance_format.errors import (
+    DatasetAlreadyExistsError,
+    DatasetNotFoundError,
+    InvalidInputError,
+    SchemaError,
+)
+from lance_format.evolution.merge_insert import primary_key
+from lance_format.evolution.replace import replace_where
+from lance_format.scanner import apply_filter
 
-from .config import LanceSettings, WriteMode
+from .config import LanceSettings, MergeOptions, SchemaMode, WriteMode
 from .lineage import COMMIT_MESSAGE, CommitInfo, read_commit
+from .partitions import PartitionSlice
 from .reader import open_dataset
+from .schema_modes import align_to_schema, plan_schema
 
 ArrowData: TypeAlias = pa.Table | pa.RecordBatchReader
+
+__all__ = ["ArrowData", "WriteResult", "align_to_schema", "commit_arrow", "commit_fragments", "describe_write"]
 
 
 @dataclass(frozen=True)
 class WriteResult:
-    """Outcome of one commit.
+    """Outcome of one write.
 
     Attributes:
         uri: dataset URI.
-        mode: the write mode that was asked for (``"overwrite"`` or ``"append"``).
-        dataset: the dataset opened at the new version.
-        commit: what the new version's transaction records.
+        mode: the write mode that was asked for.
+        dataset: the dataset opened at the version the write produced (or found, when skipped).
+        commit: what that version's transaction records.
         previous_version: version before the write (``None`` if the dataset did not exist).
         previous_rows: row count before the write (0 if the dataset did not exist).
+        rows_deleted: rows a partition replacement or merge removed (``None`` when not applicable).
+        predicate: the partition filter the write replaced (``None`` for a whole-table write).
+        skipped: ``mode="ignore"`` found existing rows and committed nothing.
     """
 
     uri: str
     mode: WriteMode
-    dataset: Any
+    dataset: LanceDataset
     commit: CommitInfo
     previous_version: int | None
     previous_rows: int = 0
+    rows_deleted: int | None = None
+    predicate: str | None = None
+    skipped: bool = False
 
     @property
     def version(self) -> int:
-        """The version this write created."""
+        """The version this write created (the existing version when skipped)."""
         return int(self.dataset.version)
 
 
-def _try_open(settings: LanceSettings, uri: str) -> Any | None:
+def _try_open(settings: LanceSettings, uri: str) -> LanceDataset | None:
     try:
         return open_dataset(settings, uri)
     except DatasetNotFoundError:
         return None
 
 
-def _cast_batches(reader: pa.RecordBatchReader, target: pa.Schema) -> Iterator[pa.RecordBatch]:
-    for batch in reader:
-        yield batch.cast(target)
+def checked_batches(batches: Iterator[pa.RecordBatch], expr: pc.Expression, *,
+                    where: str) -> Iterator[pa.RecordBatch]:
+    """Pass ``batches`` through, failing on the first batch with a row outside ``expr``.
 
+    A row outside its partition would survive the next replacement of that partition and be
+    doubled, so it is refused; a row whose partition column is null counts as outside.
 
-def align_to_schema(data: ArrowData, target: pa.Schema) -> ArrowData:
-    """Cast ``data`` to an existing dataset's schema for an append.
-
-    Frame libraries lose some Arrow types on a round trip (pandas turns
-    ``fixed_size_list<float32>`` into ``list<float>``, strings into ``large_string``), so an
-    append of same-named columns is cast to the table's types. Differing column names are left
-    alone: the table layer then reports the schema mismatch.
+    Raises:
+        InvalidInputError: naming how many rows fall outside the partition filter.
     """
-    if data.schema.names != target.names or data.schema.equals(target):
-        return data
+    for batch in batches:
+        inside = apply_filter(batch, expr).num_rows
+        if inside != batch.num_rows:
+            raise InvalidInputError(f"{where}: {batch.num_rows - inside} of {batch.num_rows} rows are outside "
+                                    f"the partition being written ({expr})")
+        yield batch
+
+
+def _checked(data: ArrowData, expr: pc.Expression, where: str) -> ArrowData:
     if isinstance(data, pa.Table):
-        cast_table: pa.Table = data.cast(target)
-        return cast_table
-    return pa.RecordBatchReader.from_batches(target, _cast_batches(data, target))
+        for _ in checked_batches(iter(data.to_batches()), expr, where=where):
+            pass
+        return data
+    return pa.RecordBatchReader.from_batches(data.schema, checked_batches(iter(data), expr, where=where))
 
 
 def commit_arrow(
@@ -86,39 +111,140 @@ def commit_arrow(
     mode: WriteMode,
     properties: Mapping[str, str],
     commit_message: str | None = None,
+    schema_mode: SchemaMode = "strict",
+    partition: PartitionSlice | None = None,
+    merge: MergeOptions | None = None,
+    where: str | None = None,
 ) -> WriteResult:
     """Write ``data`` to the dataset at ``uri`` as exactly one Lance commit.
 
-    Both modes create the dataset when it does not exist yet (the first commit of an append-only
-    table is a create). Retries on commit conflicts happen inside ``lance_format`` only.
+    Every mode creates the dataset when it does not exist yet. With ``partition`` the write is
+    confined to the partition's rows: ``overwrite`` replaces exactly them (one ``Update`` commit),
+    ``append`` adds rows to it, ``error`` / ``ignore`` look only at it. The data must lie inside the
+    partition. Retries on commit conflicts happen inside ``lance_format`` only.
 
     Args:
         settings: storage settings (storage options, data storage version).
         uri: dataset URI.
         data: the rows to write, as an Arrow table or a stream of batches.
-        mode: ``"overwrite"`` replaces the table's rows (new version, history kept); ``"append"`` adds.
+        mode: see :data:`lance_dagster.config.WriteMode`.
         properties: transaction properties (Dagster lineage) stored with the commit.
         commit_message: optional human-readable message stored with the commit.
+        schema_mode: see :data:`lance_dagster.config.SchemaMode`.
+        partition: the partition slice written (``None``: the whole table).
+        merge: upsert options for ``mode="merge"``.
+        where: what is written, for error messages (default: the URI).
+
+    Raises:
+        InvalidInputError: bad partition data or options.
+        SchemaError: a schema change the schema mode does not allow, or a missing partition column.
+        DatasetAlreadyExistsError: ``mode="error"`` and the target already has rows.
     """
+    where = where or uri
     existing = _try_open(settings, uri)
-    if existing is not None and mode == "append":
-        data = align_to_schema(data, existing.schema)
+    before = _Before.of(existing)
+    expr = partition.expression(data.schema, where=where) if partition is not None else None
+    if existing is not None and mode in ("error", "ignore"):
+        target = existing.count_rows(filter=expr) if expr is not None else existing.count_rows()
+        if target and mode == "error":
+            slice_text = f" partition {list(partition.keys)}" if partition is not None else ""
+            raise DatasetAlreadyExistsError(f"{where}: mode 'error' and{slice_text} of {uri} already has "
+                                            f"{target} rows (version {existing.version})")
+        if target:
+            return _describe(existing, uri, mode, before, skipped=True)
+    keys = _merge_keys(existing, data.schema, merge or MergeOptions(), where) if mode == "merge" else ()
+    plan = plan_schema(existing, data.schema, schema_mode=schema_mode, mode=mode, where=where,
+                       partitioned=partition is not None)
+    if plan.new_columns and isinstance(data, pa.RecordBatchReader):
+        data = data.read_all()  # check every row before the schema commit, not after it
+    if expr is not None:
+        data = _checked(data, expr, where)
+    if plan.new_columns:
+        assert existing is not None
+        existing = _add_columns(existing, plan.new_columns, properties)
+    if existing is not None and plan.cast_to is not None:
+        data = align_to_schema(data, plan.cast_to)
+    if mode == "merge" and existing is not None:
+        return _merge(existing, uri, data, keys, merge or MergeOptions(), expr, properties, commit_message,
+                      before)
+    if expr is not None and existing is not None and mode != "append":
+        replace_where(existing, expr, data, transaction_properties=properties, commit_message=commit_message)
+        written = read_commit(existing, existing.version).rows_added or 0
+        return _describe(existing, uri, mode, before, rows_deleted=before.rows + written - existing.count_rows(),
+                         predicate=str(expr))
+    # Left here: a new table, an append (to the table or into a partition), or a whole-table write.
+    lance_mode = "create" if existing is None else "append" if mode == "append" else "overwrite"
     ds = lance_format.write_dataset(
         data,
         uri,
-        mode=mode,
+        mode=cast(Any, lance_mode),
         storage_options=settings.options,
         data_storage_version=cast(Any, settings.data_storage_version),
         commit_message=commit_message,
         transaction_properties=dict(properties),
     )
-    return describe_write(ds, uri, mode, existing)
+    return _describe(ds, uri, mode, before, predicate=None if expr is None else str(expr))
+
+
+@dataclass(frozen=True)
+class _Before:
+    version: int | None
+    rows: int
+
+    @classmethod
+    def of(cls, ds: LanceDataset | None) -> _Before:
+        return cls(None, 0) if ds is None else cls(int(ds.version), int(ds.count_rows()))
+
+
+def _add_columns(ds: LanceDataset, fields: Sequence[pa.Field], properties: Mapping[str, str]) -> LanceDataset:
+    # All-null columns: existing rows read them as null (lance_format.evolution.columns); the
+    # commit carries the run's lineage, so it is not mistaken for an outside commit.
+    ds.add_columns(pa.schema(list(fields)), transaction_properties=dict(properties))
+    return ds.checkout_latest()
+
+
+def _merge_keys(existing: LanceDataset | None, data: pa.Schema, options: MergeOptions,
+                where: str) -> tuple[str, ...]:
+    keys = options.on
+    if keys is None and existing is not None:
+        keys = tuple(primary_key(existing))
+    if not keys:
+        if existing is None:
+            return ()  # the first merge creates the table; there is nothing to match yet
+        raise SchemaError(f"{where}: mode 'merge' needs metadata 'merge_on' (key columns) because the table "
+                          "has no unenforced primary key")
+    schemas = [("data", data)] + ([("table", existing.schema)] if existing is not None else [])
+    for name, schema in schemas:
+        missing = [k for k in keys if k not in schema.names]
+        if missing:
+            raise SchemaError(f"{where}: merge_on column(s) {missing} are not in the {name}'s columns "
+                              f"{schema.names}")
+    return keys
+
+
+def _merge(ds: LanceDataset, uri: str, data: ArrowData, keys: Sequence[str], options: MergeOptions,
+           expr: pc.Expression | None, properties: Mapping[str, str], commit_message: str | None,
+           before: _Before) -> WriteResult:
+    builder = ds.merge_insert(list(keys))
+    if options.when_matched_update:
+        builder = builder.when_matched_update_all()
+    if options.when_not_matched_insert:
+        builder = builder.when_not_matched_insert_all()
+    if options.when_not_matched_by_source_delete:
+        # Confined to the partition being written: rows of other partitions are not "absent".
+        builder = builder.when_not_matched_by_source_delete(expr)
+    props = dict(properties)
+    if commit_message is not None:
+        props[COMMIT_MESSAGE] = commit_message
+    stats = builder.execute(data, transaction_properties=props)
+    removed = int(stats.get("num_deleted_rows", 0)) + int(stats.get("num_updated_rows", 0))
+    return _describe(ds, uri, "merge", before, rows_deleted=removed, predicate=None if expr is None else str(expr))
 
 
 def commit_fragments(
     settings: LanceSettings,
     uri: str,
-    fragments: Sequence[Any],
+    fragments: Sequence[lance_format.FragmentMetadata],
     *,
     mode: WriteMode,
     schema: pa.Schema,
@@ -143,9 +269,10 @@ def commit_fragments(
         commit_message: optional message stored with the commit.
     """
     existing = _try_open(settings, uri)
+    before = _Before.of(existing)
     if read_version is None:
         read_version = int(existing.version) if existing is not None else 0
-    op: Any
+    op: lance_format.LanceOperation.BaseOperation
     if mode == "append" and existing is not None:
         op = lance_format.LanceOperation.Append(list(fragments))
     else:
@@ -155,19 +282,28 @@ def commit_fragments(
         props[COMMIT_MESSAGE] = commit_message
     txn = lance_format.Transaction(read_version, op, transaction_properties=props)
     ds = lance_format.LanceDataset.commit(uri, txn, storage_options=settings.options)
-    return describe_write(ds, uri, mode, existing)
+    return _describe(ds, uri, mode, before)
 
 
-def describe_write(ds: Any, uri: str, mode: WriteMode, existing: Any | None) -> WriteResult:
-    """Build the :class:`WriteResult` of a commit that produced ``ds.version``.
-
-    ``existing`` is the dataset as opened before the write, ``None`` if it did not exist.
-    """
+def _describe(ds: LanceDataset, uri: str, mode: WriteMode, before: _Before, *,
+              rows_deleted: int | None = None, predicate: str | None = None,
+              skipped: bool = False) -> WriteResult:
     return WriteResult(
         uri=uri,
         mode=mode,
         dataset=ds,
         commit=read_commit(ds, int(ds.version)),
-        previous_version=None if existing is None else int(existing.version),
-        previous_rows=0 if existing is None else int(existing.count_rows()),
+        previous_version=before.version,
+        previous_rows=before.rows,
+        rows_deleted=rows_deleted,
+        predicate=predicate,
+        skipped=skipped,
     )
+
+
+def describe_write(ds: LanceDataset, uri: str, mode: WriteMode, existing: LanceDataset | None) -> WriteResult:
+    """Build the :class:`WriteResult` of a commit that produced ``ds.version``.
+
+    ``existing`` is the dataset as opened before the write, ``None`` if it did not exist.
+    """
+    return _describe(ds, uri, mode, _Before.of(existing))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +22,11 @@ class FrameHandler(ABC):
 
     #: Short name used in error messages.
     name: str = "frame"
+    #: Whether the handler stores outputs (a load-only handler is left out of "cannot store" errors).
+    stores_outputs: bool = True
+    #: Whether an engine's workers write the data files (see ``lance_dagster.distributed``) instead
+    #: of :meth:`to_arrow` handing the rows to the IO manager.
+    distributed: bool = False
 
     @abstractmethod
     def handles_type(self, tp: Any) -> bool:
@@ -37,6 +43,19 @@ class FrameHandler(ABC):
     @abstractmethod
     def from_arrow(self, source: ArrowSource, tp: Any) -> Any:
         """Build the object an input annotated with ``tp`` expects from a dataset scan."""
+
+
+def import_extra(module: str, extra: str) -> Any:
+    """Import ``module`` for a handler that is registered even when its library is absent.
+
+    Raises:
+        ImportError: naming the ``lance-dagster`` extra that installs the library.
+    """
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise ImportError(f"{module.split('.')[0]} is not installed; install the extra: "
+                          f"pip install 'lance-dagster[{extra}]'") from exc
 
 
 def is_class_named(tp: Any, module_prefix: str, name: str) -> bool:

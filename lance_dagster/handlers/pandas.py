@@ -6,21 +6,10 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from .base import FrameHandler, is_class_named
+from .base import FrameHandler, import_extra, is_class_named
 
 if TYPE_CHECKING:
     from ..reader import ArrowSource
-
-INSTALL_HINT = "pandas is not installed; install the extra: pip install 'lance-dagster[pandas]'"
-
-
-def _pandas() -> Any:
-    try:
-        import pandas
-    except ImportError as exc:  # the handler is registered even when pandas is absent
-        raise ImportError(INSTALL_HINT) from exc
-    return pandas
-
 
 class PandasHandler(FrameHandler):
     """Stores and loads ``pandas.DataFrame`` via Arrow.
@@ -41,12 +30,12 @@ class PandasHandler(FrameHandler):
 
     def to_arrow(self, obj: Any) -> pa.Table:
         """DataFrame -> Arrow table, without the index and without pandas schema metadata."""
-        _pandas()
+        import_extra("pandas", "pandas")
         table = pa.Table.from_pandas(obj, preserve_index=False)
         meta = {k: v for k, v in (table.schema.metadata or {}).items() if k != b"pandas"}
         return table.replace_schema_metadata(meta or None)
 
     def from_arrow(self, source: ArrowSource, tp: Any) -> Any:
         """Arrow table -> DataFrame."""
-        _pandas()
+        import_extra("pandas", "pandas")
         return source.to_table().to_pandas()

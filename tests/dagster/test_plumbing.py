@@ -92,3 +92,48 @@ def test_align_to_schema_restores_arrow_types() -> None:
     assert isinstance(reader, pa.RecordBatchReader) and reader.read_all().schema == target
     other = pa.table({"w": [1]})
     assert align_to_schema(other, target) is other
+
+
+def test_partition_slices_for_each_kind_of_partitions_definition() -> None:
+    import datetime as dt
+
+    from dagster import DailyPartitionsDefinition, MultiPartitionsDefinition, StaticPartitionsDefinition
+
+    from lance_dagster.partitions import build_slice
+    from lance_format.errors import InvalidInputError, SchemaError
+    from lance_format.sql import to_expression
+
+    days = DailyPartitionsDefinition(start_date="2024-01-01", timezone="Europe/Paris")
+    schema = pa.schema([("ts", pa.timestamp("us", "UTC")), ("local", pa.timestamp("us")), ("day", pa.date32()),
+                        ("region", pa.string()), ("n", pa.int64())])
+    rows = pa.table({"ts": pa.array([dt.datetime(2024, 1, 1, 23, tzinfo=dt.UTC), dt.datetime(2024, 1, 3, tzinfo=dt.UTC)],
+                                    pa.timestamp("us", "UTC")),
+                     "local": pa.array([dt.datetime(2024, 1, 2, 0), dt.datetime(2024, 1, 3, 0)], pa.timestamp("us")),
+                     "day": pa.array([dt.date(2024, 1, 2), dt.date(2024, 1, 4)], pa.date32()),
+                     "region": ["eu", "us"], "n": [1, 2]})
+    # Contiguous days merge into one window; bounds follow the partitions' timezone.
+    rng = build_slice(days, ["2024-01-02", "2024-01-03"], "ts", where="w")
+    ((start, end),) = rng.terms[0][0].windows
+    assert start.isoformat() == "2024-01-02T00:00:00+01:00" and end - start == dt.timedelta(days=2)
+    for column, expected in (("ts", [True, True]), ("local", [True, True]), ("day", [True, False])):
+        sl = build_slice(days, ["2024-01-02", "2024-01-03"], column, where="w")
+        assert rows.filter(sl.expression(schema, where="w")).num_rows == sum(expected), column
+        assert rows.filter(to_expression(sl.sql(schema, where="w"), schema)).num_rows == sum(expected), column
+    # Static keys are cast to the column type; keys that do not fit are named.
+    nums = build_slice(StaticPartitionsDefinition(["1", "2", "x"]), ["2"], "n", where="w")
+    assert rows.filter(nums.expression(schema, where="w")).column("n").to_pylist() == [2]
+    with pytest.raises(SchemaError, match="do not fit column 'n'"):
+        build_slice(StaticPartitionsDefinition(["x"]), ["x"], "n", where="w").expression(schema, where="w")
+    with pytest.raises(SchemaError, match="'missing' is not in the data's columns"):
+        build_slice(StaticPartitionsDefinition(["x"]), ["x"], "missing", where="w").expression(schema, where="w")
+    # A multi-partition selection that is not a cross product keeps one term per key.
+    multi = MultiPartitionsDefinition({"region": StaticPartitionsDefinition(["eu", "us"]),
+                                       "n": StaticPartitionsDefinition(["1", "2"])})
+    sl = build_slice(multi, ["1|eu", "2|us"], {"region": "region", "n": "n"}, where="w")
+    assert len(sl.terms) == 2 and rows.filter(sl.expression(schema, where="w")).num_rows == 2
+    square = build_slice(multi, ["1|eu", "2|eu", "1|us", "2|us"], {"region": "region", "n": "n"}, where="w")
+    assert len(square.terms) == 1
+    with pytest.raises(InvalidInputError, match="must map each dimension"):
+        build_slice(multi, ["1|eu"], "region", where="w")
+    with pytest.raises(InvalidInputError, match="has no 'partition_expr' metadata"):
+        build_slice(days, ["2024-01-02"], None, where="w")

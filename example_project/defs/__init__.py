@@ -1,0 +1,1 @@
+"""Component definitions (``defs.yaml``) loaded into the example code location."""

@@ -1,0 +1,5 @@
+"""Dagster components (``defs.yaml``) for Lance datasets."""
+
+from .lance_datasets import LanceDatasetsComponent
+
+__all__ = ["LanceDatasetsComponent"]

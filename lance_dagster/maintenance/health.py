@@ -1,0 +1,109 @@
+"""Dataset health: the numbers that say a dataset needs maintenance, and the thresholds.
+
+The health sensor reads them from the latest asset-check evaluations of the maintained asset
+(``lance/fragment_count``, ``lance/small_fragment_count``, ``lance/deleted_ratio``,
+``lance/version_count`` in the check metadata, as ``lance_dagster.checks.build_lance_asset_checks``
+reports them) and measures whatever the checks did not report directly from the dataset's latest
+manifest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from lance_format import LanceDataset
+
+FRAGMENT_COUNT = "lance/fragment_count"
+SMALL_FRAGMENT_COUNT = "lance/small_fragment_count"
+DELETED_RATIO = "lance/deleted_ratio"
+VERSION_COUNT = "lance/version_count"
+
+
+@dataclass(frozen=True)
+class HealthThresholds:
+    """When a dataset needs maintenance (any one threshold passed is enough).
+
+    Attributes:
+        max_fragments: more fragments than this.
+        max_small_fragments: more fragments smaller than ``small_fragment_rows`` than this.
+        small_fragment_rows: what counts as a small fragment (rows).
+        max_deleted_ratio: deleted rows / physical rows above this.
+        max_versions: more retained versions than this.
+    """
+
+    max_fragments: int = 64
+    max_small_fragments: int = 8
+    small_fragment_rows: int = 256 * 1024
+    max_deleted_ratio: float = 0.1
+    max_versions: int = 100
+
+
+@dataclass(frozen=True)
+class DatasetHealth:
+    """Health numbers of one dataset and where they came from.
+
+    Attributes:
+        fragment_count: fragments in the latest version.
+        small_fragment_count: fragments below the small-fragment size.
+        deleted_ratio: deleted rows / physical rows.
+        version_count: versions still present.
+        from_checks: the metric names taken from asset-check results (the rest were measured).
+    """
+
+    fragment_count: int
+    small_fragment_count: int
+    deleted_ratio: float
+    version_count: int
+    from_checks: tuple[str, ...] = ()
+
+    def reasons(self, t: HealthThresholds) -> tuple[str, ...]:
+        """Why the dataset needs maintenance (empty when it does not)."""
+        out = []
+        if self.fragment_count > t.max_fragments:
+            out.append(f"{self.fragment_count} fragments > {t.max_fragments}")
+        if self.small_fragment_count > t.max_small_fragments:
+            out.append(f"{self.small_fragment_count} small fragments > {t.max_small_fragments}")
+        if self.deleted_ratio > t.max_deleted_ratio:
+            out.append(f"deleted ratio {self.deleted_ratio:.2f} > {t.max_deleted_ratio:.2f}")
+        if self.version_count > t.max_versions:
+            out.append(f"{self.version_count} versions > {t.max_versions}")
+        return tuple(out)
+
+
+def measure(ds: LanceDataset, *, small_fragment_rows: int) -> DatasetHealth:
+    """Measure health from the dataset's latest manifest and version list."""
+    frags = list(ds.manifest.fragments)
+    physical = sum(int(f.physical_rows) for f in frags)
+    deleted = sum(int(f.num_deletions) for f in frags)
+    small = sum(1 for f in frags if int(f.physical_rows) - int(f.num_deletions) < small_fragment_rows)
+    return DatasetHealth(
+        fragment_count=len(frags),
+        small_fragment_count=small,
+        deleted_ratio=(deleted / physical) if physical else 0.0,
+        version_count=len(ds.versions()),
+    )
+
+
+def _number(value: Any) -> float | None:
+    raw = getattr(value, "value", value)
+    if isinstance(raw, bool) or not isinstance(raw, int | float):
+        return None
+    return float(raw)
+
+
+def merge_check_metrics(measured: DatasetHealth, check_metadata: Mapping[str, Any]) -> DatasetHealth:
+    """Prefer the numbers the asset checks reported; keep measured ones for the rest."""
+    updates: dict[str, Any] = {}
+    for key, field_name, cast in (
+        (FRAGMENT_COUNT, "fragment_count", int),
+        (SMALL_FRAGMENT_COUNT, "small_fragment_count", int),
+        (DELETED_RATIO, "deleted_ratio", float),
+        (VERSION_COUNT, "version_count", int),
+    ):
+        number = _number(check_metadata.get(key))
+        if number is not None:
+            updates[field_name] = cast(number)
+    return replace(measured, from_checks=tuple(sorted(updates)), **updates)
+
