@@ -55,6 +55,7 @@ def _child(engine: str, op: str, workdir: Path) -> None:
         emit(result)
         return
     lib = _module(engine)  # imported before the clock starts
+    import pandas  # noqa: F401  # ``import lance`` loads it; pyarrow would load it lazily inside our timing
     uri = str(workdir / f"{engine}.lance")
     if op == "write":
         with pa.memory_map(str(workdir / "input.arrow")) as src:
