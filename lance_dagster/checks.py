@@ -108,15 +108,24 @@ class Health:
         }
 
 
+def fragment_numbers(ds: LanceDataset, *, small_fragment_rows: int) -> tuple[int, int, float]:
+    """``(fragments, small fragments, deleted-row ratio)`` of ``ds``'s manifest.
+
+    Shared by the health check and the maintenance sensor's fallback measurement.
+    """
+    frags = ds.manifest.fragments
+    physical = sum(f.physical_rows for f in frags)
+    deleted = sum(f.num_deletions for f in frags)
+    small = sum(1 for f in frags if f.num_rows < small_fragment_rows)
+    return len(frags), small, deleted / physical if physical else 0.0
+
+
 def measure_health(ds: LanceDataset, *, small_fragment_rows: int) -> Health:
     """Measure the maintenance numbers of ``ds`` from its manifest, index statistics and version list."""
-    frags = list(ds.manifest.fragments)
-    physical = sum(f.physical_rows for f in frags)
-    deleted = sum(f.physical_rows - f.num_rows for f in frags)
-    small = sum(1 for f in frags if f.num_rows < small_fragment_rows)
+    count, small, deleted_ratio = fragment_numbers(ds, small_fragment_rows=small_fragment_rows)
     names = {d.name for d in ds.describe_indices()}
     unindexed = max((ds.stats.index_stats(n).num_unindexed_rows for n in names), default=0)
-    return Health(len(frags), small, deleted / physical if physical else 0.0, int(unindexed), len(ds.versions()))
+    return Health(count, small, deleted_ratio, int(unindexed), len(ds.versions()))
 
 
 @dataclass(frozen=True)

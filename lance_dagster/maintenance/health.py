@@ -15,6 +15,8 @@ from typing import Any
 
 from lance_format import LanceDataset
 
+from ..checks import fragment_numbers
+
 FRAGMENT_COUNT = "lance/fragment_count"
 SMALL_FRAGMENT_COUNT = "lance/small_fragment_count"
 DELETED_RATIO = "lance/deleted_ratio"
@@ -73,17 +75,10 @@ class DatasetHealth:
 
 
 def measure(ds: LanceDataset, *, small_fragment_rows: int) -> DatasetHealth:
-    """Measure health from the dataset's latest manifest and version list."""
-    frags = list(ds.manifest.fragments)
-    physical = sum(int(f.physical_rows) for f in frags)
-    deleted = sum(int(f.num_deletions) for f in frags)
-    small = sum(1 for f in frags if int(f.physical_rows) - int(f.num_deletions) < small_fragment_rows)
-    return DatasetHealth(
-        fragment_count=len(frags),
-        small_fragment_count=small,
-        deleted_ratio=(deleted / physical) if physical else 0.0,
-        version_count=len(ds.versions()),
-    )
+    """Measure health from the dataset's latest manifest and version list (as the health check does)."""
+    count, small, deleted_ratio = fragment_numbers(ds, small_fragment_rows=small_fragment_rows)
+    return DatasetHealth(fragment_count=count, small_fragment_count=small, deleted_ratio=deleted_ratio,
+                         version_count=len(ds.versions()))
 
 
 def _number(value: Any) -> float | None:
