@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import logging
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -23,21 +22,18 @@ import numpy.typing as npt
 from lance_format.errors import InvalidInputError, LanceError, VersionNotFoundError
 from lance_format.index.remap import RowAddressMap
 from lance_format.maintenance import _indices
-from lance_format.maintenance.compaction_exec import deleted_offsets
 from lance_format.table import conflicts
 from lance_format.table.commit import commit_transaction
 from lance_format.table.naming import data_file_key
 from lance_format.table.transaction import LanceOperation, Transaction
 from lance_format.table.versions import load_manifest, load_transaction
 
-_log = logging.getLogger(__name__)
 U64 = npt.NDArray[np.uint64]
 
 if TYPE_CHECKING:
     from lance_format.dataset import LanceDataset
     from lance_format.index.frag_reuse import ReuseVersion
     from lance_format.maintenance.compaction import CompactionMetrics, CompactionOptions, RewriteResult
-    from lance_format.storage import ObjectStore
     from lance_format.table.index_metadata import IndexMetadata
 
 
@@ -45,7 +41,7 @@ if TYPE_CHECKING:
 DELETED = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 
-def row_address_arrays(store: ObjectStore, results: Sequence[RewriteResult]) -> tuple[U64, U64]:
+def row_address_arrays(ds: LanceDataset, results: Sequence[RewriteResult]) -> tuple[U64, U64]:
     """Old row addresses and where each went (:data:`DELETED` for a deleted row).
 
     pylance's ``transpose_row_addrs``: the surviving rows of the old fragments, in order,
@@ -61,7 +57,7 @@ def row_address_arrays(store: ObjectStore, results: Sequence[RewriteResult]) -> 
         for frag in res.original_fragments:
             offsets = np.arange(frag.physical_rows, dtype=np.uint64)
             live = np.ones(frag.physical_rows, dtype=bool)
-            dels = deleted_offsets(store, frag)
+            dels = ds._ctx.deleted_offsets(frag)
             live[dels[dels < frag.physical_rows]] = False
             moved = np.full(frag.physical_rows, DELETED, dtype=np.uint64)
             n_live = int(live.sum())
@@ -74,7 +70,7 @@ def row_address_arrays(store: ObjectStore, results: Sequence[RewriteResult]) -> 
     return np.concatenate(olds), np.concatenate(news)
 
 
-def row_address_map(store: ObjectStore, results: Sequence[RewriteResult],
+def row_address_map(ds: LanceDataset, results: Sequence[RewriteResult],
                     reuse: Sequence[ReuseVersion] = ()) -> RowAddressMap:
     """Old row address → new row address (``None``: deleted), for ``remap_indices``.
 
@@ -83,7 +79,7 @@ def row_address_map(store: ObjectStore, results: Sequence[RewriteResult],
     compactions straight to where the rows are after this one, so an index that still
     holds them comes out holding current addresses.
     """
-    old, new = row_address_arrays(store, results)
+    old, new = row_address_arrays(ds, results)
     if reuse:
         old, new = _through_reuse(old, new, reuse)
     return RowAddressMap.from_arrays(old, new)
@@ -154,7 +150,7 @@ def _remap(ds: LanceDataset, assigned: Sequence[RewriteResult]) -> list[LanceOpe
 
     entry = None if ds.manifest.uses_stable_row_ids else frag_reuse.current_entry(ds.manifest.indices)
     reuse = frag_reuse.decode_details(entry, ds._store) if entry is not None else ()
-    rewritten = remap_indices(ds, row_address_map(ds._store, assigned, reuse))
+    rewritten = remap_indices(ds, row_address_map(ds, assigned, reuse))
     if not reuse:
         return rewritten
     # Their stored bitmaps still name the deferred compactions' sources: the new bitmaps
@@ -176,7 +172,7 @@ def _frag_reuse_entry(ds: LanceDataset, assigned: Sequence[RewriteResult]) -> In
 
     groups = []
     for res in assigned:
-        old, new = row_address_arrays(ds._store, [res])
+        old, new = row_address_arrays(ds, [res])
         groups.append(frag_reuse.group_for(res.original_fragments, res.new_fragments, old[new != DELETED]))
     previous = frag_reuse.current_entry(ds.manifest.indices)
     # pylance records the version its Rewrite is applied to (after ReserveFragments).
@@ -244,10 +240,9 @@ def commit_compaction(ds: LanceDataset, results: Sequence[RewriteResult], opts: 
     total = CompactionMetrics()
     for r in results:
         total = total + r.metrics
-    try:
-        run_auto_cleanup(ds)
-    except Exception as exc:  # noqa: BLE001 - the compaction is committed; cleanup is best effort
-        _log.warning("auto cleanup after compaction of %s failed: %s", ds.uri, exc)
+    from lance_format.dataset import after_commit  # the facade's post-commit hook (logs its own failures)
+
+    after_commit(ds._store, manifest)
     return total
 
 
@@ -262,10 +257,3 @@ def discard_new_files(ds: LanceDataset, results: Sequence[RewriteResult]) -> Non
             for df in frag.files:
                 with contextlib.suppress(LanceError, OSError):
                     ds._store.delete(data_file_key(df.path))
-
-
-def run_auto_cleanup(ds: LanceDataset) -> None:
-    """Honour ``lance.auto_cleanup.*`` after a commit (see ``lance_format.maintenance.cleanup``)."""
-    from lance_format.maintenance.cleanup import auto_cleanup
-
-    auto_cleanup(ds._store, ds.manifest)

@@ -18,7 +18,6 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from lance_format.errors import InvalidInputError, UnsupportedVersionError
-from lance_format.table.deletion import read_deletion_file
 from lance_format.table.models import FragmentMetadata
 from lance_format.table.naming import data_file_key
 from lance_format.table.rowids import decode_row_ids, decode_versions, encode_row_ids, encode_version_runs
@@ -48,13 +47,6 @@ def _check_sources(task: CompactionTask, ds: LanceDataset) -> None:
             raise InvalidInputError(f"{ds.uri}: compaction task for fragments {list(task.fragment_ids)} does "
                                     f"not match version {task.read_version} (fragment {frag.id} differs); "
                                     "plan again on the current version")
-
-
-def deleted_offsets(store: ObjectStore, frag: FragmentMetadata) -> npt.NDArray[np.uint32]:
-    """Sorted deleted row offsets of ``frag`` (empty when it has no deletion file)."""
-    if frag.deletion_file is None:
-        return np.zeros(0, dtype=np.uint32)
-    return np.sort(read_deletion_file(store, frag.id, frag.deletion_file, physical_rows=frag.physical_rows))
 
 
 def output_row_counts(live_rows: int, target: int) -> list[int]:
@@ -139,8 +131,10 @@ def rewrite_task(task: CompactionTask, ds: LanceDataset | None) -> RewriteResult
     opts = task.options
     ds = _open_at(task, ds)
     _check_sources(task, ds)
+    # the handle's read context: deletion files in other bases are found, and the scan below
+    # reuses what it read
+    deletions = [ds._ctx.deleted_offsets(f) for f in task.fragments]
     store = ds._store
-    deletions = [deleted_offsets(store, f) for f in task.fragments]
     live = sum(f.physical_rows - int(d.size) for f, d in zip(task.fragments, deletions, strict=True))
     counts = output_row_counts(live, opts.target_rows_per_fragment)
     schema = ds.schema

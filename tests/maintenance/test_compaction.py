@@ -125,7 +125,7 @@ def test_row_address_map_follows_every_row(tmp_path: Path) -> None:
     txn = ds.read_transaction()
     assert txn is not None
     results = [RewriteResult(txn.read_version, g.old_fragments, g.new_fragments) for g in txn.operation.groups]
-    old, new = row_address_arrays(ds._store, results)
+    old, new = row_address_arrays(ds, results)
     where_now = dict(zip(after["id"].to_pylist(), after["_rowaddr"].to_pylist(), strict=True))
     id_at = {}
     for frag_id, start in ((0, 0), (1, 100), (2, 180)):
