@@ -145,12 +145,6 @@ class LanceStorageIOManager(IOManager):
 
     # -- writing ----------------------------------------------------------------------------
 
-    def write_mode(self, context: OutputContext) -> WriteMode:
-        """Mode from output metadata, else definition metadata, else the configured default."""
-        return resolve_write_options(self.settings.default_write_options,
-                                     [context.definition_metadata, context.output_metadata],
-                                     where=_describe(context)).mode
-
     def handle_output(self, context: OutputContext, obj: Any) -> None:
         """Write ``obj`` as one Lance commit and attach the materialization metadata.
 

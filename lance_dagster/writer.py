@@ -35,7 +35,7 @@ from .schema_modes import align_to_schema, plan_schema
 
 ArrowData: TypeAlias = pa.Table | pa.RecordBatchReader
 
-__all__ = ["ArrowData", "WriteResult", "align_to_schema", "commit_arrow", "commit_fragments", "describe_write"]
+__all__ = ["ArrowData", "WriteResult", "align_to_schema", "commit_arrow", "commit_fragments"]
 
 
 @dataclass(frozen=True)
@@ -168,9 +168,10 @@ def commit_arrow(
         return _merge(existing, uri, data, keys, merge or MergeOptions(), expr, properties, commit_message,
                       before)
     if expr is not None and existing is not None and mode != "append":
-        replace_where(existing, expr, data, transaction_properties=properties, commit_message=commit_message)
-        written = read_commit(existing, existing.version).rows_added or 0
-        return _describe(existing, uri, mode, before, rows_deleted=before.rows + written - existing.count_rows(),
+        # the rows were checked against ``expr`` above (with the partition wording): not again
+        replaced = replace_where(existing, expr, data, transaction_properties=properties,
+                                 commit_message=commit_message, check_data=False)
+        return _describe(replaced.dataset, uri, mode, before, rows_deleted=replaced.rows_deleted,
                          predicate=str(expr))
     # Left here: a new table, an append (to the table or into a partition), or a whole-table write.
     lance_mode = "create" if existing is None else "append" if mode == "append" else "overwrite"
@@ -299,11 +300,3 @@ def _describe(ds: LanceDataset, uri: str, mode: WriteMode, before: _Before, *,
         predicate=predicate,
         skipped=skipped,
     )
-
-
-def describe_write(ds: LanceDataset, uri: str, mode: WriteMode, existing: LanceDataset | None) -> WriteResult:
-    """Build the :class:`WriteResult` of a commit that produced ``ds.version``.
-
-    ``existing`` is the dataset as opened before the write, ``None`` if it did not exist.
-    """
-    return _describe(ds, uri, mode, _Before.of(existing))

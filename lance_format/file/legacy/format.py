@@ -155,12 +155,6 @@ def parse_tail(read: ReadFn, size: int, path: str) -> LegacyTail:
     return LegacyTail(offsets, table, schema, dictionaries, stats)
 
 
-def read_footer_version(tail: bytes) -> tuple[int, int]:
-    """``(major, minor)`` of a file's last 16 bytes."""
-    _, major, minor, _ = _FOOTER.unpack_from(tail, len(tail) - _FOOTER.size)
-    return int(major), int(minor)
-
-
 def encode_tail(*, schema: LanceSchema, batch_offsets: list[int], page_table_position: int,
                 dictionaries: dict[int, tuple[int, int]], manifest_position: int,
                 stats: tuple[LanceSchema, list[int], int] | None) -> tuple[bytes, bytes]:
