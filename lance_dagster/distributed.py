@@ -9,26 +9,24 @@ fragments, as :func:`lance_format.evolution.replace.replace_where` does for loca
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any, Protocol
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lance_format.dataset import LanceDataset
-from lance_format.errors import DatasetAlreadyExistsError, DatasetNotFoundError, InvalidInputError
-from lance_format.evolution import rowops
-from lance_format.fragment import FragmentMetadata, matching_offsets
+from lance_format.errors import InvalidInputError
+from lance_format.evolution.replace import replace_with_fragments
+from lance_format.fragment import FragmentMetadata
 from lance_format.spark.options import WriteOptions as SparkWriteOptions
-from lance_format.spark.writer import commit_fragments, delete_files, plan_write
+from lance_format.spark.writer import commit_fragments, plan_write
 
 from .config import LanceSettings, SchemaMode, WriteMode
 from .lineage import COMMIT_MESSAGE
 from .partitions import PartitionSlice
 from .reader import open_dataset
 from .schema_modes import plan_schema
-from .writer import WriteResult, _Before, _describe
+from .writer import WriteResult, _describe, open_target
 
 
 class DistributedHandler(Protocol):
@@ -71,20 +69,11 @@ def commit_distributed(
     if mode == "merge" or schema_mode == "merge":
         raise InvalidInputError(f"{where}: mode 'merge' and schema_mode 'merge' are not supported for "
                                 "DataFrames written by Spark executors; convert to Arrow or use overwrite/append")
-    try:
-        existing: LanceDataset | None = open_dataset(settings, uri)
-    except DatasetNotFoundError:
-        existing = None
-    before = _Before.of(existing)
     schema = handler.arrow_schema(obj)
     expr = partition.expression(schema, where=where) if partition is not None else None
-    if existing is not None and mode in ("error", "ignore"):
-        target = existing.count_rows(filter=expr) if expr is not None else existing.count_rows()
-        if target and mode == "error":
-            raise DatasetAlreadyExistsError(f"{where}: mode 'error' and {uri} already has {target} rows in the "
-                                            f"target (version {existing.version})")
-        if target:
-            return _describe(existing, uri, mode, before, skipped=True)
+    existing, before, skipped = open_target(settings, uri, mode, expr, partition, where)
+    if skipped is not None:
+        return skipped
     plan_schema(existing, schema, schema_mode=schema_mode, mode=mode, where=where,
                 partitioned=partition is not None)
     if expr is not None:
@@ -104,26 +93,7 @@ def commit_distributed(
         manifest = commit_fragments(plan, fragments)  # deletes the files if the commit fails
         ds = open_dataset(settings, uri, int(manifest.version))
         return _describe(ds, uri, mode, before, predicate=None if expr is None else str(expr))
-    try:
-        replaced = _replace_with(existing, expr, fragments, props)
-    except BaseException:
-        delete_files(options, fragments)
-        raise
-    return _describe(replaced, uri, mode, before, rows_deleted=before.rows + sum(f.physical_rows for f in fragments)
-                     - replaced.count_rows(), predicate=str(expr))
-
-
-def _replace_with(ds: LanceDataset, expr: pc.Expression, fragments: Sequence[FragmentMetadata],
-                  props: dict[str, str]) -> LanceDataset:
-    # One Update: deletion vectors for the partition's old rows plus the executors' fragments. The
-    # data files belong to every attempt, so only the deletion files are an attempt's to discard.
-    def attempt(current: LanceDataset) -> Any:
-        parts = [(np.uint64(fid) << np.uint64(32)) | offs.astype(np.uint64) for fid, offs in
-                 matching_offsets(current, expr)]
-        addresses = np.concatenate(parts) if parts else np.empty(0, dtype=np.uint64)
-        updated, removed, keys = rowops.delete_addresses(current, addresses)
-        changes = rowops.RowChanges(tuple(updated), tuple(removed), tuple(fragments), tuple(keys))
-        return rowops.commit_changes(current, changes, fields_for_preserving_frag_bitmap=(), properties=props)
-
-    manifest = rowops.with_retries(ds, attempt, conflict_retries=5)
-    return ds.checkout_version(int(manifest.version))
+    # One Update: deletion vectors for the partition's old rows plus the executors' fragments (the
+    # commit half of replace_where; it deletes the fragments' files if the commit fails).
+    replaced = replace_with_fragments(existing, expr, fragments, conflict_retries=5, transaction_properties=props)
+    return _describe(replaced.dataset, uri, mode, before, rows_deleted=replaced.rows_deleted, predicate=str(expr))

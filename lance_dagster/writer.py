@@ -77,6 +77,28 @@ def _try_open(settings: LanceSettings, uri: str) -> LanceDataset | None:
         return None
 
 
+def open_target(settings: LanceSettings, uri: str, mode: WriteMode, expr: pc.Expression | None,
+                partition: PartitionSlice | None, where: str
+                ) -> tuple[LanceDataset | None, _Before, WriteResult | None]:
+    """The dataset a write goes to (``None`` if it does not exist yet), its state before the write,
+    and, for ``mode="ignore"`` over rows that exist, the result of skipping the write.
+
+    Raises:
+        DatasetAlreadyExistsError: ``mode="error"`` and the target (the partition, if any) has rows.
+    """
+    existing = _try_open(settings, uri)
+    before = _Before.of(existing)
+    if existing is not None and mode in ("error", "ignore"):
+        target = existing.count_rows(filter=expr) if expr is not None else existing.count_rows()
+        if target and mode == "error":
+            slice_text = f" partition {list(partition.keys)}" if partition is not None else ""
+            raise DatasetAlreadyExistsError(f"{where}: mode 'error' and{slice_text} of {uri} already has "
+                                            f"{target} rows (version {existing.version})")
+        if target:
+            return existing, before, _describe(existing, uri, mode, before, skipped=True)
+    return existing, before, None
+
+
 def checked_batches(batches: Iterator[pa.RecordBatch], expr: pc.Expression, *,
                     where: str) -> Iterator[pa.RecordBatch]:
     """Pass ``batches`` through, failing on the first batch with a row outside ``expr``.
@@ -141,17 +163,10 @@ def commit_arrow(
         DatasetAlreadyExistsError: ``mode="error"`` and the target already has rows.
     """
     where = where or uri
-    existing = _try_open(settings, uri)
-    before = _Before.of(existing)
     expr = partition.expression(data.schema, where=where) if partition is not None else None
-    if existing is not None and mode in ("error", "ignore"):
-        target = existing.count_rows(filter=expr) if expr is not None else existing.count_rows()
-        if target and mode == "error":
-            slice_text = f" partition {list(partition.keys)}" if partition is not None else ""
-            raise DatasetAlreadyExistsError(f"{where}: mode 'error' and{slice_text} of {uri} already has "
-                                            f"{target} rows (version {existing.version})")
-        if target:
-            return _describe(existing, uri, mode, before, skipped=True)
+    existing, before, skipped = open_target(settings, uri, mode, expr, partition, where)
+    if skipped is not None:
+        return skipped
     keys = _merge_keys(existing, data.schema, merge or MergeOptions(), where) if mode == "merge" else ()
     plan = plan_schema(existing, data.schema, schema_mode=schema_mode, mode=mode, where=where,
                        partitioned=partition is not None)

@@ -32,7 +32,7 @@ from lance_format.session import Session
 from lance_format.storage import ObjectStore, open_store
 from lance_format.table import delete as _delete
 from lance_format.table import tags as _tags
-from lance_format.table.commit import DEFAULT_MAX_RETRIES, commit_transaction
+from lance_format.table.commit import DEFAULT_MAX_RETRIES, commit_transaction, register_after_commit
 from lance_format.table.manifest import Manifest
 from lance_format.table.scan import filter_expression as _filter_expression
 from lance_format.table.transaction import COMMIT_MESSAGE_KEY, LanceOperation, Transaction
@@ -139,7 +139,7 @@ class LanceDataset:
             version = tag.version
             if tag.branch is not None:  # the version number is one of the branch's, in tree/{branch}/
                 self._branch = tag.branch
-                self._store = self._root_store.child(_tags.branch_dir(tag.branch))
+                self._store = _tags.branch_store(self._root_store, tag.branch)
         self._set_manifest(load_manifest(self._store, version))
 
     @classmethod
@@ -157,9 +157,13 @@ class LanceDataset:
 
     def _on_branch(self, branch: str | None, manifest: Manifest | None = None) -> LanceDataset:
         """This dataset on ``branch`` (``None`` = main), at ``manifest`` or the branch's latest version."""
-        store = self._root_store if branch is None else self._root_store.child(_tags.branch_dir(branch))
-        # On a branch the URI is the branch's tree (a dataset of its own, as pylance reports it).
+        store = _tags.branch_store(self._root_store, branch)
+        # On a branch the URI is the branch's tree (a dataset of its own, as pylance reports it);
+        # an s3+ddb:// root keeps its scheme and table, so writes to that URI commit through it.
         uri = self._root_uri if branch is None else store.uri("").rstrip("/")
+        if branch is not None and self._root_uri.startswith("s3+ddb://"):
+            base, _, query = self._root_uri.partition("?")
+            uri = f"{base.rstrip('/')}/{_tags.branch_dir(branch)}?{query}"
         ds = LanceDataset._from_manifest(uri, store, manifest or load_manifest(store), self._storage_options)
         ds._root_store, ds._root_uri, ds._branch = self._root_store, self._root_uri, branch
         return ds
@@ -292,8 +296,7 @@ class LanceDataset:
         if isinstance(version, str):
             tag = _tags.read_tag(self._root_store, version)
             if tag.branch != self._branch:
-                store = self._root_store if tag.branch is None else \
-                    self._root_store.child(_tags.branch_dir(tag.branch))
+                store = _tags.branch_store(self._root_store, tag.branch)
                 return self._on_branch(tag.branch, load_manifest(store, tag.version))
             version = tag.version
         check_version_arg(self._store, version)  # before the shortcut: True == 1, 1.0 == 1
@@ -549,7 +552,6 @@ class LanceDataset:
                     raise
                 continue
             self._set_manifest(manifest)
-            after_commit(self._store, manifest)  # MAINT hook: lance.auto_cleanup.*
             return {"num_deleted_rows": n}
         raise AssertionError("unreachable")
 
@@ -628,7 +630,7 @@ class LanceDataset:
             from lance_format.evolution.branches import read_branch
 
             read_branch(self._root_store, name)
-        store = self._root_store if name is None else self._root_store.child(_tags.branch_dir(name))
+        store = _tags.branch_store(self._root_store, name)
         return self._on_branch(name, load_manifest(store, version))
 
     @property
@@ -711,12 +713,13 @@ class LanceDataset:
         base = base_uri.manifest if isinstance(base_uri, LanceDataset) else None
         manifest = commit_transaction(store, txn, max_retries=max_retries, base=base,
                                       enable_v2_manifest_paths=enable_v2_manifest_paths is not False)
-        after_commit(store, manifest)  # MAINT hook: lance.auto_cleanup.* (lance_format/maintenance/cleanup.py)
         return LanceDataset._from_manifest(uri, store, manifest, storage_options)
 
 
-def after_commit(store: ObjectStore, manifest: Manifest) -> None:
-    """MAINT hook run after a successful commit: honour ``lance.auto_cleanup.*`` as lance does."""
+@register_after_commit
+def _auto_cleanup(store: ObjectStore, manifest: Manifest) -> None:
+    # Every commit honours ``lance.auto_cleanup.*`` as lance does (the table layer's commit
+    # loop calls this; cleanup itself lives above it, in lance_format/maintenance/cleanup.py).
     if "lance.auto_cleanup.interval" in manifest.config:
         from lance_format.maintenance.cleanup import auto_cleanup
 
@@ -734,7 +737,7 @@ def _reopen(uri: str, version: int, storage_options: Mapping[str, str] | None,
     if branch is None:
         return LanceDataset(uri, version, storage_options=storage_options)
     main = LanceDataset(uri, storage_options=storage_options)
-    store = main._root_store.child(_tags.branch_dir(branch))
+    store = _tags.branch_store(main._root_store, branch)
     return main._on_branch(branch, load_manifest(store, version))
 
 

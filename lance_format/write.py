@@ -11,12 +11,12 @@ from typing import Any
 
 import pyarrow as pa
 
-from lance_format.dataset import LanceDataset, after_commit
+from lance_format.dataset import LanceDataset
 from lance_format.errors import LanceError
 from lance_format.storage import open_store
 from lance_format.table.apply import DEFAULT_DATA_STORAGE_VERSION
 from lance_format.table.commit import commit_transaction
-from lance_format.table.naming import data_file_key
+from lance_format.table.discard import discard_fragment_files
 from lance_format.table.transaction import COMMIT_MESSAGE_KEY, LanceOperation, Transaction
 from lance_format.table.writing import (
     DEFAULT_MAX_BYTES_PER_FILE,
@@ -97,11 +97,8 @@ def write_dataset(
                                       enable_stable_row_ids=enable_stable_row_ids, base=base,
                                       observed=(read_version, scheme) if base is not None and scheme else None)
     except LanceError:
-        for frag in frags:
-            for df in frag.files:
-                store.delete(data_file_key(df.path))
+        discard_fragment_files(store, frags)
         raise
-    after_commit(store, manifest)  # MAINT hook: lance.auto_cleanup.* (lance_format/maintenance/cleanup.py)
     return LanceDataset._from_manifest(str(uri), store, manifest, storage_options)
 
 

@@ -91,6 +91,7 @@ def compact(
     runner: Runner,
     dry_run: bool,
     transaction_properties: Mapping[str, str] | None = None,
+    dataset: LanceDataset | None = None,
 ) -> CompactionOutcome:
     """Compact the latest version of ``uri``.
 
@@ -100,6 +101,9 @@ def compact(
         options: compaction options (target rows per fragment, deferred remap, ...).
         runner: where rewrite tasks execute.
         dry_run: plan only; report what would be rewritten.
+        transaction_properties: stored with the Rewrite commit (Dagster lineage).
+        dataset: the dataset at ``uri`` if the caller has it open at its latest version (used
+            for the first plan; a plan made again after a lost race opens the newest version).
 
     Raises:
         RetryableCommitConflictError: when concurrent deletes/updates keep winning after
@@ -109,7 +113,7 @@ def compact(
 
     start = time.perf_counter()
     for attempt in range(1, COMPACTION_ATTEMPTS + 1):
-        ds = open_latest(uri, storage_options)
+        ds = dataset if attempt == 1 and dataset is not None else open_latest(uri, storage_options)
         read_version = int(ds.version)
         before = len(ds.manifest.fragments)
         plan = Compaction.plan(ds, options)
@@ -135,7 +139,7 @@ def compact(
         except BaseException:
             discard_new_files(ds, results)
             raise
-        after = open_latest(uri, storage_options).checkout_version(int(ds.version))
+        after = ds  # Compaction.commit moved the handle to the version it committed
         return CompactionOutcome(
             uri=uri,
             dry_run=False,
@@ -236,24 +240,25 @@ def _has_frag_reuse(ds: LanceDataset) -> bool:
 
 
 def optimize_indices(uri: str, *, storage_options: Mapping[str, str] | None, dry_run: bool,
-                     runner: Runner | None = None) -> IndexOutcome:
+                     runner: Runner | None = None, dataset: LanceDataset | None = None) -> IndexOutcome:
     """Fold unindexed fragments into every user index and finish deferred remaps.
+
+    ``dataset`` is the dataset at ``uri`` if the caller has it open (at its latest version).
 
     Raises:
         lance_format.errors.LanceError: from the index layer when an index cannot be updated.
     """
     start = time.perf_counter()
-    ds = open_latest(uri, storage_options)
+    ds = dataset if dataset is not None else open_latest(uri, storage_options)
     read_version = int(ds.version)
     stale = {name: n for name, n in _stale(ds).items() if n}
     if dry_run or not (stale or _has_frag_reuse(ds)):
         return IndexOutcome(uri, dry_run, read_version, None, tuple(sorted(stale)), sum(stale.values()),
                             time.perf_counter() - start)
     # A deferred compaction leaves a fragment-reuse index; optimizing folds it into the indices.
-    ds.optimize.optimize_indices(runner=runner)
-    after = open_latest(uri, storage_options)
-    new_version = int(after.version)
-    left = _stale(after)
+    ds.optimize.optimize_indices(runner=runner)  # moves ``ds`` to the version it committed, if any
+    new_version = int(ds.version)
+    left = _stale(ds)
     updated = tuple(sorted(name for name in stale if left.get(name, 0) < stale[name]))
     indexed = sum(stale[name] - left.get(name, 0) for name in updated)
     return IndexOutcome(uri, False, read_version, new_version if new_version != read_version else None,
@@ -269,38 +274,28 @@ def cleanup(
     delete_unverified: bool,
     dry_run: bool,
     runner: Runner,
+    dataset: LanceDataset | None = None,
 ) -> CleanupOutcome:
     """Remove versions older than ``older_than`` and outside the newest ``retain_versions``.
 
     The latest version and every tagged version stay (the caller tags versions pinned by asset
     inputs first). Old manifests are deleted first, on the driver, so no reader can open a version
     whose files are going; the files are then deleted in batches through ``runner``. A dry run
-    returns the exact plan.
+    returns the exact plan. ``dataset`` is the dataset at ``uri`` if the caller has it open.
     """
-    from lance_format.cleanup import (
-        DeleteBatch,
-        execute_cleanup_batch,
-        finish_cleanup,
-        plan_cleanup,
-        refresh_plan,
-    )
+    from lance_format.cleanup import execute_cleanup, plan_cleanup
 
     start = time.perf_counter()
-    ds = open_latest(uri, storage_options)
+    ds = dataset if dataset is not None else open_latest(uri, storage_options)
     # Tagged old versions are kept, not an error: pins are tags, and a nightly job must not fail on them.
     plan = plan_cleanup(ds, older_than, retain_versions, delete_unverified=delete_unverified,
                         error_if_tagged_old_versions=False)
     tagged = sorted({int(t.version) for t in ds.tags.list().values()} - {plan.latest_version})
-    if not dry_run:
-        plan = refresh_plan(plan)
-    keys = tuple(f.key for f in (*plan.manifests, *plan.files) if f.key not in plan.protected)
     if dry_run:
+        keys = tuple(f.key for f in (*plan.manifests, *plan.files) if f.key not in plan.protected)
         stats = plan.stats(dry_run=True)
         return CleanupOutcome(uri, True, plan.latest_version, plan.removed_versions, keys,
                               stats.bytes_removed, tuple(tagged), time.perf_counter() - start)
-    manifests = execute_cleanup_batch(DeleteBatch(plan.uri, plan.storage_options,
-                                                  tuple(f.key for f in plan.manifests)))
-    deleted = runner.map(execute_cleanup_batch, plan.batches())
-    stats = finish_cleanup(plan, deleted, manifests)
+    stats = execute_cleanup(plan, runner=runner, store=ds._store)
     return CleanupOutcome(uri, False, plan.latest_version, plan.removed_versions, tuple(stats.keys),
                           stats.bytes_removed, tuple(tagged), time.perf_counter() - start)

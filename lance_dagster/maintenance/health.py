@@ -88,17 +88,37 @@ def _number(value: Any) -> float | None:
     return float(raw)
 
 
-def merge_check_metrics(measured: DatasetHealth, check_metadata: Mapping[str, Any]) -> DatasetHealth:
-    """Prefer the numbers the asset checks reported; keep measured ones for the rest."""
-    updates: dict[str, Any] = {}
-    for key, field_name, cast in (
-        (FRAGMENT_COUNT, "fragment_count", int),
-        (SMALL_FRAGMENT_COUNT, "small_fragment_count", int),
-        (DELETED_RATIO, "deleted_ratio", float),
-        (VERSION_COUNT, "version_count", int),
-    ):
+_METRICS: tuple[tuple[str, str, type[int] | type[float]], ...] = (
+    (FRAGMENT_COUNT, "fragment_count", int),
+    (SMALL_FRAGMENT_COUNT, "small_fragment_count", int),
+    (DELETED_RATIO, "deleted_ratio", float),
+    (VERSION_COUNT, "version_count", int),
+)
+
+
+def checked_metrics(check_metadata: Mapping[str, Any]) -> dict[str, int | float]:
+    """The health numbers the asset checks reported, by :class:`DatasetHealth` field name."""
+    out: dict[str, int | float] = {}
+    for key, field_name, cast in _METRICS:
         number = _number(check_metadata.get(key))
         if number is not None:
-            updates[field_name] = cast(number)
+            out[field_name] = cast(number)
+    return out
+
+
+def from_checks(check_metadata: Mapping[str, Any]) -> DatasetHealth | None:
+    """Health from the asset checks alone, when they reported every number (no dataset opened)."""
+    found = checked_metrics(check_metadata)
+    if len(found) < len(_METRICS):
+        return None
+    return DatasetHealth(fragment_count=int(found["fragment_count"]),
+                         small_fragment_count=int(found["small_fragment_count"]),
+                         deleted_ratio=float(found["deleted_ratio"]), version_count=int(found["version_count"]),
+                         from_checks=tuple(sorted(found)))
+
+
+def merge_check_metrics(measured: DatasetHealth, check_metadata: Mapping[str, Any]) -> DatasetHealth:
+    """Prefer the numbers the asset checks reported; keep measured ones for the rest."""
+    updates = checked_metrics(check_metadata)
     return replace(measured, from_checks=tuple(sorted(updates)), **updates)
 

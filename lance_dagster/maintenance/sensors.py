@@ -27,7 +27,7 @@ from dagster import (
 from lance_format.errors import DatasetNotFoundError
 
 from ..resource import LanceResource
-from .health import DatasetHealth, HealthThresholds, measure, merge_check_metrics
+from .health import DatasetHealth, HealthThresholds, from_checks, measure, merge_check_metrics
 from .jobs import MAINTENANCE_TAG, bound_lance_resource, targets_from_job
 from .targets import MaintenanceTarget
 
@@ -60,12 +60,16 @@ def _health(context: SensorEvaluationContext, target: MaintenanceTarget, lance: 
     else:
         assert target.asset_key is not None
         uri = settings.uri_for(list(target.asset_key.path))
+    checks = _check_metadata(context, target)
+    reported = from_checks(checks)
+    if reported is not None:  # the checks said everything: no need to open the dataset
+        return reported
     try:
         ds = lance_format.dataset(uri, storage_options=settings.options)
     except DatasetNotFoundError:
         return None
     measured = measure(ds, small_fragment_rows=thresholds.small_fragment_rows)
-    return merge_check_metrics(measured, _check_metadata(context, target))
+    return merge_check_metrics(measured, checks)
 
 
 def _load_cursor(text: str | None) -> dict[str, float]:

@@ -57,9 +57,8 @@ def _open(context: OpExecutionContext, target: MaintenanceTarget, step: str) -> 
     return uri, options, ds
 
 
-def _record(context: OpExecutionContext, target: MaintenanceTarget, outcome: Any, uri: str,
-            options: dict[str, str] | None) -> None:
-    latest = engine.open_latest(uri, options)
+def _record(context: OpExecutionContext, target: MaintenanceTarget, outcome: Any, ds: LanceDataset) -> None:
+    latest = ds.checkout_latest()  # the version the step committed (or a newer one), on the open store
     if target.asset_key is not None:
         event = outcome_event(outcome, asset_key=target.asset_key, dataset=latest, run_id=context.run_id)
         context.log_event(event)
@@ -75,7 +74,7 @@ def run_compaction(context: OpExecutionContext, target: MaintenanceTarget, confi
     opened = _open(context, target, "compaction")
     if opened is None:
         return
-    uri, options, _ = opened
+    uri, options, ds = opened
     compaction = CompactionOptions(
         target_rows_per_fragment=config.target_rows_per_fragment,
         max_rows_per_group=config.max_rows_per_group,
@@ -87,8 +86,8 @@ def run_compaction(context: OpExecutionContext, target: MaintenanceTarget, confi
     # the Rewrite carries the run like a materialization's commit does (lance_dagster.lineage)
     lineage = {RUN_ID: context.run_id, JOB_NAME: context.job_name}
     outcome = engine.compact(uri, storage_options=options, options=compaction, runner=runner,
-                             dry_run=config.dry_run, transaction_properties=lineage)
-    _record(context, target, outcome, uri, options)
+                             dry_run=config.dry_run, transaction_properties=lineage, dataset=ds)
+    _record(context, target, outcome, ds)
 
 
 def run_optimize_indices(context: OpExecutionContext, target: MaintenanceTarget, config: IndexStepConfig) -> None:
@@ -98,10 +97,10 @@ def run_optimize_indices(context: OpExecutionContext, target: MaintenanceTarget,
     opened = _open(context, target, "index optimization")
     if opened is None:
         return
-    uri, options, _ = opened
-    outcome = engine.optimize_indices(uri, storage_options=options, dry_run=config.dry_run,
+    uri, options, ds = opened
+    outcome = engine.optimize_indices(uri, storage_options=options, dry_run=config.dry_run, dataset=ds,
                                       runner=_LazyRunner(config.runner, getattr(context.resources, SPARK_RESOURCE_KEY)))
-    _record(context, target, outcome, uri, options)
+    _record(context, target, outcome, ds)
 
 
 def sync_pin_tags(ds: LanceDataset, pinned: frozenset[int], context: OpExecutionContext | None = None) -> None:
@@ -143,5 +142,6 @@ def run_cleanup(context: OpExecutionContext, target: MaintenanceTarget, config: 
         delete_unverified=config.delete_unverified,
         dry_run=config.dry_run,
         runner=_LazyRunner(config.runner, getattr(context.resources, SPARK_RESOURCE_KEY)),
+        dataset=ds,
     )
-    _record(context, target, outcome, uri, options)
+    _record(context, target, outcome, ds)

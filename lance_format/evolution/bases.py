@@ -16,8 +16,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, cast
 
-from lance_format.errors import InvalidInputError, LanceError
+from lance_format.errors import InvalidInputError
 from lance_format.storage import ObjectStore, open_store
+from lance_format.table.discard import discard_fragment_files
 from lance_format.table.models import BasePath, FragmentMetadata
 from lance_format.table.naming import DATA_DIR
 
@@ -80,15 +81,6 @@ def _write_into(base: DatasetBasePath, data: Any, schema_store: ObjectStore, opt
     return out, storage, (lance_schema, data_store)
 
 
-def _discard(store: ObjectStore, frags: Sequence[FragmentMetadata]) -> None:
-    for f in frags:
-        for df in f.files:
-            try:
-                store.delete(df.path)
-            except LanceError:
-                continue
-
-
 def write_dataset_with_bases(data: Any, uri: str, *, mode: Literal["create", "append"] = "create",
                              initial_bases: Sequence[DatasetBasePath] | None = None,
                              target_bases: Sequence[str] | None = None,
@@ -137,7 +129,7 @@ def write_dataset_with_bases(data: Any, uri: str, *, mode: Literal["create", "ap
             manifest = commit_transaction(store, Transaction(ds.version, LanceOperation.Append(frags)),
                                           base=ds.manifest)
         except BaseException:
-            _discard(data_store, frags)
+            discard_fragment_files(data_store, frags, in_data_dir=False)
             raise
         return LanceDataset._from_manifest(uri, store, manifest, storage_options)
     if mode != "create":
@@ -157,7 +149,7 @@ def write_dataset_with_bases(data: Any, uri: str, *, mode: Literal["create", "ap
 
         written, _size = write_first_version(store, manifest, txn)
     except BaseException:
-        _discard(data_store, frags)
+        discard_fragment_files(data_store, frags, in_data_dir=False)
         raise
     return LanceDataset._from_manifest(uri, store, written, storage_options)
 

@@ -39,6 +39,7 @@ from lance_format.storage import ObjectStore, open_store
 from lance_format.table import tags as _tags
 from lance_format.table.codec.manifest import encode_manifest
 from lance_format.table.codec.transaction import clone_operation, encode_transaction
+from lance_format.table.external_commit import put_manifest
 from lance_format.table.manifest import Manifest, compute_feature_flags
 from lance_format.table.models import BasePath, FragmentMetadata
 from lance_format.table.naming import (
@@ -175,15 +176,11 @@ def resolve(ds: LanceDataset, reference: Reference) -> tuple[str | None, Manifes
         return ds._branch, load_manifest(ds._store, reference)
     if isinstance(reference, str):
         tag = _tags.read_tag(root, reference)
-        return tag.branch, load_manifest(_store_of(root, tag.branch), tag.version)
+        return tag.branch, load_manifest(_tags.branch_store(root, tag.branch), tag.version)
     if isinstance(reference, tuple) and len(reference) == 2:
         branch = None if reference[0] in (None, "main") else str(reference[0])
-        return branch, load_manifest(_store_of(root, branch), reference[1])
+        return branch, load_manifest(_tags.branch_store(root, branch), reference[1])
     raise InvalidInputError(f"invalid reference {reference!r}: use a version, a tag or (branch, version)")
-
-
-def _store_of(root: ObjectStore, branch: str | None) -> ObjectStore:
-    return root if branch is None else root.child(_tags.branch_dir(branch))
 
 
 # -- writing the first version of a new history ---------------------------------------------
@@ -244,7 +241,9 @@ def write_first_version(target: ObjectStore, manifest: Manifest, txn: Transactio
     data = encode_manifest(manifest, txn_bytes)
     key = manifest_key(manifest.version, NamingScheme.V2)
     try:
-        target.put_if_absent(key, data)
+        # Through the external manifest store when the dataset has one (a branch or clone on
+        # S3 commits like its root), else the object store's own create-only write.
+        put_manifest(target, key, manifest.version, data)
     except ObjectAlreadyExistsError:
         target.delete(transaction_key(txn.file_name))
         raise DatasetAlreadyExistsError(f"{target.uri('')}: a dataset already exists there") from None
@@ -264,8 +263,8 @@ def create_branch(ds: LanceDataset, name: str, reference: Reference = None) -> L
     if root.exists(key):
         raise InvalidInputError(f"{root.uri('')}: branch {name!r} already exists")
     source_branch, source = resolve(ds, reference)
-    source_store = _store_of(root, source_branch)
-    target = root.child(_tags.branch_dir(name))
+    source_store = _tags.branch_store(root, source_branch)
+    target = _tags.branch_store(root, name)
     if find_latest(target) is not None:
         raise InvalidInputError(f"{target.uri('')}: branch directory is not empty")
     ref_path = source_store.uri("").rstrip("/")
@@ -311,7 +310,7 @@ def shallow_clone(ds: LanceDataset, target_uri: str, reference: Reference = None
     from lance_format.dataset import LanceDataset
 
     source_branch, source = resolve(ds, reference)
-    ref_path = _store_of(ds._root_store, source_branch).uri("").rstrip("/")
+    ref_path = _tags.branch_store(ds._root_store, source_branch).uri("").rstrip("/")
     options = storage_options if storage_options is not None else ds._storage_options
     target = open_store(str(target_uri), options)
     if find_latest(target) is not None:

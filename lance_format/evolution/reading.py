@@ -83,34 +83,41 @@ def address_of_row_ids(ds: LanceDataset, row_ids: npt.NDArray[np.uint64]) -> npt
     ctx = ds._ctx
     out = np.full(row_ids.size, missing, dtype=np.uint64)
     if not ds.has_stable_row_ids:
-        for i, rid in enumerate(row_ids):
-            frag = ds.manifest.fragment(int(rid >> np.uint64(32)))
-            off = int(rid & np.uint64(0xFFFFFFFF))
-            if frag is not None and off < frag.physical_rows:
-                out[i] = rid
-    else:
-        want: dict[int, list[int]] = {}
-        for i, r in enumerate(row_ids):
-            want.setdefault(int(r), []).append(i)
-        for frag in ds.manifest.fragments:
-            ids = ctx.row_ids(frag)
-            if ids is None:
+        # Row ids are addresses: keep those naming a live row of an existing fragment.
+        frag_ids = row_ids >> np.uint64(32)
+        offsets = row_ids & np.uint64(0xFFFFFFFF)
+        for fid in np.unique(frag_ids):
+            frag = ds.manifest.fragment(int(fid))
+            if frag is None:
                 continue
-            hits = np.flatnonzero(np.isin(ids, row_ids))
+            sel = np.flatnonzero(frag_ids == fid)
+            live = offsets[sel] < np.uint64(frag.physical_rows)
             deleted = ctx.deleted_offsets(frag)
-            if deleted.size:  # an updated row's old copy keeps its id: only the live copy counts
-                hits = hits[~np.isin(hits, deleted)]
-            for pos in hits:
-                out[want[int(ids[pos])]] = (np.uint64(frag.id) << np.uint64(32)) | np.uint64(pos)
-    # Deleted rows are not returned (pylance's default, ignore_deletions=False).
-    for i, addr in enumerate(out):
-        if addr == missing:
+            if deleted.size:  # deleted rows are not returned (pylance's default, ignore_deletions=False)
+                live &= ~np.isin(offsets[sel], deleted.astype(np.uint64))
+            out[sel[live]] = row_ids[sel[live]]
+        return out
+    order = np.argsort(row_ids, kind="stable")
+    sorted_ids = row_ids[order]
+    for frag in ds.manifest.fragments:
+        ids = ctx.row_ids(frag)
+        if ids is None:
             continue
-        frag = ds.manifest.fragment(int(addr >> np.uint64(32)))
-        assert frag is not None
+        positions = np.flatnonzero(np.isin(ids, row_ids))
         deleted = ctx.deleted_offsets(frag)
-        if deleted.size and np.isin(int(addr & np.uint64(0xFFFFFFFF)), deleted):
-            out[i] = missing
+        if deleted.size:  # an updated row's old copy keeps its id: only the live copy counts
+            positions = positions[~np.isin(positions, deleted)]
+        if not positions.size:
+            continue
+        found = ids[positions].astype(np.uint64)
+        # Every request of an id (ids may be asked for more than once) gets its address.
+        lo = np.searchsorted(sorted_ids, found, side="left")
+        hi = np.searchsorted(sorted_ids, found, side="right")
+        addresses = (np.uint64(frag.id) << np.uint64(32)) | positions.astype(np.uint64)
+        counts = hi - lo
+        slots = order[np.repeat(lo, counts) + (np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts,
+                                                                                     counts))]
+        out[slots] = np.repeat(addresses, counts)
     return out
 
 
@@ -166,21 +173,24 @@ def version_asof(summaries: list[dict[str, Any]], asof: dt.datetime | str, where
 # -- join-based column addition ---------------------------------------------------------------
 
 
-def merge_fragment(ds: LanceDataset, frag: FragmentMetadata, data: Any, left_on: str, right_on: str | None = None,
-                   *, start_field_id: int | None = None) -> tuple[FragmentMetadata, LanceSchema]:
-    """Left-join ``data`` onto ``frag`` on ``left_on``/``right_on``; write the new columns as one file.
+@dataclasses.dataclass(frozen=True)
+class _MergeRight:
+    """The right-hand side of a merge, prepared once for every fragment it is joined onto."""
 
-    Rows without a match get nulls. Nothing is committed: commit the returned fragments
-    and schema with ``LanceOperation.Merge``.
+    right: pa.Table  # the data plus a row-position column
+    right_on: str
+    new_cols: list[str]
+    new_arrow: pa.Schema
+    lance_new: LanceSchema
 
-    Returns:
-        ``(fragment with the new data file, full new schema)``.
 
-    Raises:
-        SchemaError: join columns missing, or new columns clashing with existing ones.
-    """
-    from lance_format.evolution.columns import _physical_batches, next_field_id
-    from lance_format.write import to_batch_stream, write_fragment_files
+_MERGE_POS = "__lf_merge_pos"
+
+
+def _merge_right(ds: LanceDataset, data: Any, left_on: str, right_on: str | None,
+                 start_field_id: int | None) -> _MergeRight:
+    from lance_format.evolution.columns import next_field_id
+    from lance_format.write import to_batch_stream
 
     right_on = right_on or left_on
     schema, batches = to_batch_stream(data)
@@ -195,28 +205,51 @@ def merge_fragment(ds: LanceDataset, frag: FragmentMetadata, data: Any, left_on:
     new_arrow = pa.schema([right.schema.field(c) for c in new_cols])
     lance_new = LanceSchema.from_arrow(new_arrow, start_id=next_field_id(ds) if start_field_id is None
                                        else start_field_id)
-    key = "__lf_merge_pos"
-    right = right.append_column(key, pa.array(np.arange(right.num_rows, dtype=np.int64)))
-    right_keys = right.select([right_on, key])
+    right = right.append_column(_MERGE_POS, pa.array(np.arange(right.num_rows, dtype=np.int64)))
+    return _MergeRight(right, right_on, new_cols, new_arrow, lance_new)
+
+
+def _merge_one(ds: LanceDataset, frag: FragmentMetadata, left_on: str, m: _MergeRight
+               ) -> tuple[FragmentMetadata, LanceSchema]:
+    from lance_format.evolution.columns import _physical_batches
+    from lance_format.write import write_fragment_files
+
+    right_keys = m.right.select([m.right_on, _MERGE_POS])
+    values = m.right.select(m.new_cols)
+    key_type = m.right.schema.field(m.right_on).type
 
     def joined() -> Any:
         for batch in _physical_batches(ds, frag, [left_on], 8192):
-            left = pa.table({right_on: batch.column(0).cast(right.schema.field(right_on).type),
-                             "__lf_left": np.arange(batch.num_rows)})
-            j = left.join(right_keys, keys=right_on, join_type="left outer", use_threads=False)
+            left = pa.table({m.right_on: batch.column(0).cast(key_type), "__lf_left": np.arange(batch.num_rows)})
+            j = left.join(right_keys, keys=m.right_on, join_type="left outer", use_threads=False)
             j = j.sort_by("__lf_left")
             if j.num_rows != batch.num_rows:
-                raise InvalidInputError(f"{ds.uri}: merge data has duplicate values in {right_on!r}")
-            pos = j.column(key)
-            out = right.select(new_cols).take(pos)
+                raise InvalidInputError(f"{ds.uri}: merge data has duplicate values in {m.right_on!r}")
+            out = values.take(j.column(_MERGE_POS))
             yield out.combine_chunks().to_batches()[0] if out.num_rows else pa.RecordBatch.from_pylist(
-                [], schema=new_arrow)
+                [], schema=m.new_arrow)
 
-    written = write_fragment_files(ds._store, lance_new.to_arrow(), joined(), lance_new, max_rows_per_file=2**62,
-                                   data_storage_version=ds.data_storage_version)
+    written = write_fragment_files(ds._store, m.lance_new.to_arrow(), joined(), m.lance_new,
+                                   max_rows_per_file=2**62, data_storage_version=ds.data_storage_version)
     files = tuple(df for w in written for df in w.files)
-    full = LanceSchema(ds.lance_schema.fields + lance_new.fields, ds.lance_schema.metadata)
+    full = LanceSchema(ds.lance_schema.fields + m.lance_new.fields, ds.lance_schema.metadata)
     return dataclasses.replace(frag, files=frag.files + files), full
+
+
+def merge_fragment(ds: LanceDataset, frag: FragmentMetadata, data: Any, left_on: str, right_on: str | None = None,
+                   *, start_field_id: int | None = None) -> tuple[FragmentMetadata, LanceSchema]:
+    """Left-join ``data`` onto ``frag`` on ``left_on``/``right_on``; write the new columns as one file.
+
+    Rows without a match get nulls. Nothing is committed: commit the returned fragments
+    and schema with ``LanceOperation.Merge``.
+
+    Returns:
+        ``(fragment with the new data file, full new schema)``.
+
+    Raises:
+        SchemaError: join columns missing, or new columns clashing with existing ones.
+    """
+    return _merge_one(ds, frag, left_on, _merge_right(ds, data, left_on, right_on, start_field_id))
 
 
 def merge_dataset(ds: LanceDataset, data: Any, left_on: str, right_on: str | None = None) -> None:
@@ -224,16 +257,14 @@ def merge_dataset(ds: LanceDataset, data: Any, left_on: str, right_on: str | Non
     from lance_format.evolution import rowops
     from lance_format.evolution.columns import _commit
     from lance_format.table.transaction import LanceOperation
-    from lance_format.write import to_batch_stream
 
-    schema, batches = to_batch_stream(data)
-    table = pa.Table.from_batches(list(batches), schema=schema)
+    prepared = _merge_right(ds, data, left_on, right_on, None)  # once, not per fragment
     frags: list[FragmentMetadata] = []
     keys: list[str] = []
     final: LanceSchema | None = None
     try:
         for frag in ds.manifest.fragments:
-            new, final = merge_fragment(ds, frag, table, left_on, right_on)
+            new, final = _merge_one(ds, frag, left_on, prepared)
             keys += [data_file_key(df.path) for df in new.files[len(frag.files):]]
             frags.append(new)
     except BaseException:

@@ -12,7 +12,7 @@ delete/update of the same rows only recomputes the deletion vectors on the newes
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -20,9 +20,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lance_format.errors import InvalidInputError, RetryableCommitConflictError, SchemaError
+from lance_format.errors import InvalidInputError, SchemaError
 from lance_format.evolution import rowops
-from lance_format.table.naming import data_file_key
+from lance_format.table.manifest import Manifest
+from lance_format.table.models import FragmentMetadata
 
 if TYPE_CHECKING:
     from lance_format.dataset import LanceDataset
@@ -95,7 +96,6 @@ def replace_where(ds: LanceDataset, predicate: str | pc.Expression, data: Any, *
         CommitConflictError: for an incompatible concurrent commit. Nothing written by
             this call is left behind.
     """
-    from lance_format.fragment import matching_offsets
     from lance_format.table.manifest import check_feature_flags
     from lance_format.table.scan import filter_expression as _filter_expression
     from lance_format.table.transaction import COMMIT_MESSAGE_KEY
@@ -118,33 +118,47 @@ def replace_where(ds: LanceDataset, predicate: str | pc.Expression, data: Any, *
     frags = write_fragment_files(ds._store, ds.schema, iter(stream), ds.lance_schema,
                                  max_rows_per_file=rowops.MAX_ROWS_PER_FILE,
                                  data_storage_version=ds.data_storage_version)
-    data_keys = [data_file_key(df.path) for f in frags for df in f.files]
     props = dict(transaction_properties or {})
     if commit_message is not None:
         props[COMMIT_MESSAGE_KEY] = commit_message
-    text = predicate if isinstance(predicate, str) else str(predicate)
-    current = ds
+    return replace_with_fragments(ds, expr, frags, conflict_retries=conflict_retries, transaction_properties=props,
+                                  predicate_text=predicate if isinstance(predicate, str) else str(predicate))
+
+
+def replace_with_fragments(ds: LanceDataset, expr: pc.Expression, fragments: Sequence[FragmentMetadata], *,
+                           conflict_retries: int = 10, transaction_properties: Mapping[str, str] | None = None,
+                           predicate_text: str | None = None) -> ReplaceResult:
+    """Commit already written ``fragments`` in place of the rows of ``ds`` matching ``expr``.
+
+    The commit half of :func:`replace_where`, for data files written elsewhere (Spark executors).
+    One ``Update``: deletion vectors for the matching rows plus the new fragments. A retry after
+    a concurrent delete/update of the same rows recomputes only the deletions on the newest
+    version; the data files serve every attempt. The handle ``ds`` moves to the new version.
+
+    Raises:
+        CommitConflictError: for an incompatible concurrent commit; the fragments' data files
+            are deleted then, as nothing references them.
+    """
+    from lance_format.fragment import matching_offsets
+    from lance_format.table.discard import discard_fragment_files
+
+    props = dict(transaction_properties or {})
+
+    def attempt(current: LanceDataset) -> tuple[Manifest, int]:
+        parts = [(np.uint64(fid) << np.uint64(32)) | offs.astype(np.uint64)
+                 for fid, offs in matching_offsets(current, expr)]
+        addresses = np.concatenate(parts) if parts else np.empty(0, dtype=np.uint64)
+        updated, removed, keys = rowops.delete_addresses(current, addresses)
+        # Only the deletion files are this attempt's own: the data files are kept for a retry.
+        changes = rowops.RowChanges(tuple(updated), tuple(removed), tuple(fragments), tuple(keys))
+        manifest = rowops.commit_changes(current, changes, fields_for_preserving_frag_bitmap=(), properties=props)
+        return manifest, int(addresses.size)
+
     try:
-        for n in range(conflict_retries + 1):
-            if n:
-                current = ds.checkout_latest()
-            parts = [(np.uint64(fid) << np.uint64(32)) | offs.astype(np.uint64)
-                     for fid, offs in matching_offsets(current, expr)]
-            addresses = np.concatenate(parts) if parts else np.empty(0, dtype=np.uint64)
-            updated, removed, keys = rowops.delete_addresses(current, addresses)
-            # Only the deletion files are this attempt's own: the data files are kept for a retry.
-            changes = rowops.RowChanges(tuple(updated), tuple(removed), tuple(frags), tuple(keys))
-            try:
-                manifest = rowops.commit_changes(current, changes, fields_for_preserving_frag_bitmap=(),
-                                                 properties=props)
-            except RetryableCommitConflictError:
-                if n == conflict_retries:
-                    raise
-                continue
-            ds._set_manifest(manifest)
-            return ReplaceResult(ds, int(manifest.version), int(addresses.size),
-                                 sum(f.physical_rows for f in frags), text)
+        manifest, deleted = rowops.with_retries(ds, attempt, conflict_retries)
     except BaseException:
-        rowops.discard(ds, data_keys)
+        discard_fragment_files(ds._store, fragments)
         raise
-    raise AssertionError("unreachable")
+    ds._set_manifest(manifest)
+    return ReplaceResult(ds, int(manifest.version), deleted, sum(f.physical_rows for f in fragments),
+                         predicate_text if predicate_text is not None else str(expr))

@@ -24,7 +24,7 @@ from lance_format.table.manifest import Manifest, check_feature_flags
 from lance_format.table.models import FragmentMetadata
 from lance_format.table.naming import DELETIONS_DIR, data_file_key
 from lance_format.table.rebase import DeletionRebase
-from lance_format.table.rowids import decode_versions, encode_row_ids, encode_version_runs
+from lance_format.table.rowids import decode_versions, encode_row_ids, encode_versions
 from lance_format.table.transaction import LanceOperation, Transaction
 
 if TYPE_CHECKING:
@@ -115,19 +115,12 @@ def write_rows(ds: LanceDataset, table: pa.Table, *, row_ids: npt.NDArray[np.uin
                 ids = row_ids[start:stop]
                 meta: dict[str, Any] = {"row_id_meta": encode_row_ids(ids)}
                 if created_at is not None:
-                    meta["created_at_version_meta"] = _runs(created_at[start:stop])
+                    meta["created_at_version_meta"] = encode_versions(created_at[start:stop])
                 frag = _replace(frag, **meta)
             out.append(frag)
             start += frag.physical_rows
         frags = out
     return frags, keys
-
-
-def _runs(versions: npt.NDArray[np.uint64]) -> bytes:
-    if versions.size == 0:
-        return encode_version_runs([])
-    cuts = np.flatnonzero(np.diff(versions.astype(np.int64))) + 1
-    return encode_version_runs([(int(p.size), int(p[0])) for p in np.split(versions, cuts)])
 
 
 def _replace(frag: FragmentMetadata, **changes: Any) -> FragmentMetadata:

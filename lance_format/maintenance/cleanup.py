@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import functools
 import json
 import logging
 import posixpath
@@ -362,7 +363,7 @@ def refresh_plan(plan: CleanupPlan) -> CleanupPlan:
     """Protect every key that a version committed after ``plan`` was made references."""
     import dataclasses
 
-    store = open_store(plan.uri, plan.storage_options)
+    store = open_store(plan.uri, plan.storage_options)  # a fresh one: it must see new commits
     found = find_latest(store)  # the hint file: no listing when nothing was committed
     refs: set[str] = set()
     for v in range(plan.latest_version + 1, (found[0] if found else 0) + 1):
@@ -374,10 +375,21 @@ def refresh_plan(plan: CleanupPlan) -> CleanupPlan:
     return dataclasses.replace(plan, protected=plan.protected | protected)
 
 
+@functools.lru_cache(maxsize=8)
+def _shared_store(uri: str, options: tuple[tuple[str, str], ...]) -> ObjectStore:
+    # Batches travel as (uri, options) so any runner can ship them; the batches of one cleanup
+    # running in one process (threads, or a Spark executor's Python worker) share one store
+    # and its connection pool instead of building a client per batch.
+    return open_store(uri, dict(options) or None)
+
+
+def _store_of(uri: str, options: dict[str, str] | None) -> ObjectStore:
+    return _shared_store(uri, tuple(sorted((options or {}).items())))
+
+
 def execute_cleanup_batch(batch: DeleteBatch) -> tuple[str, ...]:
     """Delete the keys of ``batch``; return those actually deleted (missing ones are skipped)."""
-    store = open_store(batch.uri, batch.storage_options)
-    return tuple(_delete(store, batch.keys))
+    return tuple(_delete(_store_of(batch.uri, batch.storage_options), batch.keys))
 
 
 def _delete(store: ObjectStore, keys: Sequence[str]) -> list[str]:
@@ -395,7 +407,7 @@ def _delete(store: ObjectStore, keys: Sequence[str]) -> list[str]:
 
 def delete_old_manifests(plan: CleanupPlan) -> tuple[str, ...]:
     """Delete the plan's old manifests (before any file, so no remaining version loses a file)."""
-    return tuple(_delete(open_store(plan.uri, plan.storage_options), [f.key for f in plan.manifests]))
+    return tuple(_delete(_store_of(plan.uri, plan.storage_options), [f.key for f in plan.manifests]))
 
 
 def finish_cleanup(plan: CleanupPlan, deleted: Iterable[Sequence[str]], manifests_deleted: Sequence[str] = ()
@@ -418,18 +430,38 @@ def cleanup_old_versions(ds: LanceDataset, older_than: dt.timedelta | None = Non
                         current_version=current_version)
     if dry_run:
         return plan.stats(dry_run=True)
+    return execute_cleanup(plan, runner=runner, batch_size=batch_size, store=ds._store)
+
+
+def execute_cleanup(plan: CleanupPlan, *, runner: Runner | None = None, batch_size: int = 1000,
+                    store: ObjectStore | None = None) -> CleanupStats:
+    """Carry out ``plan``: protect what newer commits reference, then delete.
+
+    Old manifests go first, on the caller's side, so no reader can open a version whose files
+    are about to go; the other files follow in batches through ``runner`` (on an object store
+    without one, 16 local threads overlap the latency-bound deletes).
+
+    Args:
+        plan: From :func:`plan_cleanup`.
+        runner: Where the delete batches run (``None``: in this thread on local disk).
+        batch_size: Keys per batch.
+        store: The dataset's store, if the caller has it open.
+
+    Returns:
+        What was actually deleted.
+    """
     plan = refresh_plan(plan)
-    manifests = _delete(ds._store, [f.key for f in plan.manifests])  # first: see delete_old_manifests
+    store = store if store is not None else _store_of(plan.uri, plan.storage_options)
+    manifests = _delete(store, [f.key for f in plan.manifests])
     from lance_format.scanner import is_low_latency
 
-    if runner is None and not is_low_latency(ds._store):
-        # Deletes on an object store are latency-bound: overlap them in small batches.
+    if runner is None and not is_low_latency(store):
         from lance_format.maintenance.runner import LocalRunner
 
         runner, batch_size = LocalRunner(16), min(batch_size, 64)
     batches = plan.batches(batch_size)
     if runner is None:
-        deleted = [tuple(_delete(ds._store, b.keys)) for b in batches]
+        deleted = [tuple(_delete(store, b.keys)) for b in batches]
     else:
         deleted = runner.map(execute_cleanup_batch, batches)
     return finish_cleanup(plan, deleted, manifests)
@@ -502,6 +534,7 @@ __all__ = [
     "branch_parent_versions",
     "cleanup_old_versions",
     "delete_old_manifests",
+    "execute_cleanup",
     "execute_cleanup_batch",
     "finish_cleanup",
     "parse_duration",

@@ -11,7 +11,6 @@ it a ``RetryableCommitConflictError``; an append is compatible and both land).
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
@@ -19,12 +18,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
-from lance_format.errors import InvalidInputError, LanceError, VersionNotFoundError
+from lance_format.errors import InvalidInputError, VersionNotFoundError
 from lance_format.index.remap import RowAddressMap
 from lance_format.maintenance import _indices
 from lance_format.table import conflicts
 from lance_format.table.commit import commit_transaction
-from lance_format.table.naming import data_file_key
+from lance_format.table.discard import discard_fragment_files
 from lance_format.table.transaction import LanceOperation, Transaction
 from lance_format.table.versions import load_manifest, load_transaction
 
@@ -240,9 +239,6 @@ def commit_compaction(ds: LanceDataset, results: Sequence[RewriteResult], opts: 
     total = CompactionMetrics()
     for r in results:
         total = total + r.metrics
-    from lance_format.dataset import after_commit  # the facade's post-commit hook (logs its own failures)
-
-    after_commit(ds._store, manifest)
     return total
 
 
@@ -252,8 +248,4 @@ def _with_ids(res: RewriteResult, ids: Iterator[int]) -> RewriteResult:
 
 def discard_new_files(ds: LanceDataset, results: Sequence[RewriteResult]) -> None:
     """Delete the data files of uncommitted results (best effort)."""
-    for res in results:
-        for frag in res.new_fragments:
-            for df in frag.files:
-                with contextlib.suppress(LanceError, OSError):
-                    ds._store.delete(data_file_key(df.path))
+    discard_fragment_files(ds._store, (frag for res in results for frag in res.new_fragments))

@@ -18,9 +18,9 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from lance_format.errors import InvalidInputError, UnsupportedVersionError
+from lance_format.table.discard import discard_fragment_files
 from lance_format.table.models import FragmentMetadata
-from lance_format.table.naming import data_file_key
-from lance_format.table.rowids import decode_row_ids, decode_versions, encode_row_ids, encode_version_runs
+from lance_format.table.rowids import decode_row_ids, decode_versions, encode_row_ids, encode_versions
 
 if TYPE_CHECKING:
     from lance_format.dataset import LanceDataset
@@ -80,15 +80,6 @@ def _live(values: npt.NDArray[np.uint64], deleted: npt.NDArray[np.uint32]) -> np
     return values[keep]
 
 
-def _runs(versions: npt.NDArray[np.uint64]) -> list[tuple[int, int]]:
-    if versions.size == 0:
-        return []
-    cuts = np.flatnonzero(np.diff(versions)) + 1
-    starts = np.concatenate(([0], cuts))
-    ends = np.concatenate((cuts, [versions.size]))
-    return [(int(e - s), int(versions[s])) for s, e in zip(starts, ends, strict=True)]
-
-
 def rechunk_stable_row_ids(store: ObjectStore, old: Sequence[FragmentMetadata],
                            deletions: Sequence[npt.NDArray[np.uint32]],
                            new: Sequence[FragmentMetadata]) -> list[FragmentMetadata]:
@@ -115,8 +106,8 @@ def rechunk_stable_row_ids(store: ObjectStore, old: Sequence[FragmentMetadata],
         end = pos + frag.physical_rows
         out.append(dataclasses.replace(
             frag, row_id_meta=encode_row_ids(all_ids[pos:end]),
-            created_at_version_meta=encode_version_runs(_runs(all_c[pos:end])),
-            last_updated_at_version_meta=encode_version_runs(_runs(all_u[pos:end]))))
+            created_at_version_meta=encode_versions(all_c[pos:end]),
+            last_updated_at_version_meta=encode_versions(all_u[pos:end])))
         pos = end
     if pos != all_ids.size:
         raise InvalidInputError(f"compaction wrote {pos} rows but the source fragments hold {all_ids.size}")
@@ -156,7 +147,7 @@ def rewrite_task(task: CompactionTask, ds: LanceDataset | None) -> RewriteResult
         if ds.manifest.uses_stable_row_ids:
             new = rechunk_stable_row_ids(store, task.fragments, deletions, new)
     except BaseException:
-        _delete_files(store, new)
+        discard_fragment_files(store, new)
         raise
     metrics = CompactionMetrics(
         fragments_removed=len(task.fragments), fragments_added=len(new),
@@ -166,12 +157,3 @@ def rewrite_task(task: CompactionTask, ds: LanceDataset | None) -> RewriteResult
     return RewriteResult(task.read_version, task.fragments, tuple(new), metrics, opts.defer_index_remap)
 
 
-def _delete_files(store: ObjectStore, frags: Sequence[FragmentMetadata]) -> None:
-    import contextlib
-
-    from lance_format.errors import LanceError
-
-    for frag in frags:
-        for df in frag.files:
-            with contextlib.suppress(LanceError, OSError):
-                store.delete(data_file_key(df.path))

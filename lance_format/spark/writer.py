@@ -21,7 +21,6 @@ with ``mode("append")`` for a write that must create the dataset.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -29,15 +28,15 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
-from lance_format.errors import LanceError, SchemaError
+from lance_format.errors import SchemaError
 from lance_format.fragment import FragmentMetadata, write_fragments
 from lance_format.schema import LanceSchema
 from lance_format.spark.options import WriteOptions
 from lance_format.spark.types import to_table_batch
 from lance_format.storage import open_store
 from lance_format.table.commit import commit_transaction
+from lance_format.table.discard import discard_fragment_files
 from lance_format.table.manifest import Manifest, arrow_schema
-from lance_format.table.naming import data_file_key
 from lance_format.table.transaction import LanceOperation, Transaction
 from lance_format.table.versions import find_latest, read_manifest
 
@@ -115,11 +114,7 @@ def collect(messages: Sequence[Any]) -> list[FragmentMetadata]:
 
 def delete_files(options: WriteOptions, fragments: Sequence[FragmentMetadata]) -> None:
     """Delete the data files of uncommitted ``fragments`` (best effort, each file once)."""
-    store = open_store(options.uri, dict(options.storage_options) or None)
-    for frag in fragments:
-        for df in frag.files:
-            with contextlib.suppress(LanceError, FileNotFoundError):
-                store.delete(data_file_key(df.path))
+    discard_fragment_files(open_store(options.uri, dict(options.storage_options) or None), fragments)
 
 
 def commit_fragments(plan: WritePlan, fragments: Sequence[FragmentMetadata],

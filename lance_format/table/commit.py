@@ -44,6 +44,19 @@ DEFAULT_MAX_RETRIES = 20
 #: Hook that rewrites our transaction after a concurrent Delete/Update on the same fragments.
 DeletionRebaser = Callable[[ObjectStore, Transaction, Manifest, Manifest], Transaction]
 
+#: Run with ``(store, new manifest)`` after every successful commit, whatever made it (lance's
+#: post-commit ``auto_cleanup_hook`` sits at the same place). Layers above the table register
+#: here since this layer cannot import them; a hook must not raise (the commit has happened).
+AfterCommit = Callable[[ObjectStore, Manifest], None]
+_AFTER_COMMIT: list[AfterCommit] = []
+
+
+def register_after_commit(hook: AfterCommit) -> AfterCommit:
+    """Run ``hook`` after every successful :func:`commit_transaction` (once, however often registered)."""
+    if hook not in _AFTER_COMMIT:
+        _AFTER_COMMIT.append(hook)
+    return hook
+
 
 def _backoff(attempt: int, unit: float) -> None:
     slots = 1 << min(attempt + 2, 6)
@@ -186,6 +199,8 @@ def commit_transaction(
             remember_written(store, key, data, decoded)
             if isinstance(rebase_deletions, DeletionRebase):
                 rebase_deletions.discard_written(store, decoded)  # vectors superseded by later rebases
+            for hook in _AFTER_COMMIT:
+                hook(store, decoded)
             return decoded
     except CommitConflictError:
         # Giving up: the deletion vectors our rebases wrote are referenced by no manifest.
@@ -198,5 +213,5 @@ def commit_transaction(
                 store.delete(txn_key)
 
 
-__all__ = ["DEFAULT_DATA_STORAGE_VERSION", "DEFAULT_MAX_RETRIES", "DeletionRebaser", "build_manifest",
-           "commit_transaction"]
+__all__ = ["DEFAULT_DATA_STORAGE_VERSION", "DEFAULT_MAX_RETRIES", "AfterCommit", "DeletionRebaser",
+           "build_manifest", "commit_transaction", "register_after_commit"]

@@ -337,6 +337,16 @@ def encode_version_runs(runs: Sequence[tuple[int, int]]) -> bytes:
     return msg.SerializeToString()
 
 
+def encode_versions(versions: npt.NDArray[np.uint64]) -> bytes:
+    """Serialize per-row versions (one per row position) as runs of equal versions."""
+    if versions.size == 0:
+        return encode_version_runs([])
+    cuts = np.flatnonzero(versions[1:] != versions[:-1]) + 1
+    starts = np.concatenate(([0], cuts))
+    ends = np.concatenate((cuts, [versions.size]))
+    return encode_version_runs([(int(e - s), int(versions[s])) for s, e in zip(starts, ends, strict=True)])
+
+
 def encode_uniform_versions(row_count: int, version: int) -> bytes:
     """Serialize the single run every row of a new fragment gets (``0..row_count`` at ``version``)."""
     return encode_version_runs([(row_count, version)])
@@ -386,6 +396,7 @@ __all__ = [
     "encode_row_id_range",
     "encode_row_ids",
     "encode_uniform_versions",
+    "encode_versions",
     "encode_version_runs",
     "row_id_segments",
 ]

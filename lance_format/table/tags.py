@@ -119,6 +119,11 @@ def branch_dir(name: str) -> str:
     return f"tree/{name}"
 
 
+def branch_store(root: ObjectStore, branch: str | None) -> ObjectStore:
+    """The store of ``branch``'s own dataset under ``root`` (``root`` itself for main, ``None``)."""
+    return root if branch is None else root.child(branch_dir(branch))
+
+
 def tag_key(name: str) -> str:
     """Return the key of tag ``name``'s file relative to the root dataset."""
     validate_tag_name(name)

@@ -213,3 +213,24 @@ def test_auto_cleanup_config_is_honoured_like_pylance(tmp_path: Path) -> None:
             w(pa.table({"x": [i]}), uri, mode="append")  # type: ignore[operator]
         seen[who] = [v["version"] for v in lance.dataset(uri).versions()]
     assert seen["ours"] == seen["pylance"] == [5, 6, 7]
+
+
+def test_auto_cleanup_runs_after_every_kind_of_commit(tmp_path: Path) -> None:
+    # lance runs its cleanup hook in the commit path, so deletes, column changes, updates and
+    # index builds count as much as appends; ours is called from the one commit loop too.
+    seen = {}
+    for who in ("ours", "pylance"):
+        uri = str(tmp_path / who)
+        lance.write_dataset(pa.table({"x": list(range(10))}), uri,
+                            auto_cleanup_options={"interval": 2, "older_than_seconds": 0})
+        open_ = lance_format.dataset if who == "ours" else lance.dataset
+        open_(uri).delete("x = 0")  # v2
+        open_(uri).add_columns({"y": "x * 2"})  # v3
+        open_(uri).update({"y": "y + 1"}, where="x = 5")  # v4
+        open_(uri).create_scalar_index("x", "BTREE")  # v5
+        open_(uri).alter_columns({"path": "y", "name": "z"})  # v6
+        seen[who] = [v["version"] for v in lance.dataset(uri).versions()]
+        assert lance.dataset(uri).to_table().column("z").to_pylist() == \
+            lance_format.dataset(uri).to_table().column("z").to_pylist()
+    assert seen["ours"] == seen["pylance"]
+    assert seen["ours"][0] > 1  # something was cleaned up

@@ -12,7 +12,8 @@ import pyarrow as pa
 import pytest
 
 import lance_format as lf
-from lance_format.errors import CorruptFileError, UnsupportedVersionError
+from lance_format._pb import table_pb2
+from lance_format.errors import CorruptFileError, NotSupportedError, UnsupportedVersionError
 from lance_format.storage import open_store
 from lance_format.table.deletion import encode_arrow_deletions
 from lance_format.table.versions import list_manifests
@@ -92,6 +93,90 @@ def test_wrong_wire_type_in_manifest_is_corrupt(tmp_path: Path, extra: bytes, ma
     with pytest.raises(CorruptFileError, match=match) as info:
         lf.dataset(uri)
     assert path.name in str(info.value)
+
+
+def _fragment_with(extra: bytes) -> bytes:
+    # A whole DataFragment field (#2 of the manifest) holding id 0 plus ``extra``: prost merges
+    # repeated-field entries by appending, so this adds a fragment carrying the extra field.
+    inner = b"\x08\x00" + extra
+    return b"\x12" + bytes([len(inner)]) + inner
+
+
+@pytest.mark.parametrize(("extra", "refused"), [
+    (_fragment_with(b"\x5a\x02\x08\x01"), "overlays"),  # DataFragment.overlays (#11)
+    (_fragment_with(b"\x62\x00"), "row_id_sequence"),  # DataFragment #12
+    (b"\xb2\x01\x00", "fragment_tree"),  # Manifest.fragment_tree (#22)
+])
+def test_newer_fields_that_change_rows_are_refused(tmp_path: Path, extra: bytes, refused: str) -> None:
+    # pylance 14.0.2 reads these fields (data overlays replace values, a fragment tree replaces
+    # the fragment list); ignoring them as unknown would return other rows than pylance.
+    uri = _pylance_dataset(tmp_path)
+    path = _latest_manifest(uri)
+    _append_to_manifest_message(path, extra)
+    with pytest.raises(NotSupportedError, match=f"{path.name}.*{refused}"):
+        lf.dataset(uri).to_table()
+
+
+def _add_to_first_fragment(path: Path, extra: bytes) -> None:
+    data = path.read_bytes()
+    (pos,) = struct.unpack_from("<q", data, len(data) - 16)
+    (size,) = struct.unpack_from("<I", data, pos)
+    manifest = table_pb2.Manifest.FromString(data[pos + 4 : pos + 4 + size])
+    manifest.fragments[0].MergeFromString(extra)
+    body = manifest.SerializeToString()
+    path.write_bytes(data[:pos] + struct.pack("<I", len(body)) + body + struct.pack("<q", pos) + data[-8:])
+
+
+@pytest.mark.parametrize(("extra", "in_fragment"), [
+    (b"\x78\x05", True),  # DataFragment.clustering_id (#15), varint
+    (b"\x82\x01\x00", True),  # DataFragment.metadata (#16), an empty message
+    (b"\xd0\x01\x07", False),  # Manifest.max_clustering_id (#26), varint
+])
+def test_newer_informational_fields_are_kept(tmp_path: Path, extra: bytes, in_fragment: bool) -> None:
+    uri = _pylance_dataset(tmp_path)
+    path = _latest_manifest(uri)
+    if in_fragment:
+        _add_to_first_fragment(path, extra)
+    else:
+        _append_to_manifest_message(path, extra)
+    assert lf.dataset(uri).to_table() == lance.dataset(uri).to_table()
+    lf.write_dataset(pa.table({"a": pa.array([99], pa.int64())}), uri, mode="append")
+    assert lance.dataset(uri).count_rows() == 11  # the field survives our rewrite of the fragment
+
+
+@pytest.mark.parametrize("extra", [
+    b"\xd2\x01\x00",  # Manifest.max_clustering_id (#26) is a varint: wire type 2 is wrong
+    b"\xca\x01\x02\x07\x00",  # Manifest.clustering (#25) with a payload that is no message
+])
+def test_newer_fields_with_wrong_shape_are_corrupt(tmp_path: Path, extra: bytes) -> None:
+    uri = _pylance_dataset(tmp_path)
+    path = _latest_manifest(uri)
+    _append_to_manifest_message(path, extra)
+    with pytest.raises(ValueError):
+        lance.dataset(uri).to_table()
+    with pytest.raises(CorruptFileError, match=path.name):
+        lf.dataset(uri)
+
+
+@pytest.mark.parametrize("last", [0x02, 0x7F])
+def test_varint_wider_than_64_bits_is_corrupt(tmp_path: Path, last: int) -> None:
+    # Manifest.max_fragment_id (#13) as a 10-byte varint whose last byte carries more than the
+    # 64th bit: prost refuses it, the Python parser would silently drop the extra bits.
+    uri = _pylance_dataset(tmp_path)
+    path = _latest_manifest(uri)
+    _append_to_manifest_message(path, b"\x68" + b"\xff" * 9 + bytes([last]))
+    with pytest.raises(ValueError, match="(?i)varint"):
+        lance.dataset(uri).to_table()
+    with pytest.raises(CorruptFileError, match=f"{path.name}.*varint"):
+        lf.dataset(uri)
+
+
+def test_non_ascii_text_in_manifest_is_not_mistaken_for_a_varint(tmp_path: Path) -> None:
+    # Nine or more bytes with the high bit set are common in UTF-8 text; only real varints count.
+    uri = str(tmp_path / "ds")
+    table = pa.table({"日本語の列名です": [1, 2]})
+    lf.write_dataset(table, uri, schema=table.schema.with_metadata({"説明": "日本語の説明文です"}))
+    assert lf.dataset(uri).to_table() == lance.dataset(uri).to_table()
 
 
 def test_unknown_field_number_is_still_kept(tmp_path: Path) -> None:

@@ -157,3 +157,27 @@ def test_sqlite_store_arbitrates_concurrent_writers_on_a_non_atomic_store(tmp_pa
     assert ds.version == 31 and ds.count_rows() == 31 * 3
     assert [v["version"] for v in ds.versions()] == list(range(1, 32))
     assert lance.dataset(str(tmp_path / "ds")).count_rows() == 93
+
+
+def test_dynamodb_store_arbitrates_branch_commits_too(s3_server: S3Server,  # noqa: F811
+                                                      ddb_table: tuple[str, dict[str, Any]]) -> None:
+    # A branch is a dataset of its own under tree/{name}/: its versions are keyed by that path.
+    table, opts = ddb_table
+    bucket = s3_server[1]
+    prefix = f"ddb-{uuid.uuid4().hex[:8]}/ds.lance"
+    uri = f"s3+ddb://{bucket}/{prefix}?ddbTableName={table}"
+    lf.write_dataset(T, uri, storage_options=opts)
+    ds = lf.dataset(uri, storage_options=opts)
+    branch = ds.create_branch("exp", 1)
+    lf.write_dataset(T, branch.uri, mode="append", storage_options=opts)
+    store = DynamoDBManifestStore(table, opts)
+    entry = store.get_latest(f"{prefix}/tree/exp")
+    assert entry is not None and entry.version == 2 and entry.finalized
+    assert store.get_latest(prefix).version == 1  # type: ignore[union-attr]
+    assert lf.dataset(uri, storage_options=opts).checkout_branch("exp").count_rows() == 6
+    theirs = lance.dataset(uri, storage_options=opts).checkout_version(("exp", None))
+    assert theirs.version == 2 and theirs.count_rows() == 6
+    assert branch.uri == f"s3+ddb://{bucket}/{prefix}/tree/exp?ddbTableName={table}"
+    lance.write_dataset(T, branch.uri, mode="append", storage_options=opts)
+    assert store.get_latest(f"{prefix}/tree/exp").version == 3  # type: ignore[union-attr]
+    assert lf.dataset(uri, storage_options=opts).checkout_branch("exp").count_rows() == 9
