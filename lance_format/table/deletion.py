@@ -36,23 +36,24 @@ BITMAP_THRESHOLD = 5000
 
 ROW_ID_SCHEMA = pa.schema([pa.field("row_id", pa.uint32(), nullable=False)])
 
-#: Decoded deletion vectors in the store's session, keyed by file URI, kind and the file's exact
-#: bytes (so an entry can never answer for different content); a vector costs its bytes twice.
+#: Decoded deletion vectors in the store's session, keyed by file URI, kind and row count. A
+#: deletion file is never rewritten in a dataset (its name carries a random id and writes are
+#: create-only), so a hit is answered without reading the file again, as lance's cache does.
 DELETION_VECTOR: CacheKind[npt.NDArray[np.uint32]] = CacheKind("deletion_vector")
 
 
-def _cache_put(store: ObjectStore, path: str, kind: str, data: bytes, offsets: npt.NDArray[np.uint32]) -> None:
+def _cache_put(store: ObjectStore, path: str, kind: str, rows: int, offsets: npt.NDArray[np.uint32]) -> None:
     cache = store.session.metadata_cache
-    cost = len(data) + offsets.nbytes + len(path)
+    cost = offsets.nbytes + len(path)
     if cost > cache.capacity_bytes // 8:  # one huge vector must not flush everything else
         return
     kept = offsets.copy()
     kept.flags.writeable = False
-    cache.put(DELETION_VECTOR, (path, kind, data), kept, cost)
+    cache.put(DELETION_VECTOR, (path, kind, rows), kept, cost)
 
 
-def _cache_get(store: ObjectStore, path: str, kind: str, data: bytes) -> npt.NDArray[np.uint32] | None:
-    hit = store.session.metadata_cache.get(DELETION_VECTOR, (path, kind, data))
+def _cache_get(store: ObjectStore, path: str, kind: str, rows: int) -> npt.NDArray[np.uint32] | None:
+    hit = store.session.metadata_cache.get(DELETION_VECTOR, (path, kind, rows))
     return None if hit is None else hit.copy()
 
 
@@ -152,7 +153,7 @@ def write_deletion_file(
         df = DeletionFile(read_version, secrets.randbits(64), file_type, int(offsets.size))
         try:
             store.put_if_absent(df.path(fragment_id), payload)
-            _cache_put(store, store.uri(df.path(fragment_id)), file_type, payload, offsets)
+            _cache_put(store, store.uri(df.path(fragment_id)), file_type, df.num_deleted_rows, offsets)
             return df
         except FileExistsError:
             continue
@@ -236,15 +237,15 @@ def read_deletion_file(store: ObjectStore, fragment_id: int, df: DeletionFile, *
         CorruptFileError: if it is malformed or disagrees with the manifest (naming the file).
     """
     key = df.path(fragment_id)
-    data = bytes(store.read(key))
     path = store.uri(key)
-    hit = _cache_get(store, path, df.file_type, data)
+    hit = _cache_get(store, path, df.file_type, df.num_deleted_rows)
     if hit is None:
+        data = bytes(store.read(key))
         if df.file_type == "array":
             hit = decode_arrow_deletions(data, path)
         else:
             hit = decode_bitmap_deletions(data, path)
-        _cache_put(store, path, df.file_type, data, hit)
+        _cache_put(store, path, df.file_type, df.num_deleted_rows, hit)
     check_deletions(hit, df, path, physical_rows if physical_rows else None)
     return hit
 

@@ -15,15 +15,17 @@ from lance_format.table import deletion
 pytestmark = pytest.mark.usefixtures("fresh_caches")
 
 
-def test_deletion_cache_keys_on_content(tmp_path: Path) -> None:
+def test_deletion_cache_answers_by_file_and_count(tmp_path: Path) -> None:
     store = open_store(str(tmp_path))
     df = deletion.write_deletion_file(store, 0, 1, np.array([3, 1, 2]))
     got = deletion.read_deletion_file(store, 0, df)
     assert got.tolist() == [1, 2, 3]
     got[0] = 99  # callers get their own copy
     assert deletion.read_deletion_file(store, 0, df).tolist() == [1, 2, 3]
-    # the same name with other bytes (never happens in a dataset) is decoded afresh
+    # a cached vector is not read again (deletion files are never rewritten in a dataset) ...
     store.delete(df.path(0))
+    assert deletion.read_deletion_file(store, 0, df).tolist() == [1, 2, 3]
+    # ... but an entry never answers for a description with another row count
     store.write(df.path(0), deletion.encode_arrow_deletions(np.array([7], np.uint32)))
     df = dataclasses.replace(df, num_deleted_rows=1)  # same file name; the reader checks the count
     assert deletion.read_deletion_file(store, 0, df).tolist() == [7]
