@@ -13,7 +13,7 @@ import lance_format
 from lance_format.dataset import LanceDataset
 from lance_format.errors import InvalidInputError
 from lance_format.scanner import referenced_columns
-from lance_format.sql import to_expression
+from lance_format.table.scan import filter_expression
 
 from .config import LanceSettings, raw_value
 
@@ -102,7 +102,7 @@ class ArrowSource:
     @property
     def row_filter(self) -> pc.Expression | None:
         """The pushed-down row filter (``spec.filter`` AND the partition filter), ``None`` for all rows."""
-        user = to_expression(self.spec.filter, self.dataset.schema) if self.spec.filter else None
+        user = filter_expression(self.spec.filter, self.dataset.schema) if self.spec.filter else None
         if user is None:
             return self.partition_filter
         return user if self.partition_filter is None else user & self.partition_filter

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lance_format.table.count import count_matching, counts_directly
 from lance_format.table.models import FragmentMetadata
 from lance_format.table.read import (
     DEFAULT_BATCH_SIZE,
@@ -92,6 +93,13 @@ class LanceScanner(Scan):
 
     def count_rows(self) -> int:
         """Number of rows the scan yields."""
+        opts = self._opts
+        if opts.filter is not None and opts.limit is None and not opts.offset:
+            # Ordering and projection do not change a count: only the filter's columns are read.
+            cols = referenced_columns(opts.filter, self._ctx.arrow_schema.names)
+            if counts_directly(self._ctx, opts.filter, cols):
+                frags = opts.fragments if opts.fragments is not None else list(self._ctx.manifest.fragments)
+                return count_matching(self._ctx, frags, opts.filter, row_range=opts.row_range)
         # Batch boundaries do not change a count: large batches cut the per-batch work (the
         # filter plan, slicing) that dominates a filtered count.
         opts = self._opts if self._opts.order_by else dataclasses.replace(

@@ -40,7 +40,8 @@ PROTOBUF_ALLOWED = (
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("base", ("lance_format.errors", "lance_format._pb", "lance_format._pb.", "lance_format.session")),
     ("storage", ("lance_format.storage", "lance_format.storage.")),
-    ("schema", ("lance_format.schema", "lance_format.schema_codec", "lance_format.sql")),
+    ("schema", ("lance_format.schema", "lance_format.schema_codec", "lance_format.sql", "lance_format.sql_core",
+                "lance_format.sql_fast", "lance_format.sql_program")),
     ("file", ("lance_format.file", "lance_format.file.")),
     ("table", ("lance_format.table", "lance_format.table.")),
     ("index", ("lance_format.index", "lance_format.index.")),

@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TypeAlias, TypeVar
+from typing import Any, TypeAlias, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -22,15 +22,27 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_format.errors import InvalidInputError
+from lance_format.sql_fast import parse_simple  # neither imports sqlglot nor pyarrow.dataset
+from lance_format.sql_program import Node, filter_table, program_for
 from lance_format.table.models import FragmentMetadata
 from lance_format.table.read import DEFAULT_BATCH_SIZE, ROW_ADDR, ROW_ID, FragmentScan, ReadContext
 
 #: Fragments whose files and deletion vectors are opened ahead of the one being read.
 PREFETCH_FRAGMENTS = 4
+#: Rows a SQL filter is evaluated on at once in a scan (whole batches; see ``_fragment_batches``).
+EVAL_SPAN_ROWS = 1 << 17
 
 
 def referenced_columns(expr: pc.Expression, names: Sequence[str]) -> list[str]:
-    """Columns an expression may reference (conservative: a textual match of the name)."""
+    """Columns an expression may reference (conservative: a textual match of the name).
+
+    Exact for a filter built from SQL (its fields are known), which also spares compiling
+    one regular expression per column in a fresh process.
+    """
+    program = program_for(expr)
+    if program is not None:
+        used = program.columns()
+        return [n for n in names if n in used]
     text = str(expr)
     return [n for n in names if re.search(r"(?<![\w.])" + re.escape(n) + r"(?![\w])", text)]
 
@@ -181,38 +193,76 @@ class Scan:
         names = self._schema.names
         first, end = opts.row_range or (0, frag.physical_rows)
         end = min(end, frag.physical_rows)
-        for start in range(first, end, step):
-            stop = min(start + step, end)
-            keep = None
-            if deleted.size:
-                lo, hi = np.searchsorted(deleted, [start, stop])
-                if hi > lo:
-                    keep = np.ones(stop - start, dtype=bool)
-                    keep[deleted[lo:hi].astype(np.int64) - start] = False
-                    if not keep.any():
-                        continue
-            batch = scan.read(start, stop)
-            if keep is not None:
-                batch = batch.filter(pa.array(keep))
-            if need_ids or need_addr:  # row offsets only matter for these columns
-                offsets = np.arange(start, stop, dtype=np.uint64)
+        # A filter built from SQL is evaluated once per span of whole batches, its mask then
+        # sliced per batch: the kernels' per-call cost would otherwise dominate small batches.
+        # Not when it reads row ids or addresses (those columns exist per batch only), nor
+        # under a limit (the scan may stop after one batch: nothing is read ahead of it).
+        program = None
+        if opts.filter is not None and ROW_ID not in flt and ROW_ADDR not in flt and opts.limit is None:
+            program = program_for(opts.filter)
+        span = step if program is None else step * max(1, EVAL_SPAN_ROWS // step)
+        for span_start in range(first, end, span):
+            span_stop = min(span_start + span, end)
+            whole = masks = None
+            if program is not None:
+                whole = scan.read(span_start, span_stop)
+                masks = _evaluate(program, opts.filter, whole)
+            for start in range(span_start, span_stop, step):
+                stop = min(start + step, span_stop)
+                keep = None
+                if deleted.size:
+                    lo, hi = np.searchsorted(deleted, [start, stop])
+                    if hi > lo:
+                        keep = np.ones(stop - start, dtype=bool)
+                        keep[deleted[lo:hi].astype(np.int64) - start] = False
+                        if not keep.any():
+                            continue
+                batch = scan.read(start, stop) if whole is None else whole.slice(start - span_start, stop - start)
+                mask = masks.slice(start - span_start, stop - start) if isinstance(masks, pa.Array) else masks
                 if keep is not None:
-                    offsets = offsets[keep]
-            if need_ids:
-                ids = stable_ids[offsets.astype(np.int64)] if stable_ids is not None else \
-                    (np.uint64(frag.id) << np.uint64(32)) | offsets
-                batch = batch.append_column(ROW_ID, pa.array(ids, pa.uint64()))
-            if need_addr:
-                addr = (np.uint64(frag.id) << np.uint64(32)) | offsets
-                batch = batch.append_column(ROW_ADDR, pa.array(addr, pa.uint64()))
-            if opts.filter is not None:
-                batch = apply_filter(batch, opts.filter)
-            if not batch.schema.equals(self._schema):  # usually equal: one C call per batch
-                if batch.schema.names != names:
-                    batch = batch.select(names)
-                if names and not batch.schema.equals(self._schema):
-                    batch = batch.cast(self._schema)  # zero-column casts would drop the row count
-            yield batch
+                    batch = batch.filter(pa.array(keep))
+                    if isinstance(mask, pa.Array):
+                        mask = mask.filter(pa.array(keep))
+                if need_ids or need_addr:  # row offsets only matter for these columns
+                    offsets = np.arange(start, stop, dtype=np.uint64)
+                    if keep is not None:
+                        offsets = offsets[keep]
+                if need_ids:
+                    ids = stable_ids[offsets.astype(np.int64)] if stable_ids is not None else \
+                        (np.uint64(frag.id) << np.uint64(32)) | offsets
+                    batch = batch.append_column(ROW_ID, pa.array(ids, pa.uint64()))
+                if need_addr:
+                    addr = (np.uint64(frag.id) << np.uint64(32)) | offsets
+                    batch = batch.append_column(ROW_ADDR, pa.array(addr, pa.uint64()))
+                if program is not None:
+                    batch = _select(batch, mask)
+                elif opts.filter is not None:
+                    batch = apply_filter(batch, opts.filter)
+                if not batch.schema.equals(self._schema):  # usually equal: one C call per batch
+                    if batch.schema.names != names:
+                        batch = batch.select(names)
+                    if names and not batch.schema.equals(self._schema):
+                        batch = batch.cast(self._schema)  # zero-column casts would drop the row count
+                yield batch
+
+
+def _evaluate(program: Node, expr: pc.Expression | None, data: pa.RecordBatch) -> Any:
+    """``program``'s mask on ``data`` (an array, or a scalar for a constant filter)."""
+    try:
+        mask = program.evaluate(data)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+        raise InvalidInputError(f"filter {expr} cannot be evaluated: {exc}") from exc
+    if isinstance(mask, pa.ChunkedArray):
+        mask = mask.combine_chunks()
+    return mask
+
+
+def _select(batch: _Data, mask: Any) -> _Data:
+    """Rows of ``batch`` where ``mask`` (an array or a constant) is true; NULL drops the row."""
+    if isinstance(mask, (pa.Array, pa.ChunkedArray)):
+        return batch.filter(mask)
+    keep = mask.as_py() if isinstance(mask, pa.Scalar) else mask
+    return batch if keep is True else batch.slice(0, 0)
 
 
 _Data = TypeVar("_Data", pa.RecordBatch, pa.Table)
@@ -224,18 +274,17 @@ def apply_filter(batch: _Data, expr: pc.Expression) -> _Data:
     Raises:
         InvalidInputError: if the expression cannot be evaluated on the data.
     """
-    # What ``batch.filter(expr)`` does, but on one thread: pyarrow runs that plan with
-    # use_threads=True, whose scheduling costs ~4x the work on scan-sized batches.
-    from pyarrow import acero
-
+    program = program_for(expr)
+    if program is not None:  # the filter came from SQL: call the kernels, no plan per batch
+        try:
+            mask = program.evaluate(batch)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+            raise InvalidInputError(f"filter {expr} cannot be evaluated: {exc}") from exc
+        return _select(batch, mask)
     is_batch = isinstance(batch, pa.RecordBatch)
     table = pa.Table.from_batches([batch]) if is_batch else batch
     try:
-        plan = acero.Declaration.from_sequence([
-            acero.Declaration("table_source", options=acero.TableSourceNodeOptions(table)),
-            acero.Declaration("filter", options=acero.FilterNodeOptions(expr)),
-        ])
-        result = plan.to_table(use_threads=False)
+        result = filter_table(table, expr)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
         raise InvalidInputError(f"filter {expr} cannot be evaluated: {exc}") from exc
     if not is_batch:
@@ -258,14 +307,17 @@ def filter_expression(filter: Filter, schema: pa.Schema) -> pc.Expression | None
     """
     if filter is None or isinstance(filter, pc.Expression):
         return filter
-    from lance_format.sql import to_expression  # sqlglot: imported only when SQL is used
-
     if isinstance(filter, str):
         extra = schema
         for name in (ROW_ID, ROW_ADDR):
             if name in filter and name not in schema.names:
                 extra = extra.append(pa.field(name, pa.uint64()))
-        return to_expression(filter, extra)
+        simple = parse_simple(filter, extra)  # common shapes without importing sqlglot (~0.2 s)
+        if simple is not None:
+            return simple
+        schema = extra
+    from lance_format.sql import to_expression  # sqlglot: imported only for the other SQL
+
     return to_expression(filter, schema)
 
 
