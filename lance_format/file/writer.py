@@ -199,6 +199,9 @@ class LanceFileWriter:
     def abort(self) -> None:
         """Discard the partially written file."""
         self.closed = True
+        drop = getattr(self._encoder, "abort", None)  # pages still encoding on the pool
+        if drop is not None:
+            drop()
         stream = self._stream
         if stream is not None:
             abort = getattr(stream, "abort", None)

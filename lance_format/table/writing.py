@@ -167,6 +167,12 @@ def write_fragment_files(
     required = [i for i, f in enumerate(schema) if not f.nullable]
     frags: list[FragmentMetadata] = []
     sink: _FileSink | None = None
+    # Row groups only shape legacy and 2.0 files.  The 2.1+ encoder cuts its own pages, so it gets
+    # whole input batches: slicing them into 1024-row groups only to concatenate the slices again
+    # before each page costs a copy of every column and per-batch overhead.
+    group = max_rows_per_group
+    if normalize_storage_version(data_storage_version) not in ("0.1", "2.0"):
+        group = max_rows_per_file
     try:
         for batch in batches:
             if batch.schema.names != schema.names:
@@ -183,7 +189,7 @@ def write_fragment_files(
             while pos < batch.num_rows:
                 if sink is None:
                     sink = _FileSink(data_store, lance_schema, schema, data_storage_version, max_page_bytes)
-                take = min(batch.num_rows - pos, max_rows_per_file - sink.rows, max_rows_per_group)
+                take = min(batch.num_rows - pos, max_rows_per_file - sink.rows, group)
                 sink.write(batch.slice(pos, take))
                 pos += take
                 if sink.rows >= max_rows_per_file or sink.bytes >= max_bytes_per_file:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -9,9 +10,9 @@ import pyarrow as pa
 
 from lance_format._pb import encodings_v2_1_pb2 as pb
 from lance_format.errors import InvalidInputError, UnsupportedTypeError
-from lance_format.file.v2_1.arrow import leaf_paths
 from lance_format.file.v2_1.fullzip_enc import encode_fullzip, encode_packed_fullzip
 from lance_format.file.v2_1.miniblock import ValueChunks, serialize
+from lance_format.file.v2_1.pagequeue import PageQueue
 from lance_format.file.v2_1.policy import (
     META_COMPRESSION,
     chunk_cap,
@@ -25,7 +26,7 @@ from lance_format.file.v2_1.policy import (
 )
 from lance_format.file.v2_1.repdef import Layer, layer_values
 from lance_format.file.v2_1.shred import Shredded, shred
-from lance_format.file.v2_1.types21 import fixed_bits, is_large, is_var, var_parts
+from lance_format.file.v2_1.types21 import fixed_bits, is_large, is_var, leaf_paths, var_parts
 from lance_format.file.v2_1.valuesenc import (
     compress_buffer,
     fixed_bytes,
@@ -95,7 +96,13 @@ class _Column:
         self.path = path
         self.kinds = _path_kinds(path)
         self.meta = meta
+        # blob pages write their bytes while encoding, so they must run on the writing thread
+        self.inline = meta.get(META_BLOB, "").lower() == "true"
         self.pages: list[tuple[list[tuple[int, int]], int, int, str, bytes]] = []
+
+
+#: An encoded page: serialized PageLayout, buffers, rows.
+_Encoded = tuple[bytes, list[Any], int]
 
 
 class Encoder21:
@@ -134,18 +141,39 @@ class Encoder21:
         self.pending_bytes = [0] * len(schema)
         self.rows_written = [0] * len(schema)
         self.num_rows = 0
+        self.queue: PageQueue[tuple[_Column, int], _Encoded] = PageQueue()
 
     def write_batch(self, batch: pa.RecordBatch) -> None:
-        """Buffer a batch; full pages are encoded and written as they fill up."""
+        """Buffer a batch; full pages are encoded and written as they fill up.
+
+        A batch larger than a page is cut into page-sized slices (by its average row size), so
+        pages come out the same size whatever the batch size and big batches are not copied.
+        """
         if batch.num_columns != len(self.schema):
             raise InvalidInputError("batch does not match the writer's schema")
-        for i in range(batch.num_columns):
-            arr = batch.column(i)
-            self.pending[i].append(arr)
-            self.pending_bytes[i] += arr.nbytes
-            if self.pending_bytes[i] >= self.page_bytes:
-                self._flush(i)
+        try:
+            for i in range(batch.num_columns):
+                self._add(i, batch.column(i))
+        except BaseException:
+            self.abort()
+            raise
         self.num_rows += batch.num_rows
+
+    def _add(self, fi: int, arr: pa.Array) -> None:
+        n = len(arr)
+        nbytes = arr.nbytes
+        start = 0
+        while start < n:
+            room = self.page_bytes - self.pending_bytes[fi]
+            rows = n - start
+            if nbytes and rows * nbytes > room * n:
+                rows = max(1, -(-room * n // nbytes))
+            piece = arr if rows == n else arr.slice(start, rows)
+            self.pending[fi].append(piece)
+            self.pending_bytes[fi] += nbytes if rows == n else piece.nbytes
+            start += rows
+            if self.pending_bytes[fi] >= self.page_bytes:
+                self._flush(fi)
 
     def _flush(self, fi: int) -> None:
         arrays = self.pending[fi]
@@ -165,17 +193,38 @@ class Encoder21:
         """Flush everything; returns the ColumnMetadata protobufs by column index."""
         from lance_format.file.container import make_column_metadata
 
-        for fi in range(len(self.schema)):
-            self._flush(fi)
+        try:
+            for fi in range(len(self.schema)):
+                self._flush(fi)
+            self._write_encoded(self.queue.drain())
+        except BaseException:
+            self.abort()
+            raise
         return [make_column_metadata(col.pages) for col in self.columns]
+
+    def abort(self) -> None:
+        """Drop pages still being encoded (the file is being discarded)."""
+        self.queue.cancel()
 
     # ----------------------------------------------------------------- pages
 
     def _write_page(self, col: _Column, arr: pa.Array, first_row: int) -> None:
+        if col.inline:
+            self._write_encoded(self.queue.drain())
+            self._write_encoded([((col, first_row), self._encode_page(col, arr))])
+            return
+        self._write_encoded(self.queue.put((col, first_row), functools.partial(self._encode_page, col, arr)))
+
+    def _encode_page(self, col: _Column, arr: pa.Array) -> _Encoded:
+        # runs on a pool thread: reads only the encoder's settings, writes nothing shared
         sh = shred([arr], col.kinds)
         layout, buffers = self._encode(col, sh)
-        positions = [self.writer.write_buffer(b) for b in buffers]
-        col.pages.append((positions, sh.num_rows, first_row, PAGE_LAYOUT_URL, layout.SerializeToString()))
+        return layout.SerializeToString(), buffers, sh.num_rows
+
+    def _write_encoded(self, done: list[tuple[tuple[_Column, int], _Encoded]]) -> None:
+        for (col, first_row), (layout, buffers, num_rows) in done:
+            positions = [self.writer.write_buffer(b) for b in buffers]
+            col.pages.append((positions, num_rows, first_row, PAGE_LAYOUT_URL, layout))
 
     def _encode(self, col: _Column, sh: Shredded) -> tuple[pb.PageLayout, list[bytes]]:
         values = sh.values
@@ -255,6 +304,9 @@ class Encoder21:
     def _blob(self, sh: Shredded, values: pa.Array) -> tuple[pb.PageLayout, list[bytes]]:
         """Blob column: the bytes go to one buffer of their own; the page holds (position, size)."""
         offs, data = var_parts(values)
+        # a page cut from a bigger batch shares its data buffer: keep only this page's bytes
+        data = data[int(offs[0]) : int(offs[-1])]
+        offs = offs - offs[0]
         lens = np.diff(offs)
         position, _ = self.writer.write_buffer(data.tobytes()) if len(data) else (0, 0)
         desc = np.zeros((len(values), 2), np.uint64)
@@ -305,7 +357,7 @@ class Encoder21:
             m.def_compression.CopyFrom(def_enc)
         m.value_compression.CopyFrom(chunks.encoding)
         m.layers.extend(layer_values(sh.layers))
-        m.num_buffers = len(chunks.buffers[0]) if chunks.buffers else 1
+        m.num_buffers = chunks.num_buffers
         m.num_items = n_values
         if rep_idx is not None:
             m.repetition_index_depth = 1

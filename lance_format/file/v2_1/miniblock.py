@@ -7,7 +7,6 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from lance_format._pb import encodings_v2_1_pb2 as pb
 from lance_format.errors import InvalidInputError
@@ -18,13 +17,40 @@ MAX_CHUNK_VALUES = 4096
 FLAT_CHUNK_BYTES = 8 * 1024 - 6
 
 
+#: One value buffer of a chunk: bytes, or a view into a page-wide array (no copy made).
+Piece = bytes | memoryview
+
+
 @dataclass
 class ValueChunks:
-    """Compressed values split into chunks: ``buffers[c]`` are the value buffers of chunk ``c``."""
+    """Compressed values split into chunks: ``buffers[c]`` are the value buffers of chunk ``c``.
+
+    ``dense``, when set, is the single value buffer of every chunk laid end to end, each
+    ``dense_chunk_bytes`` long (the last one takes the rest); the framing then copies it in
+    whole-array steps and the per-chunk ``buffers`` (views) are only made if someone asks.
+    """
 
     counts: list[int]
-    buffers: list[list[bytes]]
+    pieces: list[list[Piece]]
     encoding: pb.CompressiveEncoding
+    dense: np.ndarray | None = None
+    dense_chunk_bytes: int = 0
+
+    @property
+    def buffers(self) -> list[list[Piece]]:
+        """The value buffers of every chunk."""
+        if self.dense is not None and not self.pieces:
+            view = self.dense.data
+            size, last = self.dense_chunk_bytes, len(self.counts) - 1
+            self.pieces = [[view[i * size : (i + 1) * size if i < last else len(view)]] for i in range(last + 1)]
+        return self.pieces
+
+    @property
+    def num_buffers(self) -> int:
+        """Value buffers per chunk."""
+        if self.dense is not None:
+            return 1
+        return len(self.pieces[0]) if self.pieces else 1
 
 
 def pow2_chunk(values_per_chunk_max: int) -> int:
@@ -166,7 +192,7 @@ def _serialize_general(
             if len(vb) >= 1 << (8 * vw):
                 raise InvalidInputError("a mini-block value buffer is too large for its size field")
             header.append(len(vb).to_bytes(vw, "little"))
-        parts = [b"".join(header)]
+        parts: list[Piece] = [b"".join(header)]
         size = len(parts[0])
         for piece in (
             ([rep_b] if rep_b is not None else [])
@@ -191,14 +217,18 @@ def _serialize_general(
 
 
 def _serialize_flat(values: ValueChunks, large: bool) -> tuple[bytes, pa.Buffer] | None:
-    """:func:`serialize` for chunks without levels, framed by one Arrow ``take``.
+    """:func:`serialize` for chunks without levels: headers built at once, then one join.
 
-    The pieces (every value buffer, every chunk header already padded to 8 bytes, and fill runs
-    of 0..7 bytes) become the values of one binary array; taking them in output order writes the
-    whole data buffer in a single C++ pass.  Returns ``None`` when chunks differ in buffer count.
+    Every chunk is its header (already padded to 8 bytes) then each value buffer followed by
+    0..7 fill bytes; the join copies each byte once.  Returns ``None`` when chunks differ in
+    buffer count.
     """
     counts = values.counts
     nchunks = len(counts)
+    if values.dense is not None and nchunks:
+        fast = _serialize_dense(values, values.dense, large)
+        if fast is not None:
+            return fast
     nb = len(values.buffers[0]) if nchunks else 0
     if nchunks == 0 or nb == 0 or any(len(b) != nb for b in values.buffers):
         return None
@@ -216,31 +246,61 @@ def _serialize_flat(values: ValueChunks, large: bool) -> tuple[bytes, pa.Buffer]
     headers = np.full((nchunks, head_p), FILL, np.uint8)
     headers[:, :2] = 0
     headers[:, 2:head] = lens.astype(np.uint32 if large else np.uint16).view(np.uint8).reshape(nchunks, -1)
-    fills = bytes([FILL]) * 28  # runs of 0, 1, ..., 7 fill bytes
-    fill_lens = np.arange(8, dtype=np.int64)
-    piece_lens = np.concatenate([lens.reshape(-1), np.full(nchunks, head_p, np.int64), fill_lens])
-    offsets = np.zeros(len(piece_lens) + 1, np.int64)
-    np.cumsum(piece_lens, out=offsets[1:])
-    nbufs = nchunks * nb
-    order = np.empty((nchunks, 1 + 2 * nb), np.int64)
-    order[:, 0] = nbufs + np.arange(nchunks)
-    order[:, 1::2] = np.arange(nbufs).reshape(nchunks, nb)
-    order[:, 2::2] = nbufs + nchunks + (padded - lens)
-    big = int(offsets[-1]) >= 1 << 31 or int(head_p * nchunks + padded.sum()) >= 1 << 31
-    typ = pa.large_binary() if big else pa.binary()
-    pieces = pa.Array.from_buffers(
-        typ,
-        len(piece_lens),
-        [
-            None,
-            pa.py_buffer(offsets if big else offsets.astype(np.int32)),
-            pa.py_buffer(b"".join([*flat, headers.tobytes(), fills])),
-        ],
-    )
-    framed = pc.take(pieces, pa.array(order.reshape(-1)))
-    total = int(head_p * nchunks + padded.sum())
-    out = framed.buffers()[2].slice(0, total) if total else pa.py_buffer(b"")
+    head_bytes = headers.tobytes()
+    fills = [bytes([FILL]) * k for k in range(8)]
+    fill_of = (padded - lens).reshape(-1).tolist()
+    parts: list[Piece] = []
+    for ci in range(nchunks):
+        parts.append(head_bytes[ci * head_p : (ci + 1) * head_p])
+        for j in range(ci * nb, (ci + 1) * nb):
+            parts.append(flat[j])
+            parts.append(fills[fill_of[j]])
+    out = pa.py_buffer(b"".join(parts))  # wraps the joined bytes, no copy
     logs = np.maximum(np.frexp(np.asarray(counts, np.float64))[1].astype(np.int64) - 1, 0)  # log2
     logs[-1] = 0
     meta = ((words - 1) << 4) | logs
     return meta.astype(np.uint32 if large else np.uint16).tobytes(), out
+
+
+def _serialize_dense(values: ValueChunks, dense: np.ndarray, large: bool) -> tuple[bytes, pa.Buffer] | None:
+    """Frame single-buffer chunks of equal size (the last may be shorter) stored end to end.
+
+    Each chunk is ``[level count 0][value size][fill to 8][values][fill to 8]``: every chunk but
+    the last is one row of a 2-D array, filled in three whole-array assignments.  Returns
+    ``None`` when the chunks are not laid out that way.
+    """
+    counts = values.counts
+    nchunks = len(counts)
+    src = dense.view(np.uint8).reshape(-1)
+    size = values.dense_chunk_bytes if nchunks > 1 else len(src)
+    last = len(src) - size * (nchunks - 1)
+    if not 0 <= last <= size:
+        return None
+    vw = 4 if large else 2
+    if max(size, last) >= 1 << (8 * vw):
+        raise InvalidInputError("a mini-block value buffer is too large for its size field")
+    head = 2 + vw
+    head_p = head + _pad8(head)
+    row = head_p + size + _pad8(size)
+    last_row = head_p + last + _pad8(last)
+    if not large and max(row, last_row) > 8 * 4096:
+        raise InvalidInputError("a 2.1 mini-block chunk would exceed 32 KiB")
+    nfull = nchunks - 1
+    # from Arrow's memory pool, which reuses the pages of freed buffers (fresh numpy memory
+    # would fault in page by page)
+    buf = pa.allocate_buffer(nfull * row + last_row)
+    out = np.frombuffer(buf, np.uint8)
+    for k, (first, rows, width, nbytes) in enumerate(((0, nfull, row, size), (nfull * row, 1, last_row, last))):
+        grid = out[first : first + rows * width].reshape(rows, width)
+        grid[:, :2] = 0
+        grid[:, 2:head] = np.frombuffer(nbytes.to_bytes(vw, "little"), np.uint8)
+        grid[:, head:head_p] = FILL
+        base = 0 if k == 0 else nfull * size
+        grid[:, head_p : head_p + nbytes] = src[base : base + rows * nbytes].reshape(rows, nbytes)
+        grid[:, head_p + nbytes :] = FILL
+    words = np.full(nchunks, row // 8, np.int64)
+    words[-1] = last_row // 8
+    logs = np.maximum(np.frexp(np.asarray(counts, np.float64))[1].astype(np.int64) - 1, 0)  # log2
+    logs[-1] = 0
+    meta = ((words - 1) << 4) | logs
+    return meta.astype(np.uint32 if large else np.uint16).tobytes(), buf

@@ -50,6 +50,13 @@ def shred(path_arrays: list[pa.Array], path_kinds: list[str]) -> Shredded:
     """
     arr = path_arrays[0]
     n = len(arr)
+    if path_kinds == ["leaf"]:
+        # A top-level leaf (the common case): one item layer, def 1 marks a null, no index
+        # bookkeeping and no take (the general walk below costs several full-length arrays).
+        valid = _valid(arr)
+        if valid is None:
+            return Shredded(None, None, [Layer.ALL_VALID_ITEM], arr, n)
+        return Shredded(None, (~valid).astype(np.uint16), [Layer.NULLABLE_ITEM], arr, n)
     nlayers = len(path_kinds)
     is_list = [k == "list" for k in path_kinds]
     max_rep = sum(is_list)

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import functools
+import importlib
+import threading
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -12,6 +16,7 @@ from lance_format.file.v2_1 import bitpack
 from lance_format.file.v2_1.miniblock import (
     FLAT_CHUNK_BYTES,
     MAX_CHUNK_VALUES,
+    Piece,
     ValueChunks,
     pow2_chunk,
     split_counts,
@@ -47,7 +52,7 @@ def flat_chunks(data: np.ndarray, bits: int, n: int, cap: int = MAX_CHUNK_VALUES
     counts = split_counts(n, k)
     if bits % 8 and k % 8:  # sub-byte values in chunks that do not end on byte boundaries
         bools = np.unpackbits(data, bitorder="little", count=n * bits)
-        bufs_b = []
+        bufs_b: list[list[Piece]] = []
         pos_b = 0
         for c in counts:
             bufs_b.append(
@@ -57,16 +62,10 @@ def flat_chunks(data: np.ndarray, bits: int, n: int, cap: int = MAX_CHUNK_VALUES
         enc_b = pb.CompressiveEncoding()
         enc_b.flat.bits_per_value = bits
         return ValueChunks(counts, bufs_b, enc_b)
-    bufs = []
-    pos = 0
-    for c in counts:
-        nbytes = (c * bits + 7) // 8
-        start = pos * bits // 8
-        bufs.append([data[start : start + nbytes].tobytes()])
-        pos += c
+    dense = np.ascontiguousarray(data[: (n * bits + 7) // 8])
     enc = pb.CompressiveEncoding()
     enc.flat.bits_per_value = bits
-    return ValueChunks(counts, bufs, enc)
+    return ValueChunks(counts, [], enc, dense, k * bits // 8)
 
 
 def inline_bitpack_chunks(values: np.ndarray, t: int) -> ValueChunks | None:
@@ -84,15 +83,20 @@ def inline_bitpack_chunks(values: np.ndarray, t: int) -> ValueChunks | None:
     if packed_size >= 0.9 * n * (t // 8):
         return None
     nblocks = len(widths)
-    padded = np.zeros(nblocks * 1024, dtype)
-    padded[:n] = v
-    blocks = padded.reshape(nblocks, 1024)
+    full = n // 1024
+    blocks = v[: full * 1024].reshape(full, 1024)  # a view: only a partial last block is copied
     out: list[bytes | None] = [None] * nblocks
-    for w in np.unique(widths):
-        sel = np.flatnonzero(widths == w)
-        packed = bitpack.pack_blocks(blocks[sel].reshape(-1), int(w), t).reshape(len(sel), -1)
+    if full < nblocks:
+        tail = np.zeros(1024, dtype)
+        tail[: n - full * 1024] = v[full * 1024 :]
+        w_tail = int(widths[-1])
+        out[-1] = np.array([w_tail], dtype).tobytes() + bitpack.pack_blocks(tail, w_tail, t).tobytes()
+    for w in np.unique(widths[:full]):
+        sel = np.flatnonzero(widths[:full] == w)
+        src = blocks if len(sel) == full else blocks[sel]
+        packed = bitpack.pack_blocks(src.reshape(-1), int(w), t).reshape(len(sel), -1)
         head = np.array([w], dtype).tobytes()
-        for j, i in enumerate(sel):
+        for j, i in enumerate(sel.tolist()):
             out[i] = head + packed[j].tobytes()
     counts = split_counts(n, 1024)
     enc = pb.CompressiveEncoding()
@@ -104,6 +108,40 @@ def variable_chunks(
     offsets: np.ndarray, data: np.ndarray, large: bool, cap: int = MAX_CHUNK_VALUES
 ) -> ValueChunks:
     """Each chunk: ``n + 1`` offsets (from the chunk start) then the bytes, padded to 4/8 with 72."""
+    counts, raw = _variable_raw(offsets, data, large, cap)
+    return ValueChunks(counts, [[b] for b in raw], _variable_encoding(large))
+
+
+def compressed_variable_chunks(
+    offsets: np.ndarray, data: np.ndarray, large: bool, cap: int, scheme: str, level: int | None
+) -> ValueChunks:
+    """``general_wrap(variable_chunks(...))`` compressing each chunk as it is built.
+
+    Only one uncompressed chunk exists at a time (a page's worth less memory per encode thread);
+    when compression does not pay, the plain chunks are built again, as :func:`general_wrap`
+    would have returned them.
+    """
+    counts, raw = _variable_raw(offsets, data, large, cap)
+    original = 0
+    packed: list[list[Piece]] = []
+    for chunk in raw:
+        original += len(chunk)
+        packed.append([compress_buffer(scheme, chunk, level)])
+    if original < 4096 or sum(len(b[0]) for b in packed) >= original:
+        return variable_chunks(offsets, data, large, cap)
+    return ValueChunks(counts, packed, _general_encoding(scheme, level, _variable_encoding(large)))
+
+
+def _variable_encoding(large: bool) -> pb.CompressiveEncoding:
+    enc = pb.CompressiveEncoding()
+    enc.variable.offsets.flat.bits_per_value = 64 if large else 32
+    return enc
+
+
+def _variable_raw(
+    offsets: np.ndarray, data: np.ndarray, large: bool, cap: int
+) -> tuple[list[int], Iterator[bytes]]:
+    """Chunk counts and a generator of the uncompressed chunks of :func:`variable_chunks`."""
     n = len(offsets) - 1
     width = 8 if large else 4
     sizes = np.diff(offsets)
@@ -117,21 +155,28 @@ def variable_chunks(
         k //= 2
     del sizes
     counts = split_counts(n, k)
-    bufs = []
-    pos = 0
-    dt = np.uint64 if large else np.uint32
-    for c in counts:
-        o = offsets[pos : pos + c + 1]
-        head = (c + 1) * width
-        local = (o - o[0] + head).astype(dt)
-        body = data[int(o[0]) : int(o[-1])]
-        raw = local.tobytes() + body.tobytes()
-        pad = (-len(raw)) % width
-        bufs.append([raw + b"\x48" * pad])
-        pos += c
-    enc = pb.CompressiveEncoding()
-    enc.variable.offsets.flat.bits_per_value = 64 if large else 32
-    return ValueChunks(counts, bufs, enc)
+    c_arr = np.asarray(counts, np.int64)
+    m = len(counts)
+    pos = np.zeros(m, np.int64)
+    np.cumsum(c_arr[:-1], out=pos[1:])
+    # every chunk's offsets at once: chunk i holds offsets[pos_i .. pos_i + c_i], rebased to the
+    # chunk's first byte and shifted past its own offsets block
+    reps = c_arr + 1
+    idx = np.arange(n + m, dtype=np.int64) - np.repeat(np.arange(m, dtype=np.int64), reps)
+    shift = np.repeat(reps * width - offsets[pos], reps)
+    local = (offsets[idx] + shift).astype(np.uint64 if large else np.uint32).tobytes()
+    ends = np.cumsum(reps) * width
+    lstart = (ends - reps * width).tolist()
+    dstart = offsets[pos].tolist()
+    dend = offsets[pos + c_arr].tolist()
+    pads = ((-(reps * width + offsets[pos + c_arr] - offsets[pos])) % width).tolist()
+    body = np.ascontiguousarray(data).data  # a memoryview: slicing it copies nothing
+    fills = [b"\x48" * j for j in range(width)]
+    chunks = (
+        b"".join((local[ls:le], body[ds:de], fills[p]))
+        for ls, le, ds, de, p in zip(lstart, ends.tolist(), dstart, dend, pads, strict=True)
+    )
+    return counts, chunks
 
 
 def fsl_chunks(
@@ -148,10 +193,17 @@ def fsl_chunks(
     if item_bits % 8 and k * dim % 8:
         k = max(k, 8)
     counts = split_counts(n, k)
-    bufs = []
+    if validity is None and (dim * item_bits) % 8 == 0:
+        dense = np.ascontiguousarray(items[: n * dim * item_bits // 8])
+        enc_d = pb.CompressiveEncoding()
+        enc_d.fixed_size_list.items_per_value = dim
+        enc_d.fixed_size_list.has_validity = False
+        enc_d.fixed_size_list.values.flat.bits_per_value = item_bits
+        return ValueChunks(counts, [], enc_d, dense, k * dim * item_bits // 8)
+    bufs: list[list[Piece]] = []
     pos = 0
     for c in counts:
-        chunk = []
+        chunk: list[Piece] = []
         if validity is not None:
             chunk.append(np.packbits(validity[pos * dim : (pos + c) * dim], bitorder="little").tobytes())
         a = pos * dim * item_bits // 8
@@ -175,7 +227,7 @@ def rle_chunks(values: np.ndarray, bits: int, cap: int = MAX_CHUNK_VALUES) -> Va
     v = values.view(dtype) if values.dtype != dtype else values
     n = len(v)
     counts = split_counts(n, pow2_chunk(min(2048, cap)))
-    bufs = []
+    bufs: list[list[Piece]] = []
     pos = 0
     for c in counts:
         part = v[pos : pos + c]
@@ -209,7 +261,7 @@ def bss_chunks(values: np.ndarray, bits: int, cap: int = MAX_CHUNK_VALUES) -> Va
     n = len(values) // width if values.dtype == np.uint8 else len(values)
     raw = values.view(np.uint8).reshape(n, width)
     counts = split_counts(n, k)
-    bufs = []
+    bufs: list[list[Piece]] = []
     pos = 0
     for c in counts:
         bufs.append([np.ascontiguousarray(raw[pos : pos + c].T).tobytes()])
@@ -226,12 +278,36 @@ def _codec(name: str, level: int | None) -> pa.Codec:
     return pa.Codec(name, compression_level=level) if level is not None else pa.Codec(name)
 
 
-def compress_buffer(scheme: str, data: bytes, level: int | None) -> bytes:
+def _optional_zstandard() -> Any:
+    try:
+        return importlib.import_module("zstandard")
+    except ImportError:
+        return None
+
+
+# Arrow's zstd codec sets up a fresh compression context on every call, which costs about as
+# much as compressing a 4 KiB mini-block chunk; the ``zstandard`` package (when installed) keeps
+# one context per thread and level.  Both write standard zstd frames.
+_ZSTANDARD = _optional_zstandard()
+_LOCAL = threading.local()
+
+
+def _zstd_compress(data: Piece, level: int) -> bytes:
+    if _ZSTANDARD is None:
+        return bytes(_codec("zstd", level).compress(data, asbytes=True))
+    contexts: dict[int, Any] = _LOCAL.__dict__.setdefault("zstd", {})
+    ctx = contexts.get(level)
+    if ctx is None:  # contexts are not thread-safe: one per thread (and level)
+        ctx = contexts[level] = _ZSTANDARD.ZstdCompressor(level=level)
+    return bytes(ctx.compress(data))
+
+
+def compress_buffer(scheme: str, data: Piece, level: int | None) -> bytes:
     """lance's buffer compression: LZ4 block with u32 size prefix, or zstd with u64 size prefix."""
     if scheme == "lz4":
         return len(data).to_bytes(4, "little") + bytes(_codec("lz4_raw", None).compress(data, asbytes=True))
     lvl = level if level is not None else 3
-    return len(data).to_bytes(8, "little") + bytes(_codec("zstd", lvl).compress(data, asbytes=True))
+    return len(data).to_bytes(8, "little") + _zstd_compress(data, lvl)
 
 
 def general_wrap(chunks: ValueChunks, scheme: str, level: int | None) -> ValueChunks:
@@ -239,16 +315,20 @@ def general_wrap(chunks: ValueChunks, scheme: str, level: int | None) -> ValueCh
     original = sum(len(b[0]) for b in chunks.buffers)
     if original < 4096:
         return chunks
-    new = []
+    new: list[list[Piece]] = []
     for b in chunks.buffers:
-        new.append([compress_buffer(scheme, b[0], level)] + b[1:])
+        new.append([compress_buffer(scheme, b[0], level), *b[1:]])
     if sum(len(b[0]) for b in new) >= original:
         return chunks
+    return ValueChunks(chunks.counts, new, _general_encoding(scheme, level, chunks.encoding))
+
+
+def _general_encoding(scheme: str, level: int | None, inner: pb.CompressiveEncoding) -> pb.CompressiveEncoding:
     enc = pb.CompressiveEncoding()
     enc.general.compression.scheme = (
         pb.COMPRESSION_ALGORITHM_LZ4 if scheme == "lz4" else pb.COMPRESSION_ALGORITHM_ZSTD
     )
     if level is not None:
         enc.general.compression.level = level
-    enc.general.values.CopyFrom(chunks.encoding)
-    return ValueChunks(chunks.counts, new, enc)
+    enc.general.values.CopyFrom(inner)
+    return enc
