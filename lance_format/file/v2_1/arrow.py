@@ -18,33 +18,7 @@ from lance_format.file.v2_1.blocks import (
 )
 from lance_format.file.v2_1.layout import PageData
 from lance_format.file.v2_1.repdef import unravel
-
-
-def is_leaf_type(t: pa.DataType) -> bool:
-    """Leaves own a column in 2.1+ (everything except structs with children and lists)."""
-    if pa.types.is_struct(t):
-        return bool(t.num_fields == 0)
-    return not (pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_map(t))
-
-
-def item_field(t: pa.DataType) -> pa.Field:
-    """The child of a list-like type (a map's child is its ``entries`` struct)."""
-    return t.field(0) if pa.types.is_map(t) else t.value_field
-
-
-def is_packed(field: pa.Field) -> bool:
-    """lance's ``Field::is_packed_struct``: metadata ``packed`` or ``lance-encoding:packed`` = true."""
-    meta = field.metadata or {}
-    return any(meta.get(k, b"").lower() == b"true" for k in (b"packed", b"lance-encoding:packed"))
-
-
-def leaf_paths(field: pa.Field) -> list[list[pa.Field]]:
-    """Root-to-leaf field paths under ``field`` in pre-order (packed structs count as leaves)."""
-    if is_leaf_type(field.type) or (pa.types.is_struct(field.type) and is_packed(field)):
-        return [[field]]
-    if pa.types.is_struct(field.type):
-        return [[field] + p for i in range(field.type.num_fields) for p in leaf_paths(field.type.field(i))]
-    return [[field] + p for p in leaf_paths(item_field(field.type))]
+from lance_format.file.v2_1.types21 import is_leaf_type, is_packed, item_field, leaf_paths
 
 
 def _bitmap(validity: np.ndarray | None) -> pa.Buffer | None:
@@ -210,7 +184,7 @@ def dictionary_to_arrow(page: PageData, t: pa.DataType, validity: np.ndarray | N
     elif isinstance(idx_block, Fixed):
         if idx_block.n != n:
             raise CorruptFileError(f"page holds {idx_block.n} values but its structure needs {n}")
-        idx = fixed_to_uint(idx_block).astype(np.int64)
+        idx = fixed_to_uint(idx_block)  # Arrow's take reads unsigned indices as they are: no widening copy
     else:
         raise CorruptFileError("dictionary indices must be fixed-width")
     value_t = t.value_type if pa.types.is_dictionary(t) else t

@@ -130,6 +130,13 @@ def _gather_table(width: int, t: int) -> tuple[np.ndarray, np.ndarray, np.ndarra
     return word, shift, spill, t - shift[spill]
 
 
+def gather_table(width: int, t: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """For each of a block's 1024 logical positions: its first word and shift (the value's
+    high bits, where ``shift + width > t``, continue in word ``first + 1024 // t``), then the
+    spilling positions and their back shifts. Lets a take read single values of a block."""
+    return _gather_table(width, t)
+
+
 def _unpack_gather(packed: np.ndarray, n: int, width: int, t: int) -> np.ndarray:
     dtype = packed.dtype
     word, shift, spill, back = _gather_table(width, t)
@@ -147,25 +154,43 @@ def _unpack_gather(packed: np.ndarray, n: int, width: int, t: int) -> np.ndarray
 def pack_blocks(values: np.ndarray, width: int, t: int) -> np.ndarray:
     """Pack ``n*1024`` values (uint{t}) to ``width`` bits each; inverse of :func:`unpack_blocks`."""
     dtype = uint_dtype(t)
-    lanes = BLOCK // t
     if len(values) % BLOCK:
         raise ValueError("pack_blocks needs a multiple of 1024 values")
     n = len(values) // BLOCK
     if width == 0:
         return np.zeros(0, dtype)
+    if width < t and n > _SMALL_BLOCKS:
+        return _pack_rows_outer(values.astype(dtype, copy=False), n, width, t)
     v = _values_to_rows(values.astype(dtype, copy=False).reshape(n, BLOCK), t)
     if width == t:
         return v.reshape(-1)
     v = v & dtype.type((1 << width) - 1)
-    if n <= _SMALL_BLOCKS:
-        return _pack_reduce(v, width, t)
-    out = np.zeros((n, width, lanes), dtype)
+    return _pack_reduce(v, width, t)
+
+
+def _pack_rows_outer(values: np.ndarray, n: int, width: int, t: int) -> np.ndarray:
+    """:func:`pack_blocks` for many blocks: bit row ``r`` of every block and lane is one contiguous
+    array, so each step is a flat shift-and-OR without temporaries (about 1.6x the strided loop)."""
+    dtype = values.dtype
+    lanes = BLOCK // t
+    # [block][s][q][lane] -> [g][s][block][lane] with row r = 8 * g + s (q = perm[g])
+    spans = values.reshape(n, 8, t // 8, lanes).transpose(2, 1, 0, 3)
+    rows = np.ascontiguousarray(spans[_block_perm(t)]).reshape(t, n * lanes)
+    rows &= dtype.type((1 << width) - 1)
+    out = np.zeros((width, n * lanes), dtype)
+    tmp = np.empty(n * lanes, dtype)
     for r in range(t):
         w0, sh = divmod(r * width, t)
-        out[:, w0, :] |= v[:, r, :] << dtype.type(sh)
+        if sh:
+            np.left_shift(rows[r], dtype.type(sh), out=tmp)
+            out[w0] |= tmp
+        else:
+            out[w0] |= rows[r]
         if sh + width > t:
-            out[:, w0 + 1, :] |= v[:, r, :] >> dtype.type(t - sh)
-    return out.reshape(-1)
+            np.right_shift(rows[r], dtype.type(t - sh), out=tmp)
+            out[w0 + 1] |= tmp
+    packed: np.ndarray = np.ascontiguousarray(out.reshape(width, n, lanes).transpose(1, 0, 2)).reshape(-1)
+    return packed
 
 
 @functools.lru_cache(maxsize=256)
@@ -195,9 +220,12 @@ def bit_widths(values: np.ndarray, t: int) -> np.ndarray:
     v = values.astype(dtype, copy=False)
     n = len(v)
     nblocks = (n + BLOCK - 1) // BLOCK
-    padded = np.zeros(nblocks * BLOCK, dtype)
-    padded[:n] = v
-    mx = padded.reshape(nblocks, BLOCK).max(axis=1)
+    full = n // BLOCK
+    mx = np.zeros(nblocks, dtype)
+    if full:  # whole blocks straight from the input (no padded copy)
+        np.max(v[: full * BLOCK].reshape(full, BLOCK), axis=1, out=mx[:full])
+    if full < nblocks:
+        mx[full] = v[full * BLOCK :].max()
     widths = np.zeros(nblocks, np.int64)
     nz = mx > 0
     if nz.any():

@@ -139,6 +139,10 @@ def gather_ranges(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> 
     total = int(ln.sum())
     if total == 0:
         return np.zeros(0, np.uint8)
+    if n > 2:
+        strided = _gather_strided(data, st, ln, total)
+        if strided is not None:
+            return strided
     bounds = np.empty(2 * n, np.int64)
     bounds[0::2] = st
     bounds[1::2] = ends
@@ -148,6 +152,57 @@ def gather_ranges(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> 
     arr = pa.Array.from_buffers(typ, 2 * n - 1, [None, ob, pa.py_buffer(data)])
     taken = pc.take(arr, pa.array(np.arange(0, 2 * n, 2, dtype=np.int32)))
     return np.frombuffer(taken.buffers()[2], np.uint8, total)
+
+
+def _gather_strided(
+    data: np.ndarray, st: np.ndarray, ln: np.ndarray, total: int, out: np.ndarray | None = None
+) -> np.ndarray | None:
+    """Equal ranges at equal distances (the full chunks of a fixed-width page), copied as one
+    strided 2-D block (about twice as fast as the general path); the last range may be shorter.
+
+    Returns None when the ranges are not like that. Callers checked the ranges lie in ``data``.
+    ``out``: write there (``total`` bytes) instead of a new buffer.
+    """
+    n = len(st)
+    size = int(ln[0])
+    step = int(st[1] - st[0])
+    if size <= 0 or step < size or int(ln[-1]) > size:
+        return None
+    body = n - 1 if int(ln[-1]) != size else n
+    if not (bool((ln[:body] == size).all()) and bool((np.diff(st) == step).all())):
+        return None
+    fresh = out is None
+    if out is None:
+        out = np.frombuffer(pa.allocate_buffer(total), np.uint8)  # Arrow's pool reuses freed memory
+    src = np.lib.stride_tricks.as_strided(data[int(st[0]) :], shape=(body, size), strides=(step, 1))
+    out[: body * size].reshape(body, size)[...] = src
+    if body < n:
+        last = int(st[-1])
+        out[body * size :] = data[last : last + int(ln[-1])]
+    if fresh:
+        out.flags.writeable = False
+    return out
+
+
+def gather_into(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray, out: np.ndarray) -> None:
+    """Write ``data[starts[i] : starts[i] + lengths[i]]`` for all ``i`` back to back into ``out``.
+
+    For ascending, non-overlapping ranges inside ``data`` whose lengths sum to ``len(out)``
+    (callers check). The first range may be trimmed at its front and the last at its end (a row
+    range starting and ending inside chunks): the evenly spaced ones between go as one strided copy.
+    """
+    n = len(starts)
+    if n == 0:
+        return
+    first = int(lengths[0])
+    s0 = int(starts[0])
+    out[:first] = data[s0 : s0 + first]
+    if n == 1:
+        return
+    rest_st, rest_ln = starts[1:], lengths[1:]
+    total = len(out) - first
+    if n < 4 or _gather_strided(data, rest_st, rest_ln, total, out[first:]) is None:
+        out[first:] = gather_ranges(data, rest_st, rest_ln)
 
 
 def fixed_to_uint(block: Fixed) -> np.ndarray:

@@ -20,13 +20,15 @@ from lance_format.file.v2_1.blocks import (
     take_block,
     take_var,
 )
+from lance_format.file.v2_1.chunkrows import decode_rows
 from lance_format.file.v2_1.compression import (
+    MAX_DECOMPRESSED,
+    ZSTD,
     decode_miniblock,
     flat_encoding,
     fsl_chain,
     kind_of,
     var_offset_bits,
-    variable_chunks,
 )
 from lance_format.file.v2_1.fsst import SymbolTable, num_threads, pool
 from lance_format.file.v2_1.fsst import decode as fsst_decode
@@ -64,7 +66,8 @@ def decode_chunkset(enc: pb.CompressiveEncoding, cs: ChunkSet, rows: np.ndarray 
             picked = take_var(compressed, rows)
             data, offsets = fsst_decode(table, picked.data, picked.offsets)
             return Var(offsets, data)
-        return take_block(decode_chunkset(enc, cs), rows)
+        direct = decode_rows(enc, cs, rows)  # just the wanted values, no chunk decoded whole
+        return direct if direct is not None else take_block(decode_chunkset(enc, cs), rows)
     kind = kind_of(enc)
     nb = len(cs.starts)
     total = int(cs.counts.sum())
@@ -91,7 +94,62 @@ def decode_chunkset(enc: pb.CompressiveEncoding, cs: ChunkSet, rows: np.ndarray 
         return _fsst_chunkset(enc, cs)
     if kind == "inline_bitpacking" and nb >= 1:
         return _inline_bitpacked_chunkset(cs, int(enc.inline_bitpacking.uncompressed_bits_per_value))
+    if kind == "general" and nb == 1 and enc.general.compression.scheme == ZSTD and len(cs.counts) > 1:
+        inflated = _zstd_chunkset(cs)
+        if inflated is not None:
+            return decode_chunkset(enc.general.values, inflated)
     return decode_miniblock(enc, cs.chunks())
+
+
+_ZSTD_MAGIC = np.frombuffer(b"\x28\xb5\x2f\xfd", np.uint8)
+_ZSTD_HEAD = 26  # u64 size prefix, magic, and the longest frame header up to its content size
+_FCS_LEN = np.array([2, 4, 8], np.int64)
+_DICT_ID_LEN = np.array([0, 1, 2, 4], np.int64)
+
+
+def _zstd_chunkset(cs: ChunkSet) -> ChunkSet | None:
+    """Inflate every chunk's size-prefixed zstd frame with one call; the result as a new ChunkSet.
+
+    Each chunk buffer is a u64 inflated size and one zstd frame (``compress`` in
+    rust/lance-encoding/src/encodings/physical/block.rs). zstd inflates concatenated frames in
+    one call, so the frames are joined and inflated at once (per-chunk calls cost ~20x more),
+    provided every frame header states the same size as its prefix (RFC 8878, section 3.1.1.1),
+    which fixes where each chunk's output starts. Returns None for anything unusual: the
+    per-chunk path then decodes (or reports) it chunk by chunk.
+    """
+    starts, sizes = cs.starts[0], cs.sizes[0]
+    n = len(starts)
+    if (sizes < 14).any() or int((starts + sizes).max()) > len(cs.data):
+        return None
+    cols = np.arange(_ZSTD_HEAD, dtype=np.int64)
+    idx = np.minimum(starts[:, None] + cols[None, :], len(cs.data) - 1)
+    head = cs.data[idx]  # (n, 26) bytes; cells past a chunk's end are never relied on below
+    prefix = np.ascontiguousarray(head[:, :8]).view("<u8").reshape(n).astype(np.int64)
+    if not (head[:, 8:12] == _ZSTD_MAGIC[None, :]).all():
+        return None
+    desc = head[:, 12].astype(np.int64)
+    fcs_flag, single, dict_flag = desc >> 6, (desc >> 5) & 1, desc & 3
+    fcs_len = np.where(fcs_flag == 0, single, _FCS_LEN[np.maximum(fcs_flag - 1, 0)])
+    pos = 13 + (1 - single) + _DICT_ID_LEN[dict_flag]
+    stated = np.zeros(n, np.int64)
+    rows = np.arange(n)
+    for k in range(8):  # little-endian content size field, fcs_len bytes (pos + k <= 25)
+        byte = head[rows, np.minimum(pos + k, _ZSTD_HEAD - 1)].astype(np.int64)
+        stated |= np.where(k < fcs_len, byte << (8 * k), 0)
+    stated += np.where(fcs_len == 2, 256, 0)
+    if (fcs_len == 0).any() or (pos + fcs_len > sizes).any() or (stated != prefix).any():
+        return None
+    total = int(prefix.sum())
+    if (prefix <= 0).any() or total > MAX_DECOMPRESSED:
+        return None
+    frames = gather_ranges(cs.data, starts + 8, sizes - 8)
+    try:
+        out = np.frombuffer(pa.decompress(frames, decompressed_size=total, codec="zstd"), np.uint8)
+    except Exception:  # noqa: BLE001 - sizes or frames disagree: let the per-chunk path say where
+        return None
+    bounds = np.zeros(n, np.int64)
+    np.cumsum(prefix[:-1], out=bounds[1:])
+    return ChunkSet(out, [bounds], [prefix], cs.counts)
 
 
 def _fsst_chunkset(enc: pb.CompressiveEncoding, cs: ChunkSet) -> Var:
@@ -165,12 +223,12 @@ def _variable_chunkset(cs: ChunkSet, bits: int) -> Var:
         offsets[-1] = shift
         return Var(offsets, np.concatenate([v.data for v in parts]))
     maxc = int(counts.max())
-    if (starts % width).any() or nchunks * (maxc + 1) > 2 * int(counts.sum()) + 4096:
-        return variable_chunks(cs.chunks(), bits)  # unaligned or very ragged chunks: generic path
+    if (starts % width).any() or not bool((counts == maxc).all()):
+        # unaligned or ragged chunks (FSST text): no padded 2-D copy (as fast, less memory)
+        return _variable_gathered(cs.data, starts, sizes, counts, width)
     dt = np.uint32 if bits == 32 else np.uint64
     words = cs.data[: len(cs.data) // width * width].view(dt)
-    # one row per chunk, padded to the largest chunk (uniform chunks: no padding at all); padded
-    # cells read some other in-bounds word and are masked out below
+    # one row per chunk (all hold the same number of values): a 2-D gather of every offset
     cols = np.arange(maxc + 1, dtype=np.int64)
     idx = (starts // width)[:, None] + cols[None, :]
     np.minimum(idx, len(words) - 1, out=idx)
@@ -180,7 +238,6 @@ def _variable_chunkset(cs: ChunkSet, bits: int) -> Var:
     tail = local[rows, counts]
     per = counts + 1
     ok = (head >= per * width) & (tail <= sizes) & (tail >= head)
-    uniform = bool((counts == len(cols) - 1).all())
     if not ok.all():
         raise CorruptFileError("variable chunk offsets are out of range")
     lens = tail - head
@@ -188,10 +245,7 @@ def _variable_chunkset(cs: ChunkSet, bits: int) -> Var:
     np.cumsum(lens[:-1], out=base[1:])
     local += (base - head)[:, None]
     total = base[-1] + lens[-1]
-    if uniform:
-        inner = local[:, :-1].reshape(-1)
-    else:  # drop the padding and each chunk's closing offset (the next chunk's first repeats it)
-        inner = local[cols[None, :] < counts[:, None]]
+    inner = local[:, :-1].reshape(-1)  # each chunk's closing offset is the next one's first
     offsets = np.empty(len(inner) + 1, np.int64)
     offsets[:-1] = inner
     offsets[-1] = total
@@ -200,6 +254,37 @@ def _variable_chunkset(cs: ChunkSet, bits: int) -> Var:
     if (offsets[1:] < offsets[:-1]).any():
         raise CorruptFileError("variable chunk offsets are out of range")
     return Var(offsets, _gather(cs.data, starts + head, lens))
+
+
+def _variable_gathered(
+    data: np.ndarray, starts: np.ndarray, sizes: np.ndarray, counts: np.ndarray, width: int
+) -> Var:
+    """Variable-width chunks at any alignment: every chunk's offsets copied out back to back first.
+
+    Callers checked ``(counts + 1) * width <= sizes`` and that the chunks lie inside ``data``.
+    """
+    per = counts + 1
+    raw = gather_ranges(data, starts, per * width)  # fresh Arrow memory: aligned for the view
+    local = np.ascontiguousarray(raw).view("<u4" if width == 4 else "<u8").astype(np.int64)
+    first = np.zeros(len(counts), np.int64)
+    np.cumsum(per[:-1], out=first[1:])
+    head = local[first]
+    tail = local[first + counts]
+    if not ((head >= per * width) & (tail <= sizes) & (tail >= head)).all():
+        raise CorruptFileError("variable chunk offsets are out of range")
+    lens = tail - head
+    base = np.zeros(len(counts), np.int64)
+    np.cumsum(lens[:-1], out=base[1:])
+    local += np.repeat(base - head, per)
+    keep = np.ones(len(local), bool)
+    keep[first + counts] = False  # each chunk's closing offset (the next chunk's first repeats it)
+    offsets = np.empty(int(counts.sum()) + 1, np.int64)
+    offsets[:-1] = local[keep]
+    offsets[-1] = int(base[-1] + lens[-1])
+    # shifted chunk offsets run from base to base + lens: one global check proves each ascends
+    if (offsets[1:] < offsets[:-1]).any():
+        raise CorruptFileError("variable chunk offsets are out of range")
+    return Var(offsets, gather_ranges(data, starts + head, lens))
 
 
 def _variable_one_chunk(data: np.ndarray, start: int, size: int, count: int, width: int) -> Var:

@@ -3,18 +3,30 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from typing import Any, TypeVar
 
 import numpy as np
 import pyarrow as pa
 
 from lance_format._pb import encodings_v2_1_pb2 as pb
 from lance_format.errors import CorruptFileError, LanceError, UnsupportedEncodingError
-from lance_format.file.v2_1.arrow import leaf_paths, merge, page_to_arrow
-from lance_format.file.v2_1.blocks import BlobRefs, Var, gather_ranges
+from lance_format.file.v2_1.arrow import merge, page_to_arrow
+from lance_format.file.v2_1.blocks import BlobRefs, Var
 from lance_format.file.v2_1.fsst import num_threads, pool
-from lance_format.file.v2_1.layout import decode_miniblock_page, decode_page, miniblock_plan
+from lance_format.file.v2_1.layout import PageData, decode_page
+from lance_format.file.v2_1.pagerange import (
+    MiniPlan,
+    fill_rows,
+    filled_block,
+    fullzip_rows,
+    plan_page,
+    read_rows,
+    take_rows,
+)
+from lance_format.file.v2_1.repdef import layers_from_pb
+from lance_format.file.v2_1.types21 import leaf_paths
 from lance_format.session import CacheKind, LruCache
 
 PAGE_LAYOUT_URL = "/lance.encodings21.PageLayout"
@@ -24,10 +36,8 @@ _CACHE_BYTES = 256 * 1024 * 1024
 _PAGE: CacheKind[pa.Array] = CacheKind("decoded_page")
 _PARALLEL_MIN_ROWS = 16384
 _MAX_PAGE_ROWS = 1 << 32  # sanity bound: a corrupt length must not make us allocate terabytes
-_PARTIAL_READS_BEFORE_CACHING = 2
-_PARTIAL_MIN_BYTES = 16 * 1024  # smaller pages are simply decoded whole
-_WHOLE_BUFFER_FRACTION = 8  # take: read the whole data buffer when >= 1/8 of it is wanted
-_PARTIAL_MAX_ROWS = 32768  # longer ranges (a scan's chunks) decode the page whole: cheaper per row
+_SMALL_READ_ROWS = 32768
+_T = TypeVar("_T")
 
 
 class _Leaf:
@@ -64,7 +74,10 @@ class Decoder21:
         version = getattr(meta, "version", (2, 1))
         self.version = f"{version[0]}.{version[1]}"
         self._pages = LruCache(_CACHE_BYTES)
-        self._partial_reads: dict[tuple[int, int], int] = {}
+        self._plans: dict[tuple[int, int], MiniPlan | None] = {}
+        #: The range decoded ahead in the background (see ``read_range``), and where the last read stopped.
+        self._ahead: tuple[tuple[int, int], Future[pa.RecordBatch]] | None = None
+        self._range_stop = -1
         self._last: dict[int, tuple[int, pa.Array]] = {}
         self._next_start: dict[int, int] = {}  # per column: where the previous read_range stopped
         self._lock = threading.Lock()
@@ -187,69 +200,169 @@ class Decoder21:
 
     # ------------------------------------------------------------------ public
 
+    def _plan(self, leaf: _Leaf, p: int) -> MiniPlan | None:
+        """The chunk plan of page ``p`` (cached per reader), None if it cannot be read in parts."""
+        key = (leaf.column.index, p)
+        with self._lock:
+            if key in self._plans:
+                return self._plans[key]
+        page = leaf.column.pages[p]
+        plan = None
+        if page.type_url == PAGE_LAYOUT_URL and len(page.buffer_offsets) >= 2:
+            plan = self._guard(leaf, p, self._make_plan, page)
+        with self._lock:
+            self._plans[key] = plan
+        return plan
+
+    def _make_plan(self, page: Any) -> MiniPlan | None:
+        layout = pb.PageLayout()
+        layout.ParseFromString(page.encoding)
+        return plan_page(page, layout, self.source)
+
+    def _guard(self, leaf: _Leaf, p: int, fn: Callable[..., _T], *args: Any) -> _T:
+        """Run a decode step of page ``p``; errors name the file, column and page."""
+        where = self._where(leaf, p)
+        try:
+            return fn(*args)
+        except LanceError as exc:
+            msg = str(exc)
+            if msg.startswith(self.path):
+                raise
+            raise type(exc)(f"{where}: {msg}") from exc
+        except Exception as exc:  # numpy / Arrow / protobuf failures on malformed bytes
+            raise CorruptFileError(f"{where}: malformed page ({type(exc).__name__}: {exc})") from exc
+
+    def _page_part(self, leaf: _Leaf, p: int, plan: MiniPlan, lo: int, hi: int) -> pa.Array:
+        """Rows ``[lo, hi)`` of page ``p``, decoded from just the chunks that hold them."""
+
+        def run() -> pa.Array:
+            data, skip = read_rows(plan, self.source, lo, hi)
+            arr = page_to_arrow(data, leaf.path, self._where(leaf, p))
+            return arr.slice(skip, hi - lo)
+
+        return self._guard(leaf, p, run)
+
+    def _fullzip_part(self, leaf: _Leaf, p: int, rows: np.ndarray) -> pa.Array | None:
+        """Page rows ``rows`` (sorted, unique) of a full-zip page, reading only their bytes."""
+        page = leaf.column.pages[p]
+        if page.type_url != PAGE_LAYOUT_URL:
+            return None
+
+        def run() -> pa.Array | None:
+            layout = pb.PageLayout()
+            layout.ParseFromString(page.encoding)
+            data = fullzip_rows(page, layout, self.source, rows)
+            return None if data is None else page_to_arrow(data, leaf.path, self._where(leaf, p))
+
+        return self._guard(leaf, p, run)
+
+    @staticmethod
+    def _whole_or_sequential(leaf: _Leaf, pages: list[int], start: int, stop: int, forward: bool) -> bool:
+        """One whole page, or a small sequential read inside one: these decode the page whole
+        (and keep it for the next reads) rather than copy rows out of it piece by piece."""
+        if len(pages) != 1:
+            return False
+        p0, p1 = int(leaf.page_starts[pages[0]]), int(leaf.page_starts[pages[0] + 1])
+        if start == p0 and stop == p1:
+            return True
+        return forward and _small_read(start - p0, stop - p0, p1 - p0)
+
+    def _fixed_range(self, leaf: _Leaf, pages: list[int], start: int, stop: int) -> pa.Array | None:
+        """Rows ``[start, stop)`` of raw fixed-width pages, copied once into one output buffer.
+
+        Decoding each page and concatenating the parts would copy a range that spans pages twice;
+        here every page writes its rows straight into their place. None when a page is not so.
+        """
+        plans: list[MiniPlan] = []
+        for p in pages:
+            plan = None if self._cached((leaf.column.index, p)) is not None else self._plan(leaf, p)
+            if plan is None or not plan.row_width:
+                return None
+            if plans and (
+                plan.row_width != plans[0].row_width
+                or plan.layout.value_compression != plans[0].layout.value_compression
+                or list(plan.layout.layers) != list(plans[0].layout.layers)
+            ):
+                return None
+            plans.append(plan)
+        width = plans[0].row_width
+        n = stop - start
+        out = np.frombuffer(pa.allocate_buffer(n * width), np.uint8) if n else np.zeros(0, np.uint8)
+        at = 0
+        for p, plan in zip(pages, plans, strict=True):
+            p0, p1 = int(leaf.page_starts[p]), int(leaf.page_starts[p + 1])
+            lo, hi = max(start, p0) - p0, min(stop, p1) - p0
+            self._guard(leaf, p, fill_rows, plan, self.source, lo, hi, out[at : at + (hi - lo) * width])
+            at += (hi - lo) * width
+        data = PageData(filled_block(plans[0], out, n), None, None, layers_from_pb(plans[0].layout.layers), n)
+        return self._guard(leaf, pages[0], page_to_arrow, data, leaf.path, self._where(leaf, pages[0]))
+
     def _leaf_range(self, leaf: _Leaf, start: int, stop: int) -> pa.Array:
         starts = leaf.page_starts
         first = int(np.searchsorted(starts, start, side="right")) - 1
         last = int(np.searchsorted(starts, stop, side="left"))
         pages = list(range(max(first, 0), min(last, len(leaf.column.pages))))
-        if len(pages) == 1:
-            partial = self._small_range(
-                leaf, pages[0], start - int(starts[pages[0]]), stop - int(starts[pages[0]]), start
-            )
-            if partial is not None:
-                with self._lock:
-                    self._next_start[leaf.column.index] = stop
-                return partial
         with self._lock:
             forward = self._next_start.get(leaf.column.index) == start
-        arrays = self._decode_pages(leaf, pages, forward=forward)
-        with self._lock:
             self._next_start[leaf.column.index] = stop
-        if not arrays:
+        if pages and not self._whole_or_sequential(leaf, pages, start, stop, forward):
+            direct = self._fixed_range(leaf, pages, start, stop)
+            if direct is not None:
+                return direct
+        parts = []
+        for p in pages:
+            p0, p1 = int(starts[p]), int(starts[p + 1])
+            lo, hi = max(start, p0) - p0, min(stop, p1) - p0
+            cached = self._cached((leaf.column.index, p))
+            if cached is not None:
+                parts.append(cached.slice(lo, hi - lo))
+                continue
+            # part of a page: decode only its chunks when the layout allows, except for small
+            # sequential reads that more will follow, which decode the page once and slice it
+            # (far less work per read)
+            if hi - lo < p1 - p0 and not (forward and _small_read(lo, hi, p1 - p0)):
+                plan = self._plan(leaf, p)
+                if plan is not None:
+                    parts.append(self._page_part(leaf, p, plan, lo, hi))
+                    continue
+                zipped = self._fullzip_part(leaf, p, np.arange(lo, hi, dtype=np.int64))
+                if zipped is not None:
+                    parts.append(zipped)
+                    continue
+            whole = self._decode_pages(leaf, [p], forward=forward)[0]
+            parts.append(whole if hi - lo == p1 - p0 else whole.slice(lo, hi - lo))
+        if not parts:
             return pa.array([], type=leaf.path[0].type)
-        if len(arrays) == 1:
-            return arrays[0].slice(start - int(starts[pages[0]]), stop - start)
-        # slice before concatenating: only the requested rows of each page are copied
-        parts = [
-            arr.slice(
-                max(start - int(starts[p]), 0), min(stop, int(starts[p + 1])) - max(start, int(starts[p]))
-            )
-            for p, arr in zip(pages, arrays, strict=True)
-        ]
-        return pa.concat_arrays(parts)
-
-    def _small_range(self, leaf: _Leaf, p: int, lo: int, hi: int, start: int) -> pa.Array | None:
-        """A few rows of a big page: decode just their mini-block chunks.
-
-        A page read this way a few times is decoded whole (and cached) instead, so sequential
-        small batches do not keep re-reading chunk metadata.
-        """
-        length = int(leaf.column.pages[p].length)
-        if (hi - lo) * 8 > length or hi - lo > _PARTIAL_MAX_ROWS:
-            return None
-        key = (leaf.column.index, p)
-        if self._cached(key) is not None:
-            return None
-        with self._lock:
-            if self._next_start.get(key[0]) == start:
-                return None  # a sequential scan will read the rest of the page: decode it whole
-            touches = self._partial_reads.get(key, 0) + 1
-            self._partial_reads[key] = touches
-        if touches > _PARTIAL_READS_BEFORE_CACHING:
-            return None
-        part = self._page_take(leaf, p, np.arange(lo, hi, dtype=np.int64))
-        if part is None:
-            return None
-        arr, pos = part
-        if len(pos) == len(arr) and (len(pos) == 0 or (pos[0] == 0 and bool((np.diff(pos) == 1).all()))):
-            return arr
-        return arr.take(pa.array(pos))
+        return parts[0] if len(parts) == 1 else pa.concat_arrays(parts)
 
     def read_range(self, start: int, stop: int) -> pa.RecordBatch:
-        """Decode rows ``[start, stop)`` of the projected fields."""
+        """Decode rows ``[start, stop)`` of the projected fields.
+
+        A big read that starts the file or continues the previous one has the next range of the
+        same size decoded in the background meanwhile (a scan: the caller's work on this batch
+        and the idle moments of the column workers overlap decoding the next one). Errors of
+        that read surface when (and only if) the caller asks for that range.
+        """
         start = max(0, int(start))
         stop = min(int(stop), self.num_rows)
         stop = max(stop, start)
+        with self._lock:
+            ahead, self._ahead = self._ahead, None
+            sequential = start == 0 or start == self._range_stop
+            self._range_stop = stop
+        if ahead is not None and ahead[0] == (start, stop):
+            batch = ahead[1].result()
+        else:
+            batch = self._read_range(start, stop)
+        n = stop - start
+        if sequential and n >= _PARALLEL_MIN_ROWS and stop < self.num_rows and num_threads() > 1:
+            nxt = (stop, min(self.num_rows, stop + n))
+            future = pool("readahead").submit(self._read_range, *nxt)
+            with self._lock:
+                self._ahead = (nxt, future)
+        return batch
+
+    def _read_range(self, start: int, stop: int) -> pa.RecordBatch:
         columns = []
         fields = []
         for fi in self.projection:
@@ -315,70 +428,31 @@ class Decoder21:
             arrays.append(arr)
             base += len(arr)
         arr = arrays[0] if len(arrays) == 1 else pa.concat_arrays(arrays)
+        if len(local) == len(arr) and bool((local == np.arange(len(local))).all()):
+            return arr  # sorted, distinct rows (the usual take) come out in order already
         return arr.take(pa.array(local))
 
     def _page_take(self, leaf: _Leaf, p: int, rows: np.ndarray) -> tuple[pa.Array, np.ndarray] | None:
         """Decode only the mini-block chunks holding ``rows`` (pages without repetition)."""
         if self._cached((leaf.column.index, p)) is not None:
             return None
-        page = leaf.column.pages[p]
-        if page.type_url != PAGE_LAYOUT_URL or len(page.buffer_offsets) < 2:
-            return None
-        where = self._where(leaf, p)
-        layout = pb.PageLayout()
-        try:
-            layout.ParseFromString(page.encoding)
-        except Exception as exc:
-            raise CorruptFileError(f"{where}: malformed page encoding ({exc})") from exc
-        if layout.WhichOneof("layout") != "mini_block_layout":
-            return None
-        m = layout.mini_block_layout
-        if m.HasField("rep_compression") or page.buffer_sizes[1] < _PARTIAL_MIN_BYTES:
-            return None
-        try:
-            extra = [(page.buffer_offsets[0], page.buffer_sizes[0])]
-            if m.HasField("dictionary"):
-                extra.append((page.buffer_offsets[2], page.buffer_sizes[2]))
-            raw = self.source.read_arrays(extra, "page buffer")
-            meta = raw[0]
-            counts, sizes = miniblock_plan(m, meta)
-            first_row = np.concatenate([[0], np.cumsum(counts)])
-            if int(first_row[-1]) != int(page.length):
-                raise CorruptFileError(
-                    f"chunks hold {int(first_row[-1])} values, page has {page.length} rows"
-                )
-            chunk_of = np.searchsorted(first_row, rows, side="right") - 1
-            chunks = np.unique(chunk_of)
-            offs = np.concatenate([[0], np.cumsum(sizes)])
-            if int(offs[-1]) > page.buffer_sizes[1]:
-                raise CorruptFileError("mini-block chunks run past the end of the data buffer")
-            # the chosen chunks, read with few requests (vectorized merging) and packed back to back
-            lens = sizes[chunks].astype(np.int64)
-            if int(lens.sum()) * _WHOLE_BUFFER_FRACTION >= int(offs[-1]):
-                # many chunks: one large read of the data buffer beats thousands of small ones
-                whole = self.source.read_arrays([(int(page.buffer_offsets[1]), int(offs[-1]))], "page buffer")[0]
-                data = gather_ranges(whole, offs[chunks], lens)
-            else:
-                blob, at = self.source.gather(int(page.buffer_offsets[1]) + offs[chunks], lens, "page buffer")
-                data = gather_ranges(blob, at, lens)
-            bufs = [meta, data] + ([raw[1]] if len(raw) > 1 else [])
-            sel_counts = counts[chunks]
-            sel_base = np.concatenate([[0], np.cumsum(sel_counts)[:-1]])
-            pos = rows - first_row[chunk_of] + sel_base[np.searchsorted(chunks, chunk_of)]
-            if m.HasField("dictionary"):
-                decoded = decode_miniblock_page(m, bufs, int(sel_counts.sum()), (sel_counts, sizes[chunks]))
-            else:  # decode just the wanted rows (FSST then only expands those strings)
-                decoded = decode_miniblock_page(m, bufs, len(pos), (sel_counts, sizes[chunks]), pos)
-                pos = np.arange(len(pos), dtype=np.int64)
-            arr = page_to_arrow(decoded, leaf.path, where)
-        except LanceError as exc:
-            msg = str(exc)
-            if msg.startswith(self.path):
-                raise
-            raise type(exc)(f"{where}: {msg}") from exc
-        except Exception as exc:
-            raise CorruptFileError(f"{where}: malformed page ({type(exc).__name__}: {exc})") from exc
-        return arr, pos
+        plan = self._plan(leaf, p)
+        if plan is None:
+            wanted = np.unique(rows)
+            zipped = self._fullzip_part(leaf, p, wanted)
+            return None if zipped is None else (zipped, np.searchsorted(wanted, rows))
+
+        def run() -> tuple[pa.Array, np.ndarray]:
+            data, pos = take_rows(plan, self.source, rows)
+            return page_to_arrow(data, leaf.path, self._where(leaf, p)), pos
+
+        return self._guard(leaf, p, run)
+
+
+def _small_read(lo: int, hi: int, length: int) -> bool:
+    """A read of page rows ``[lo, hi)`` small enough that a sequential reader will come back
+    for more of the same page."""
+    return (hi - lo) * 8 <= length and hi - lo <= _SMALL_READ_ROWS and hi < length
 
 
 def make_decoder(meta: Any, source: Any, schema: pa.Schema, projection: Sequence[int]) -> Decoder21:

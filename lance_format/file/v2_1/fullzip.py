@@ -19,6 +19,16 @@ from lance_format.file.v2_1.layout import PageData
 from lance_format.file.v2_1.repdef import layers_from_pb
 
 
+def control_word_bytes(bits: int) -> int:
+    """Bytes of a full-zip control word holding ``bits`` rep + def bits."""
+    return _cw_bytes(bits)
+
+
+def rep_index(buffers: list[np.ndarray], num_rows: int, data_len: int) -> np.ndarray:
+    """The validated ``num_rows + 1`` row start offsets of a full-zip page (buffer 1)."""
+    return _rep_index(buffers, num_rows, data_len)
+
+
 def _cw_bytes(bits: int) -> int:
     if bits == 0:
         return 0
@@ -34,8 +44,13 @@ def _read_le(buf: np.ndarray, starts: np.ndarray, width: int) -> np.ndarray:
     return out
 
 
-def decode_fullzip(fz: pb.FullZipLayout, buffers: list[np.ndarray], num_rows: int) -> PageData:
-    """Decode a whole full-zip page."""
+def decode_fullzip(
+    fz: pb.FullZipLayout, buffers: list[np.ndarray], num_rows: int, *, exact_items: bool = True
+) -> PageData:
+    """Decode a whole full-zip page.
+
+    ``exact_items=False``: the buffers hold some rows of a page with repetition (a take), whose
+    item count the layout does not state; the rows' own bytes then bound the walk."""
     layers = layers_from_pb(fz.layers)
     if not buffers:
         raise CorruptFileError("full-zip page has no data buffer")
@@ -86,7 +101,8 @@ def decode_fullzip(fz: pb.FullZipLayout, buffers: list[np.ndarray], num_rows: in
         cwv = _read_le(data, starts, cw)
     else:
         rows = _rep_index(buffers, num_rows, len(data))
-        starts, cwv = _walk(data, rows, cw, item_size, num_items)
+        starts, cwv = _walk(data, rows, cw, item_size, num_items if exact_items else len(data), exact_items)
+        num_items = len(starts)
     rep = (cwv >> bits_def).astype(np.uint16) if bits_rep else None
     defs = (cwv & def_mask).astype(np.uint16) if bits_def else None
     d = defs.astype(np.int64) if defs is not None else np.zeros(num_items, np.int64)
@@ -131,7 +147,7 @@ def _rep_index(buffers: list[np.ndarray], num_rows: int, data_len: int) -> np.nd
 
 
 def _walk(
-    data: np.ndarray, rows: np.ndarray, cw: int, item_size: object, num_items: int
+    data: np.ndarray, rows: np.ndarray, cw: int, item_size: object, num_items: int, exact: bool = True
 ) -> tuple[np.ndarray, np.ndarray]:
     """Find every item start by stepping all rows in parallel (one step per item position)."""
     cursor = rows[:-1].copy()
@@ -162,7 +178,7 @@ def _walk(
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     pos = np.concatenate(found_pos)
     order = np.lexsort((np.concatenate(found_k), np.concatenate(found_row)))
-    if len(pos) != num_items:
+    if exact and len(pos) != num_items:
         raise CorruptFileError("full-zip item count does not match num_items")
     return pos[order], np.concatenate(found_cw)[order]
 

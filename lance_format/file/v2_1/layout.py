@@ -214,18 +214,34 @@ def decode_miniblock_page(
     num_rows: int,
     selected: tuple[np.ndarray, np.ndarray] | None = None,
     rows: np.ndarray | None = None,
+    *,
+    dictionary: Block | None = None,
+    chunk_starts: np.ndarray | None = None,
 ) -> PageData:
     """Decode a mini-block page; with ``selected`` = (counts, sizes) of some chunks, buffer 1
-    holds just those chunks back to back (random access without reading the whole page)."""
+    holds just those chunks back to back (random access without reading the whole page).
+
+    ``dictionary``: the page's already decoded dictionary (pages read in pieces decode it once);
+    buffer 2 is then not needed. ``chunk_starts``: where each selected chunk begins in buffer 1
+    (ascending, not overlapping) when they are not back to back, so a take decodes its chunks
+    where they were read instead of copying them together first."""
     layers = layers_from_pb(m.layers)
     if len(buffers) < 2:
         raise CorruptFileError("mini-block page needs metadata and data buffers")
     large = m.has_large_chunk
     data = buffers[1]
     counts, sizes = selected if selected is not None else miniblock_plan(m, buffers[0])
-    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-    if int(sizes.sum()) > len(data):
-        raise CorruptFileError("mini-block chunks run past the end of the data buffer")
+    if chunk_starts is None:
+        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+        if int(sizes.sum()) > len(data):
+            raise CorruptFileError("mini-block chunks run past the end of the data buffer")
+    else:
+        starts = np.asarray(chunk_starts, np.int64)
+        ends = starts + sizes
+        if len(starts) != len(sizes) or (len(starts) and (int(starts[0]) < 0 or int(ends.max()) > len(data))):
+            raise CorruptFileError("mini-block chunks run past the end of the data buffer")
+        if (starts[1:] < ends[:-1]).any():
+            raise CorruptFileError("mini-block chunks overlap")
     has_rep = m.HasField("rep_compression")
     has_def = m.HasField("def_compression")
     nbuf = int(m.num_buffers)
@@ -260,16 +276,14 @@ def decode_miniblock_page(
     def_start = take(def_size) if def_size is not None else None
     buf_starts = [take(s) for s in buf_sizes]
     chunkset = ChunkSet(data, list(buf_starts), list(buf_sizes), counts)
-    dictionary = None
-    nextbuf = 2
-    if m.HasField("dictionary"):
+    if not m.HasField("dictionary"):
+        dictionary = None
+    elif dictionary is None:
         if len(buffers) < 3:
             raise CorruptFileError("dictionary page lacks its dictionary buffer")
         dictionary = comp.decode_block(m.dictionary, buffers[2], int(m.num_dictionary_items))
-        nextbuf = 3
-    del nextbuf
-    if rows is not None and (has_rep or m.HasField("dictionary")):
-        raise CorruptFileError("row selection needs a page without repetition or dictionary")
+    if rows is not None and has_rep:
+        raise CorruptFileError("row selection needs a page without repetition")
     values = decode_chunkset(m.value_compression, chunkset, rows)
     rep = _chunk_levels(m.rep_compression, data, rep_start, rep_size, num_levels) if has_rep else None
     defs = _chunk_levels(m.def_compression, data, def_start, def_size, num_levels) if has_def else None

@@ -81,6 +81,9 @@ def unravel(
         outermost layer has one position per row.
     """
     nlayers = len(layers)
+    if rep is None and defs is None and not any(layer.is_list for layer in layers):
+        # no levels and no lists (most columns): every level is a valid position
+        return [LayerOut(None, None)] * nlayers, num_levels
     base = np.concatenate([[0], np.cumsum([layer.num_def_levels for layer in layers])]).astype(np.int64)
     list_rank = np.cumsum([layer.is_list for layer in layers])
     max_rep = int(list_rank[-1]) if nlayers else 0

@@ -68,3 +68,30 @@ def var_parts(values: pa.Array) -> tuple[np.ndarray, np.ndarray]:
         idx = np.repeat(keep_starts - new_offs[:-1], lens) + np.arange(int(new_offs[-1]))
         return new_offs, data[idx]
     return offs - offs[0], data[int(offs[0]) : int(offs[-1])]
+
+
+def is_leaf_type(t: pa.DataType) -> bool:
+    """Leaves own a column in 2.1+ (everything except structs with children and lists)."""
+    if pa.types.is_struct(t):
+        return bool(t.num_fields == 0)
+    return not (pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_map(t))
+
+
+def item_field(t: pa.DataType) -> pa.Field:
+    """The child of a list-like type (a map's child is its ``entries`` struct)."""
+    return t.field(0) if pa.types.is_map(t) else t.value_field
+
+
+def is_packed(field: pa.Field) -> bool:
+    """lance's ``Field::is_packed_struct``: metadata ``packed`` or ``lance-encoding:packed`` = true."""
+    meta = field.metadata or {}
+    return any(meta.get(k, b"").lower() == b"true" for k in (b"packed", b"lance-encoding:packed"))
+
+
+def leaf_paths(field: pa.Field) -> list[list[pa.Field]]:
+    """Root-to-leaf field paths under ``field`` in pre-order (packed structs count as leaves)."""
+    if is_leaf_type(field.type) or (pa.types.is_struct(field.type) and is_packed(field)):
+        return [[field]]
+    if pa.types.is_struct(field.type):
+        return [[field] + p for i in range(field.type.num_fields) for p in leaf_paths(field.type.field(i))]
+    return [[field] + p for p in leaf_paths(item_field(field.type))]

@@ -1,0 +1,282 @@
+"""Reading part of a mini-block page: only the chunks that hold the wanted rows.
+
+A mini-block page stores its values as a run of independently decodable chunks, described by
+one small metadata word each (chunk size and log2 value count; ``MiniBlockLayout`` in
+``protos/encodings_v2_1.proto`` and ``rust/lance-encoding/src/encodings/logical/primitive.rs``
+upstream). Pages without repetition hold one value per row, so the chunk metadata alone says
+which chunks a row range or a set of rows lives in. A scan of a big page then reads and decodes
+it in pieces (memory stays at one read's worth instead of a whole decoded page per column) and
+a take reads just the chunks of its rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from lance_format._pb import encodings_v2_1_pb2 as pb
+from lance_format.errors import CorruptFileError
+from lance_format.file.v2_1 import compression as comp
+from lance_format.file.v2_1.blocks import Block, Fixed, Fsl, gather_into, gather_ranges
+from lance_format.file.v2_1.fullzip import control_word_bytes, decode_fullzip, rep_index
+from lance_format.file.v2_1.layout import PageData, decode_miniblock_page, miniblock_plan
+
+#: Below this data-buffer size a page is simply decoded whole.
+PARTIAL_MIN_BYTES = 16 * 1024
+#: take: read the whole data buffer when at least 1/8 of it is wanted (one read beats many).
+_WHOLE_BUFFER_FRACTION = 8
+
+
+@dataclass(frozen=True)
+class MiniPlan:
+    """Where every chunk of one mini-block page (without repetition) lives.
+
+    Attributes:
+        layout: The page's ``MiniBlockLayout``.
+        meta: The chunk metadata buffer (buffer 0).
+        dictionary: The decoded dictionary of a dictionary page, else None.
+        counts: Values (= rows) per chunk.
+        sizes: Bytes per chunk.
+        first_row: ``first_row[i]`` is the page row where chunk ``i`` starts (one extra at the end).
+        first_byte: Offset of chunk ``i`` in the data buffer (one extra at the end).
+        data_pos: File offset of the data buffer (buffer 1).
+        row_width: Bytes per row when every chunk holds just one buffer of non-null, uncompressed
+            fixed-width values (flat, or fixed-size lists of flat items), so rows can be copied
+            straight into a caller's buffer (:func:`fill_rows`); 0 otherwise.
+    """
+
+    layout: pb.MiniBlockLayout
+    meta: np.ndarray
+    dictionary: Block | None
+    counts: np.ndarray
+    sizes: np.ndarray
+    first_row: np.ndarray
+    first_byte: np.ndarray
+    data_pos: int
+    row_width: int = 0
+
+
+def plan_page(page: Any, layout: pb.PageLayout, source: Any) -> MiniPlan | None:
+    """The chunk plan of a mini-block page without repetition; None for any other page.
+
+    Raises:
+        CorruptFileError: the chunk metadata disagrees with the page (row count, data size).
+    """
+    if layout.WhichOneof("layout") != "mini_block_layout" or len(page.buffer_offsets) < 2:
+        return None
+    m = layout.mini_block_layout
+    if m.HasField("rep_compression") or page.buffer_sizes[1] < PARTIAL_MIN_BYTES:
+        return None
+    has_dict = m.HasField("dictionary")
+    if has_dict and len(page.buffer_offsets) < 3:
+        raise CorruptFileError("dictionary page lacks its dictionary buffer")
+    extra = [(int(page.buffer_offsets[0]), int(page.buffer_sizes[0]))]
+    if has_dict:
+        extra.append((int(page.buffer_offsets[2]), int(page.buffer_sizes[2])))
+    raw = source.read_arrays(extra, "page buffer")
+    counts, sizes = miniblock_plan(m, raw[0])
+    first_row = np.zeros(len(counts) + 1, np.int64)
+    np.cumsum(counts, out=first_row[1:])
+    if int(first_row[-1]) != int(page.length):
+        raise CorruptFileError(f"chunks hold {int(first_row[-1])} values, page has {page.length} rows")
+    first_byte = np.zeros(len(sizes) + 1, np.int64)
+    np.cumsum(sizes, out=first_byte[1:])
+    if int(first_byte[-1]) > int(page.buffer_sizes[1]):
+        raise CorruptFileError("mini-block chunks run past the end of the data buffer")
+    dictionary = None
+    if has_dict:  # decoded once per page, not once per piece
+        dictionary = comp.decode_block(m.dictionary, raw[1], int(m.num_dictionary_items))
+    width = _row_width(m)
+    return MiniPlan(m, raw[0], dictionary, counts, sizes, first_row, first_byte, int(page.buffer_offsets[1]), width)
+
+
+def _row_width(m: pb.MiniBlockLayout) -> int:
+    """Bytes per row of a page whose chunks hold only raw fixed-width values, else 0."""
+    if m.HasField("def_compression") or m.HasField("dictionary") or int(m.num_buffers) != 1:
+        return 0
+    enc = m.value_compression
+    dim = 1
+    while enc.WhichOneof("compression") == "fixed_size_list":
+        fsl = enc.fixed_size_list
+        if fsl.has_validity or fsl.items_per_value <= 0:
+            return 0
+        dim *= int(fsl.items_per_value)
+        enc = fsl.values
+    if enc.WhichOneof("compression") != "flat" or enc.flat.HasField("data"):
+        return 0
+    bits = int(enc.flat.bits_per_value)
+    return bits // 8 * dim if bits % 8 == 0 and 0 < bits * dim <= 1 << 20 else 0
+
+
+#: Chunk header of a one-buffer chunk without levels: u16 level count, the buffer's size (u16,
+#: or u32 with ``has_large_chunk``), padded to 8 bytes; the values follow (``MiniBlockLayout``).
+_VALUES_AT = 8
+
+
+def filled_block(plan: MiniPlan, out: np.ndarray, n: int) -> Block:
+    """The block that ``n`` rows copied by :func:`fill_rows` into ``out`` form."""
+    enc = plan.layout.value_compression
+    dims: list[int] = []
+    while enc.WhichOneof("compression") == "fixed_size_list":
+        dims.append(int(enc.fixed_size_list.items_per_value))
+        enc = enc.fixed_size_list.values
+    bits = int(enc.flat.bits_per_value)
+    if not dims:
+        return Fixed(bits, out, n)
+    return Fsl(dims, [None] * len(dims), Fixed(bits, out, n * int(np.prod(dims))), n)
+
+
+def fill_rows(plan: MiniPlan, source: Any, lo: int, hi: int, out: np.ndarray) -> None:
+    """Copy the values of page rows ``[lo, hi)`` into ``out`` (``(hi - lo) * row_width`` bytes).
+
+    Only for plans with a ``row_width``: one read of the chunks, one copy of just the wanted
+    values (no chunk decoded whole, no per-page array to concatenate afterwards).
+
+    Raises:
+        CorruptFileError: a chunk's header disagrees with its value count or size.
+    """
+    width = plan.row_width
+    c0 = int(np.searchsorted(plan.first_row, lo, side="right")) - 1
+    c1 = int(np.searchsorted(plan.first_row, hi, side="left"))
+    b0, b1 = int(plan.first_byte[c0]), int(plan.first_byte[c1])
+    data = source.read_arrays([(plan.data_pos + b0, b1 - b0)], "page buffer")[0]
+    local = plan.first_byte[c0:c1] - b0
+    counts = plan.counts[c0:c1]
+    large = plan.layout.has_large_chunk
+    stated = np.zeros(len(local), np.int64)
+    for k in range(4 if large else 2):  # the value buffer's size, from every chunk header
+        stated |= data[local + 2 + k].astype(np.int64) << (8 * k)
+    if bool((stated < counts * width).any()) or bool((_VALUES_AT + stated > plan.sizes[c0:c1]).any()):
+        raise CorruptFileError("fixed-width mini-block chunk disagrees with its value count")
+    row0 = plan.first_row[c0:c1]
+    first = np.maximum(lo - row0, 0)
+    last = np.minimum(hi - row0, counts)
+    gather_into(data, local + _VALUES_AT + first * width, (last - first) * width, out)
+
+
+def read_rows(plan: MiniPlan, source: Any, lo: int, hi: int) -> tuple[PageData, int]:
+    """Decode the chunks holding page rows ``[lo, hi)`` (one contiguous read of their bytes).
+
+    Returns:
+        The decoded chunks and the position of row ``lo`` among their values.
+    """
+    c0 = int(np.searchsorted(plan.first_row, lo, side="right")) - 1
+    c1 = int(np.searchsorted(plan.first_row, hi, side="left"))
+    b0, b1 = int(plan.first_byte[c0]), int(plan.first_byte[c1])
+    data = source.read_arrays([(plan.data_pos + b0, b1 - b0)], "page buffer")[0]
+    counts = plan.counts[c0:c1]
+    decoded = decode_miniblock_page(
+        plan.layout,
+        [plan.meta, data],
+        int(plan.first_row[c1] - plan.first_row[c0]),
+        (counts, plan.sizes[c0:c1]),
+        dictionary=plan.dictionary,
+    )
+    return decoded, lo - int(plan.first_row[c0])
+
+
+def take_rows(plan: MiniPlan, source: Any, rows: np.ndarray) -> tuple[PageData, np.ndarray]:
+    """Decode just the chunks holding page ``rows`` (any order, repeats allowed).
+
+    Returns:
+        The decoded values and, per requested row, its position among them. Only the wanted
+        values are decoded (FSST expands only those strings, bit-packed chunks are not unpacked
+        whole), so the positions are simply ``0..len(rows)``.
+    """
+    chunk_of = np.searchsorted(plan.first_row, rows, side="right") - 1
+    chunks = np.unique(chunk_of)
+    lens = plan.sizes[chunks]
+    starts = plan.first_byte[chunks]
+    total = int(plan.first_byte[-1])
+    # the chunks are decoded where they were read (no copy packing them together first)
+    if int(lens.sum()) * _WHOLE_BUFFER_FRACTION >= total:
+        data = source.read_arrays([(plan.data_pos, total)], "page buffer")[0]
+        at = starts
+    else:
+        data, at = source.gather(plan.data_pos + starts, lens, "page buffer")
+    sel_counts = plan.counts[chunks]
+    sel_base = np.zeros(len(chunks), np.int64)
+    np.cumsum(sel_counts[:-1], out=sel_base[1:])
+    pos = rows - plan.first_row[chunk_of] + sel_base[np.searchsorted(chunks, chunk_of)]
+    decoded = decode_miniblock_page(
+        plan.layout,
+        [plan.meta, data],
+        len(pos),
+        (sel_counts, lens),
+        pos,
+        dictionary=plan.dictionary,
+        chunk_starts=at,
+    )
+    return decoded, np.arange(len(pos), dtype=np.int64)
+
+
+def fullzip_rows(page: Any, layout: pb.PageLayout, source: Any, rows: np.ndarray) -> PageData | None:
+    """Decode just the full-zip rows ``rows`` (sorted, unique page rows); None for other pages.
+
+    Every row of a full-zip page is a byte range of the data buffer: ``stride`` bytes per row for
+    fixed-width values without repetition, else the range the repetition index (buffer 1) gives.
+    Only those ranges are read, then decoded as a small page of their own.
+
+    Raises:
+        CorruptFileError: the page is smaller than its rows need, or its index is malformed.
+    """
+    if layout.WhichOneof("layout") != "full_zip_layout" or not page.buffer_offsets:
+        return None
+    fz = layout.full_zip_layout
+    if page.buffer_sizes[0] < PARTIAL_MIN_BYTES:
+        return None
+    bits_rep = int(fz.bits_rep)
+    data_size = int(page.buffer_sizes[0])
+    if bits_rep == 0 and fz.WhichOneof("details") == "bits_per_value":
+        if fz.bits_per_value % 8 or fz.bits_def > 16:
+            return None  # the whole-page decoder reports what is wrong
+        stride = control_word_bytes(int(fz.bits_def)) + int(fz.bits_per_value) // 8
+        if stride * int(page.length) > data_size:
+            raise CorruptFileError("full-zip fixed-width data is truncated")
+        starts = rows * stride
+        lens = np.full(len(rows), stride, np.int64)
+    else:
+        if len(page.buffer_offsets) < 2:
+            return None
+        starts, lens = _row_ranges(page, source, rows, data_size)
+    keep = np.flatnonzero(lens > 0)
+    if len(keep):
+        blob, at = source.gather(int(page.buffer_offsets[0]) + starts[keep], lens[keep], "page buffer")
+        data = gather_ranges(blob, at, lens[keep])
+    else:
+        data = np.zeros(0, np.uint8)
+    sub_index = np.zeros(len(rows) + 1, np.uint64)
+    np.cumsum(lens, out=sub_index[1:])
+    sub = pb.FullZipLayout()
+    sub.CopyFrom(fz)
+    if bits_rep == 0:
+        sub.num_items = len(rows)
+    return decode_fullzip(sub, [data, sub_index.view(np.uint8)], len(rows), exact_items=bits_rep == 0)
+
+
+def _row_ranges(page: Any, source: Any, rows: np.ndarray, data_size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Byte start and length of each row, from just the two index entries around it."""
+    n = int(page.length) + 1
+    size = int(page.buffer_sizes[1])
+    width = size // n if size % n == 0 else 0
+    if width not in (1, 2, 4, 8):
+        raise CorruptFileError("full-zip repetition index has a bad size")
+    base = int(page.buffer_offsets[1])
+    if len(rows) and int(rows[-1]) - int(rows[0]) + 1 == len(rows):  # one run (a scan's range)
+        lo = int(rows[0])
+        raw = source.read_arrays([(base + lo * width, (len(rows) + 1) * width)], "page buffer")[0]
+        entries = rep_index([raw, raw], len(rows), data_size)
+        return entries[:-1], np.diff(entries)
+    blob, at = source.gather(base + rows * width, 2 * width, "page buffer")
+    pairs = blob[at[:, None] + np.arange(2 * width, dtype=np.int64)[None, :]]
+    dt = np.dtype(f"<u{width}")
+    both = np.ascontiguousarray(pairs).view(dt).reshape(len(rows), 2).astype(np.int64)
+    starts, ends = both[:, 0], both[:, 1]
+    if len(rows) and (int(ends.max()) > data_size or bool((ends < starts).any())):
+        raise CorruptFileError("full-zip repetition index is out of range")
+    return starts, ends - starts
+
+
+__all__ = ["MiniPlan", "PARTIAL_MIN_BYTES", "fill_rows", "filled_block", "fullzip_rows", "plan_page", "read_rows", "take_rows"]
