@@ -52,12 +52,8 @@ the column metadatas, the CMO/GBO tables and the footer.
 
 from __future__ import annotations
 
-import contextlib
-import os
-import stat
 import struct
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Protocol, overload
 
@@ -67,11 +63,13 @@ import pyarrow as pa
 from lance_format._pb import file2_pb2, file_pb2
 from lance_format.errors import (
     CorruptFileError,
-    StorageError,
     UnsupportedEncodingError,
     UnsupportedVersionError,
 )
-from lance_format.storage import ObjectStore, uri_scheme
+
+# re-exported: decoders and tests take ByteSource from here (it lives in bytesource.py)
+from lance_format.file.bytesource import Buf as Buf
+from lance_format.file.bytesource import ByteSource as ByteSource
 
 FOOTER_SIZE = 40
 #: Footer versions of the legacy (v1) format, read by ``lance_format.file.legacy``.
@@ -96,10 +94,6 @@ V2_2 = (2, 2)
 
 #: Bytes read from the end of a file in the first request (footer + usual metadata).
 TAIL_PREFETCH = 64 * 1024
-_GATHER_GAP = 4096  # ranges closer than this are read with one request
-
-#: A bytes-like buffer returned by :class:`ByteSource`.
-Buf = bytes | memoryview
 
 
 def normalize_version(major: int, minor: int, where: str) -> tuple[int, int]:
@@ -141,254 +135,6 @@ def has_dictionary(typ: pa.DataType) -> bool:
 
 
 # -- reading ------------------------------------------------------------------------------------
-
-
-class ByteSource:
-    """Random access to one object, with a cached tail and coalesced range reads.
-
-    Local files are read with ``os.pread`` on one descriptor; other stores go through
-    ``ObjectStore.read_range``.
-
-    Args:
-        store: Store holding the object.
-        key: Key of the object in ``store``.
-        size: Known object size (skips a metadata request); validated against the footer.
-    """
-
-    def __init__(self, store: ObjectStore, key: str, size: int | None = None) -> None:
-        self.store = store
-        self.key = key
-        self.path = store.uri(key)
-        self._fd: int | None = None
-        #: Modification time of a local file (ns), part of the metadata cache key; None elsewhere.
-        self.mtime_ns: int | None = None
-        if uri_scheme(self.path) == "file":
-            try:
-                self._fd = os.open(self.path, os.O_RDONLY)
-                st = os.fstat(self._fd)
-                if stat.S_ISDIR(st.st_mode):
-                    self.close()
-                else:
-                    self.mtime_ns = st.st_mtime_ns
-                    if size is None:
-                        size = st.st_size
-            except OSError:
-                self._fd = None  # fall back to the store, which raises its own not-found error
-        if size is None:
-            size = store.size(key)
-        self.size = int(size)
-        self._tail_start = self.size
-        self._tail = b""
-
-    def close(self) -> None:
-        """Release the file descriptor (if any)."""
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
-
-    def __del__(self) -> None:
-        with contextlib.suppress(Exception):  # interpreter shutdown
-            self.close()
-
-    def prefetch_tail(self, nbytes: int) -> None:
-        """Read and cache the last ``nbytes`` bytes."""
-        start = max(0, self.size - nbytes)
-        if start < self._tail_start:
-            self._tail = self._raw_read(start, self.size - start)
-            self._tail_start = start
-
-    def _raw_read(self, start: int, length: int) -> bytes:
-        if length <= 0:
-            return b""
-        if self._fd is not None:
-            try:
-                data = os.pread(self._fd, length, start)
-                # pread may return short reads for very large requests; finish them
-                while len(data) < length:
-                    more = os.pread(self._fd, length - len(data), start + len(data))
-                    if not more:
-                        break
-                    data += more
-            except OSError as exc:
-                raise StorageError(f"{self.path}: read of {length} bytes at {start} failed: {exc}") from exc
-        else:
-            data = self.store.read_range(self.key, start, length)
-        if len(data) != length:
-            raise CorruptFileError(
-                f"{self.path}: short read at offset {start} ({len(data)} of {length} bytes); "
-                "the file is truncated"
-            )
-        return data
-
-    def check_range(self, start: int, length: int, what: str) -> None:
-        """Raise CorruptFileError unless ``[start, start+length)`` lies inside the file."""
-        if start < 0 or length < 0 or start + length > self.size:
-            raise CorruptFileError(
-                f"{self.path}: {what} [{start}, {start + length}) lies outside the file ({self.size} bytes)"
-            )
-
-    def read_range(self, start: int, length: int, what: str = "buffer") -> bytes:
-        """Return exactly ``length`` bytes at ``start``."""
-        self.check_range(start, length, what)
-        if start >= self._tail_start:
-            off = start - self._tail_start
-            return self._tail[off : off + length]
-        return self._raw_read(start, length)
-
-    def read_ranges(self, ranges: Sequence[tuple[int, int]], what: str = "buffer") -> list[Buf]:
-        """Read several ``(start, length)`` ranges, merging ones that are close together.
-
-        Returns bytes-like objects (``bytes`` or zero-copy ``memoryview`` slices of a merged read).
-        """
-        if not ranges:
-            return []
-        for start, length in ranges:
-            self.check_range(start, length, what)
-        out: list[Buf] = [b""] * len(ranges)
-        for start, end, members in _merged_ranges(ranges):
-            if len(members) == 1:
-                out[members[0]] = self.read_range(start, end - start, what)
-            else:
-                blob = memoryview(self.read_range(start, end - start, what))
-                for k in members:
-                    s, n = ranges[k]
-                    out[k] = blob[s - start : s - start + n]
-        return out
-
-    def read_arrays(self, ranges: Sequence[tuple[int, int]], what: str = "buffer") -> list[np.ndarray]:
-        """:meth:`read_ranges` as read-only uint8 arrays, read into Arrow-pool memory when local.
-
-        ``read_ranges`` returns ``bytes``: every large read allocates a fresh object that the C
-        allocator maps and unmaps, so a 64 MiB page costs page faults several times the copy
-        itself. Local files are read here with ``os.preadv`` straight into buffers from Arrow's
-        memory pool, which keeps freed memory for the next page (a full scan then runs several
-        times faster). Other stores, and ranges inside the cached tail, go through ``read_range``.
-        """
-        if not ranges or self._fd is None:
-            return [np.frombuffer(b, np.uint8) for b in self.read_ranges(ranges, what)]
-        for start, length in ranges:
-            self.check_range(start, length, what)
-        out: list[np.ndarray] = [np.zeros(0, np.uint8)] * len(ranges)
-        for start, end, members in _merged_ranges(ranges):
-            if start >= self._tail_start:
-                block = np.frombuffer(self.read_range(start, end - start, what), np.uint8)
-            else:
-                block = self._pread_pooled(self._fd, start, end - start)
-            for k in members:
-                s, n = ranges[k]
-                out[k] = block[s - start : s - start + n]
-        return out
-
-    def _pread_pooled(self, fd: int, start: int, length: int) -> np.ndarray:
-        arr = np.frombuffer(pa.allocate_buffer(length), np.uint8) if length else np.zeros(0, np.uint8)
-        got = 0
-        while got < length:
-            try:
-                n = os.preadv(fd, [arr[got:].data], start + got)
-            except OSError as exc:
-                raise StorageError(f"{self.path}: read of {length} bytes at {start} failed: {exc}") from exc
-            if n <= 0:
-                raise CorruptFileError(
-                    f"{self.path}: short read at offset {start} ({got} of {length} bytes); "
-                    "the file is truncated"
-                )
-            got += n
-        arr.flags.writeable = False
-        return arr
-
-    def gather(
-        self, starts: np.ndarray, lengths: np.ndarray | int, what: str = "buffer"
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """Read many small ranges with few requests.
-
-        Ranges closer than 4 KiB are merged into one request; local files are read with one
-        ``pread`` per merged block, object stores with concurrent requests. (A memory map would
-        avoid the per-block call but maps ~64 KiB around every touched page, inflating RSS.)
-
-        Returns:
-            ``(blob, pos)``: range ``i`` is ``blob[pos[i] : pos[i] + lengths[i]]``.
-        """
-        starts = np.asarray(starts, dtype=np.int64)
-        lens = np.broadcast_to(np.asarray(lengths, dtype=np.int64), starts.shape)
-        if starts.size == 0:
-            return np.empty(0, np.uint8), np.empty(0, np.int64)
-        ends = starts + lens
-        if int(starts.min()) < 0 or int(lens.min()) < 0 or int(ends.max()) > self.size:
-            raise CorruptFileError(f"{self.path}: {what} ranges reach outside the file ({self.size} bytes)")
-        order = np.argsort(starts, kind="stable")
-        s = starts[order]
-        e = np.maximum.accumulate(ends[order])
-        new = np.empty(len(s), dtype=bool)
-        new[0] = True
-        new[1:] = s[1:] > e[:-1] + _GATHER_GAP
-        first = np.flatnonzero(new)
-        last = np.append(first[1:] - 1, len(s) - 1)
-        bstart = s[first]
-        bsize = e[last] - bstart
-        bbase = np.zeros(len(first), dtype=np.int64)
-        np.cumsum(bsize[:-1], out=bbase[1:])
-        blob = np.empty(int(bsize.sum()), dtype=np.uint8)
-        blocks = list(zip(bstart.tolist(), bsize.tolist(), bbase.tolist(), strict=True))
-
-        def fetch(block: tuple[int, int, int]) -> None:
-            b0, n, base = block
-            blob[base : base + n] = np.frombuffer(self.read_range(b0, n, what), dtype=np.uint8)
-
-        fd, tail_start = self._fd, self._tail_start
-        if fd is not None:
-            # hot path of random access: bounds were checked above, so call pread directly
-            def pread_blocks(part: Sequence[tuple[int, int, int]]) -> None:
-                for b0, n, base in part:
-                    if b0 >= tail_start:
-                        chunk = self._tail[b0 - tail_start : b0 - tail_start + n]
-                    else:
-                        chunk = os.pread(fd, n, b0)
-                        if len(chunk) != n:
-                            chunk = self._raw_read(b0, n)  # finishes partial reads or raises on truncation
-                    blob[base : base + n] = np.frombuffer(chunk, dtype=np.uint8)
-
-            if len(blocks) >= _PARALLEL_PREADS_MIN and hasattr(os, "posix_fadvise"):
-                # Many small reads: pages on disk cost a device round trip each, which a
-                # sequential loop pays one after another (~10x slower on a cold cache). Telling
-                # the kernel about every block first lets it fetch them concurrently, at ~1 us
-                # a block when they are cached; reader threads instead fought over the GIL and
-                # doubled a warm take (bench_file, 1,000 rows: 12 ms sequential, 26 ms threaded).
-                for b0, n, _base in blocks:
-                    if b0 < tail_start:
-                        os.posix_fadvise(fd, b0, n, os.POSIX_FADV_WILLNEED)
-            pread_blocks(blocks)
-        elif len(blocks) > 1:
-            # object stores: independent requests, issued concurrently
-            with ThreadPoolExecutor(max_workers=min(16, len(blocks))) as pool:
-                list(pool.map(fetch, blocks))
-        else:
-            for block in blocks:
-                fetch(block)
-        block_of = np.cumsum(new) - 1
-        pos = np.empty(len(s), dtype=np.int64)
-        pos[order] = bbase[block_of] + (s - bstart[block_of])
-        return blob, pos
-
-
-#: From this many merged blocks on, :meth:`ByteSource.gather` announces them to the kernel first.
-_PARALLEL_PREADS_MIN = 64
-
-
-def _merged_ranges(ranges: Sequence[tuple[int, int]]) -> list[tuple[int, int, list[int]]]:
-    """Group ranges closer than ``_GATHER_GAP``: ``(start, end, indices into ranges)`` per read."""
-    order = sorted(range(len(ranges)), key=lambda i: ranges[i][0])
-    groups: list[tuple[int, int, list[int]]] = []
-    i = 0
-    while i < len(order):
-        start, length = ranges[order[i]]
-        end = start + length
-        j = i + 1
-        while j < len(order) and ranges[order[j]][0] <= end + _GATHER_GAP:
-            end = max(end, ranges[order[j]][0] + ranges[order[j]][1])
-            j += 1
-        groups.append((start, end, order[i:j]))
-        i = j
-    return groups
 
 
 @dataclass(frozen=True)

@@ -58,7 +58,8 @@ def apply_deletions(ctx: ReadContext, frag: FragmentMetadata, new: npt.NDArray[n
     """
     if new is None or new.size == 0:
         return frag, 0
-    merged = np.union1d(ctx.deleted_offsets(frag), new)
+    # numpy 2's union1d hashes before sorting: tens of ms per 100k offsets; sorted_unique sorts once.
+    merged = _deletion.sorted_unique(np.concatenate((ctx.deleted_offsets(frag), new.astype(np.uint32, copy=False))))
     if merged.size >= frag.physical_rows:
         return None, int(new.size)
     deletion, _key = _deletion.write_fragment_deletions(ctx.store, frag.id, ctx.manifest.version, merged,

@@ -91,7 +91,24 @@ def _as_row_offsets(deleted: npt.ArrayLike) -> npt.NDArray[np.uint32]:
         raise InvalidInputError(f"deleted row offsets must be integers, got dtype {arr.dtype}")
     if arr.size and (int(arr.min()) < 0 or int(arr.max()) > _U32_MAX):
         raise InvalidInputError("deleted row offsets must fit in uint32")
-    return np.unique(arr.astype(np.uint32, copy=False))
+    return sorted_unique(arr.astype(np.uint32, copy=False))
+
+
+def sorted_unique(values: npt.NDArray[np.uint32]) -> npt.NDArray[np.uint32]:
+    """A new array of ``values`` sorted without duplicates (``np.unique``'s result, at a fraction of its cost).
+
+    numpy 2.x's ``np.unique`` hashes first and sorts after: tens of milliseconds for 100,000
+    offsets. Offsets from a scan are usually sorted and distinct already, which one comparison
+    pass confirms; otherwise a sort and one pass drop the repeats.
+    """
+    if values.size < 2 or bool((values[1:] > values[:-1]).all()):
+        return values.copy()  # a new array, as np.unique gives: callers cache the result
+    out = np.sort(values)
+    keep = np.empty(out.size, dtype=bool)
+    keep[0] = True
+    np.not_equal(out[1:], out[:-1], out=keep[1:])
+    result: npt.NDArray[np.uint32] = out[keep]
+    return result
 
 
 def encode_arrow_deletions(offsets: npt.NDArray[np.uint32]) -> bytes:
@@ -276,6 +293,7 @@ __all__ = [
     "check_deletions",
     "read_deletion_file",
     "kind_after_delete",
+    "sorted_unique",
     "write_deletion_file",
     "write_fragment_deletions",
 ]

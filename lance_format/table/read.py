@@ -302,6 +302,19 @@ def row_indices(indices: Sequence[int] | pa.Array | npt.NDArray[Any]) -> npt.NDA
         raise InvalidInputError("take: row index out of range (beyond int64)") from None
 
 
+def live_to_physical(live: npt.NDArray[np.int64], deleted: npt.NDArray[Any]) -> npt.NDArray[np.int64]:
+    """Physical offsets of the ``live``-th surviving rows of a fragment with sorted ``deleted`` offsets.
+
+    The ``j``-th deleted row (0-based) at offset ``d`` shifts every live row from live index
+    ``d - j`` on by one, so a live index moves by the number of ``d_j - j`` not above it: a
+    binary search per index instead of a fragment-sized table of survivors.
+    """
+    dels = np.asarray(deleted, dtype=np.int64)
+    shift_from = dels - np.arange(dels.size, dtype=np.int64)  # non-decreasing for sorted unique offsets
+    out: npt.NDArray[np.int64] = live + np.searchsorted(shift_from, live, side="right")
+    return out
+
+
 def take_rows(ctx: ReadContext, indices: Sequence[int] | pa.Array | npt.NDArray[Any], columns: Sequence[str],
               *, with_row_id: bool = False) -> pa.Table:
     """Rows at global live-row ``indices`` (in the requested order).
@@ -328,10 +341,8 @@ def take_rows(ctx: ReadContext, indices: Sequence[int] | pa.Array | npt.NDArray[
         sel = np.nonzero(which == fi)[0]
         deleted = ctx.deleted_offsets(frag)
         if deleted.size:
-            live = np.setdiff1d(np.arange(frag.physical_rows, dtype=np.int64), deleted.astype(np.int64),
-                                assume_unique=True)
-            phys = live[local[sel]].astype(np.uint64)
-        else:  # no deletions: live row i is physical row i (no fragment-sized index array)
+            phys = live_to_physical(local[sel], deleted).astype(np.uint64)
+        else:  # no deletions: live row i is physical row i
             phys = local[sel].astype(np.uint64)
         uniq, inverse = np.unique(phys, return_inverse=True)
         batch = FragmentScan(ctx, frag, columns).take(uniq)
@@ -378,5 +389,6 @@ __all__ = [
     "FragmentScan",
     "ReadContext",
     "is_low_latency",
+    "live_to_physical",
     "take_rows",
 ]

@@ -95,9 +95,13 @@ def _binary(read: ReadFn, typ: pa.DataType, nullable: bool, page: Page, start: i
     return _binary_array(typ, nullable, pos - lo, data, where)
 
 
-def _binary_array(typ: pa.DataType, nullable: bool, rel: npt.NDArray[np.int64], data: bytes,
-                  where: str) -> pa.Array:
-    """A string/binary array from offsets relative to ``data``; empty values are null if nullable."""
+def _binary_array(typ: pa.DataType, nullable: bool, rel: npt.NDArray[np.int64], data: bytes | np.ndarray,
+                  where: str, *, check_utf8: bool = True) -> pa.Array:
+    """A string/binary array from offsets relative to ``data``; empty values are null if nullable.
+
+    ``check_utf8=False`` is for callers whose reader validates strings itself (``LanceFileReader``
+    checks every decoded chunk, see ``lance_format/file/utf8.py``): the same bytes once, not twice.
+    """
     large = pa.types.is_large_string(typ) or pa.types.is_large_binary(typ)
     if not large and int(rel[-1]) > np.iinfo(np.int32).max:  # too much for 32-bit offsets
         typ = pa.large_string() if pa.types.is_string(typ) else pa.large_binary()
@@ -109,7 +113,7 @@ def _binary_array(typ: pa.DataType, nullable: bool, rel: npt.NDArray[np.int64], 
             validity = pa.array(~empty).buffers()[1]
     offsets = rel.astype(np.int64 if large else np.int32)
     arr = pa.Array.from_buffers(typ, rel.size - 1, [validity, pa.py_buffer(offsets.tobytes()), pa.py_buffer(data)])
-    if pa.types.is_string(typ) or pa.types.is_large_string(typ):
+    if check_utf8 and (pa.types.is_string(typ) or pa.types.is_large_string(typ)):
         try:
             arr.validate(full=True)
         except pa.ArrowInvalid as exc:

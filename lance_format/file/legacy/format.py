@@ -18,7 +18,7 @@ the only legacy module that touches protobuf.
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -47,13 +47,54 @@ class Page:
     length: int
 
 
+class PageTable(Mapping[int, tuple[Page, ...]]):
+    """Field id → one :class:`Page` per batch, over the raw ``(position, length)`` table.
+
+    A 1M-row file has about a thousand batches per field: building ``Page`` objects for every
+    field up front cost more than opening the file otherwise does, so they are built per field
+    on first access, and the vectorized readers take :meth:`array` directly.
+
+    Args:
+        ids: The contiguous field-id range the table covers, in table order.
+        table: ``(len(ids), batches, 2)`` int64 positions and lengths.
+    """
+
+    def __init__(self, ids: range, table: np.ndarray) -> None:
+        self._ids = ids
+        self._table = table
+        self._pages: dict[int, tuple[Page, ...]] = {}
+
+    def array(self, fid: int) -> np.ndarray | None:
+        """``(batches, 2)`` int64 ``(position, length)`` rows of field ``fid`` (None if absent)."""
+        if fid not in self._ids:
+            return None
+        out: np.ndarray = self._table[fid - self._ids.start]
+        return out
+
+    def __getitem__(self, fid: int) -> tuple[Page, ...]:
+        pages = self._pages.get(fid)
+        if pages is None:
+            rows = self.array(fid)
+            if rows is None:
+                raise KeyError(fid)
+            pages = tuple(Page(p, n) for p, n in rows.tolist())
+            self._pages[fid] = pages
+        return pages
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._ids)
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+
 @dataclass(frozen=True)
 class LegacyStatistics:
     """Page-level statistics: per statistics field, one row per batch."""
 
     schema: LanceSchema
     field_ids: tuple[int, ...]
-    page_table: dict[int, tuple[Page, ...]]
+    page_table: Mapping[int, tuple[Page, ...]]
 
 
 @dataclass(frozen=True)
@@ -69,7 +110,7 @@ class LegacyTail:
     """
 
     batch_offsets: tuple[int, ...]
-    page_table: dict[int, tuple[Page, ...]]
+    page_table: Mapping[int, tuple[Page, ...]]
     schema: LanceSchema
     dictionaries: dict[int, tuple[int, int]] = field(default_factory=dict)
     statistics: LegacyStatistics | None = None
@@ -100,7 +141,7 @@ def _lp_message(read: ReadFn, pos: int, size: int, what: str, path: str) -> byte
 
 
 def _page_table(read: ReadFn, pos: int, ids: range, batches: int, size: int, path: str,
-                what: str) -> dict[int, tuple[Page, ...]]:
+                what: str) -> PageTable:
     n = len(ids) * batches * 2
     if pos < 0 or pos + 8 * n > size:
         raise CorruptFileError(f"{path}: {what} ({len(ids)} fields × {batches} batches at {pos}) "
@@ -108,8 +149,7 @@ def _page_table(read: ReadFn, pos: int, ids: range, batches: int, size: int, pat
     arr = np.frombuffer(read(pos, 8 * n), dtype="<i8", count=n).reshape(len(ids), batches, 2)
     if n and (int(arr.min()) < 0 or int(arr[:, :, 0].max()) > size):
         raise CorruptFileError(f"{path}: {what} points outside the {size}-byte file")
-    rows = arr.tolist()  # one conversion, then plain ints
-    return {fid: tuple(Page(p, n_) for p, n_ in rows[i]) for i, fid in enumerate(ids)}
+    return PageTable(ids, arr.astype(np.int64))  # native byte order for the vectorized readers
 
 
 def parse_tail(read: ReadFn, size: int, path: str) -> LegacyTail:
@@ -141,7 +181,7 @@ def parse_tail(read: ReadFn, size: int, path: str) -> LegacyTail:
                     for f in manifest.fields if f.HasField("dictionary")}
     batches = max(0, len(offsets) - 1)
     ids = schema.field_ids()
-    table: dict[int, tuple[Page, ...]] = {}
+    table: Mapping[int, tuple[Page, ...]] = {}
     if ids and batches:
         table = _page_table(read, int(meta.page_table_position), range(min(ids), max(ids) + 1), batches,
                             size, path, "page table")

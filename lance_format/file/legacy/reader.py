@@ -16,6 +16,7 @@ import pyarrow as pa
 
 from lance_format.file.legacy.decode import LegacyColumnReader
 from lance_format.file.legacy.format import LegacyTail, Page
+from lance_format.file.legacy.gather import Pieces, read_fields, vectorizable
 
 
 class LegacyFileDecoder:
@@ -39,6 +40,14 @@ class LegacyFileDecoder:
         self.columns = LegacyColumnReader(tail, self._direct, source.size, meta.path)
         self.scan_columns = LegacyColumnReader(tail, self.blocks.read, source.size, meta.path)
         self.offsets = list(tail.batch_offsets)
+        self._offsets = np.asarray(tail.batch_offsets, dtype=np.int64)
+        # plain values and strings are read for all pieces at once (gather.py); the rest per batch
+        self._fast = [i for i, af in enumerate(self.schema) if vectorizable(af.type)]
+        self._slow = [i for i, af in enumerate(self.schema) if not vectorizable(af.type)]
+
+    def _read_fast(self, pieces: Pieces) -> list[pa.Array]:
+        return read_fields(self.source, self.tail, self.path, [self.fields[i] for i in self._fast],
+                           [self.schema.field(i).type for i in self._fast], pieces)
 
     def _direct(self, pos: int, n: int) -> bytes:
         return bytes(self.source.read_range(pos, n, "legacy page"))
@@ -59,38 +68,53 @@ class LegacyFileDecoder:
     def read_range(self, start: int, stop: int) -> pa.RecordBatch:
         """File rows ``[start, stop)`` of the projected fields."""
         pieces = self._batches(start, stop)
-        cols = []
-        for field, af in zip(self.fields, self.schema, strict=True):
+        cols: list[pa.Array | None] = [None] * len(self.fields)
+        if self._fast and pieces:
+            for i, arr in zip(self._fast, self._read_fast(Pieces.of(pieces)), strict=True):
+                cols[i] = arr
+        for i in self._slow:
             # pages of one batch sit together and batches follow each other: sequential reads go
             # through large cached blocks instead of one small request per page
-            cols.append(self.scan_columns.read_batches(field, af.type, pieces))
-        return pa.RecordBatch.from_arrays(cols, schema=self.schema) if cols else \
-            pa.RecordBatch.from_pydict({}, schema=self.schema)
+            cols[i] = self.scan_columns.read_batches(self.fields[i], self.schema.field(i).type, pieces)
+        if not cols:
+            return pa.RecordBatch.from_pydict({}, schema=self.schema)
+        return pa.RecordBatch.from_arrays([c if c is not None else pa.array([], type=self.schema.field(i).type)
+                                           for i, c in enumerate(cols)], schema=self.schema)
 
     def take(self, indices: npt.NDArray[np.int64]) -> pa.RecordBatch:
         """Rows at ``indices`` (any order, repeats allowed)."""
         idx = np.asarray(indices, dtype=np.int64)
         if idx.size == 0:
             return self.schema.empty_table().to_batches()[0] if self.schema else pa.record_batch([])
-        order = np.argsort(idx, kind="stable")
-        sorted_idx = idx[order]
-        # read each touched batch's covered span once, then gather
-        batch_of = np.searchsorted(np.asarray(self.offsets[1:]), sorted_idx, side="right")
-        pieces: list[pa.RecordBatch] = []
-        for b in np.unique(batch_of):
-            sel = sorted_idx[batch_of == b]
-            lo = int(self.offsets[b])
-            s, e = int(sel[0]) - lo, int(sel[-1]) - lo + 1
-            cols = [self.columns.read_batch(f, af.type, int(b), s, e) for f, af in zip(self.fields, self.schema,
-                                                                                      strict=True)]
-            rb = pa.RecordBatch.from_arrays(cols, schema=self.schema)
-            pieces.append(rb.take(pa.array(sel - lo - s)))
-        table = pa.Table.from_batches(pieces, schema=self.schema).combine_chunks()
-        inverse = np.empty_like(order)
-        inverse[order] = np.arange(order.size)
-        out = table.take(pa.array(inverse))
-        batches = out.combine_chunks().to_batches()
-        return batches[0] if batches else self.schema.empty_table().to_batches()[0]
+        uniq, inverse = np.unique(idx, return_inverse=True)
+        batch_of = np.searchsorted(self._offsets[1:], uniq, side="right")
+        cols: list[pa.Array | None] = [None] * len(self.fields)
+        if self._fast:
+            # one piece per row: every row's bytes of every plain/string field in one gather
+            local = uniq - self._offsets[batch_of]
+            for i, arr in zip(self._fast, self._read_fast(Pieces(batch_of, local, local + 1)), strict=True):
+                cols[i] = arr
+        if self._slow:
+            # read each touched batch's covered span once, then pick the rows
+            parts: list[list[pa.Array]] = [[] for _ in self._slow]
+            for b in np.unique(batch_of):
+                sel = uniq[batch_of == b]
+                lo = int(self.offsets[b])
+                s, e = int(sel[0]) - lo, int(sel[-1]) - lo + 1
+                picks = pa.array(sel - lo - s)
+                for k, i in enumerate(self._slow):
+                    arr = self.columns.read_batch(self.fields[i], self.schema.field(i).type, int(b), s, e)
+                    parts[k].append(arr.take(picks))
+            for k, i in enumerate(self._slow):
+                typ = self.schema.field(i).type
+                chunked = pa.chunked_array(parts[k], type=typ)
+                if pa.types.is_dictionary(typ):
+                    chunked = chunked.unify_dictionaries()
+                cols[i] = chunked.combine_chunks()
+        rb = pa.RecordBatch.from_arrays(cols, schema=self.schema)
+        if uniq.size == idx.size and bool((uniq == idx).all()):
+            return rb  # sorted unique indices (what dataset takes ask): already in order
+        return rb.take(pa.array(inverse.reshape(-1)))
 
 
 class _BlockReader:

@@ -207,6 +207,8 @@ def _normalize(vals: np.ndarray, adj: int) -> tuple[np.ndarray, np.ndarray]:
     if adj == 0:
         return vals, np.ones(len(vals), dtype=bool)
     valid = vals < adj
+    if bool(valid.all()):  # no nulls in this range (the common case): no adjusted copy
+        return vals, valid
     return np.where(valid, vals, vals - np.uint64(adj)), valid
 
 

@@ -240,6 +240,12 @@ def logical(table: pa.Table) -> pa.Table:
     schema = pa.schema([f.with_type(_undict(f.type)) for f in table.schema])
     if schema.equals(table.schema):
         return table
+    # Rebuild every buffer at offset 0 first (an IPC round trip): pyarrow casts of sliced
+    # structs holding a struct<null> child produce arrays that fail validation.
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as w:
+        w.write_table(table)
+    table = pa.ipc.open_stream(sink.getvalue()).read_all()
     # Cast only the columns whose type changes: pyarrow 26's identity cast of a sliced
     # list<null> column yields offsets past the end of its (sliced) null child.
     columns = [
