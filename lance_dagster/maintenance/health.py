@@ -10,7 +10,7 @@ manifest.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from lance_format import LanceDataset
@@ -106,19 +106,28 @@ def checked_metrics(check_metadata: Mapping[str, Any]) -> dict[str, int | float]
     return out
 
 
+def _health(found: Mapping[str, int | float], fallback: DatasetHealth | None) -> DatasetHealth | None:
+    def pick(name: str) -> int | float | None:
+        if name in found:
+            return found[name]
+        return None if fallback is None else getattr(fallback, name)
+
+    values = [pick(name) for _, name, _ in _METRICS]
+    if any(v is None for v in values):
+        return None
+    fragments, small, deleted, versions = values
+    return DatasetHealth(fragment_count=int(fragments or 0), small_fragment_count=int(small or 0),
+                         deleted_ratio=float(deleted or 0.0), version_count=int(versions or 0),
+                         from_checks=tuple(sorted(found)))
+
+
 def from_checks(check_metadata: Mapping[str, Any]) -> DatasetHealth | None:
     """Health from the asset checks alone, when they reported every number (no dataset opened)."""
-    found = checked_metrics(check_metadata)
-    if len(found) < len(_METRICS):
-        return None
-    return DatasetHealth(fragment_count=int(found["fragment_count"]),
-                         small_fragment_count=int(found["small_fragment_count"]),
-                         deleted_ratio=float(found["deleted_ratio"]), version_count=int(found["version_count"]),
-                         from_checks=tuple(sorted(found)))
+    return _health(checked_metrics(check_metadata), None)
 
 
 def merge_check_metrics(measured: DatasetHealth, check_metadata: Mapping[str, Any]) -> DatasetHealth:
     """Prefer the numbers the asset checks reported; keep measured ones for the rest."""
-    updates = checked_metrics(check_metadata)
-    return replace(measured, from_checks=tuple(sorted(updates)), **updates)
-
+    merged = _health(checked_metrics(check_metadata), measured)
+    assert merged is not None  # every number has a measured fallback
+    return merged
