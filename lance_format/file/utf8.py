@@ -10,6 +10,8 @@ cheap next to decoding; non-string columns are never touched.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
@@ -66,16 +68,20 @@ def _flat_problem(array: pa.Array) -> str | None:
     offsets_buf, data_buf = array.buffers()[1], array.buffers()[2]
     if offsets_buf is None:
         return "string array without offsets"
-    offsets: npt.NDArray[np.int64] = np.frombuffer(offsets_buf, dtype=width)[
-        array.offset: array.offset + len(array) + 1].astype(np.int64, copy=False)
+    # compared in their stored width: no int64 copy of the offsets
+    offsets: npt.NDArray[Any] = np.frombuffer(offsets_buf, dtype=width)[
+        array.offset: array.offset + len(array) + 1]
     size = 0 if data_buf is None else data_buf.size
-    if len(offsets) != len(array) + 1 or offsets[0] < 0 or offsets[-1] > size:
+    if len(offsets) != len(array) + 1:
+        return "string offsets point outside the data buffer"
+    first, last = int(offsets[0]), int(offsets[-1])
+    if first < 0 or last > size:
         return "string offsets point outside the data buffer"
     if np.any(offsets[1:] < offsets[:-1]):
         return "string offsets are not monotonic"
-    if data_buf is None or offsets[-1] == offsets[0]:
+    if data_buf is None or last == first:
         return None
-    data = np.frombuffer(data_buf, dtype=np.uint8)[int(offsets[0]): int(offsets[-1])]
+    data = np.frombuffer(data_buf, dtype=np.uint8)[first:last]
     if int(data.max()) < 0x80:  # all ASCII (the common case): valid whatever the boundaries
         return None
     try:  # Arrow's per-value check is the fastest available for non-ASCII text

@@ -86,7 +86,8 @@ def _count_fragment(ctx: ReadContext, frag: FragmentMetadata, columns: list[str]
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
             raise InvalidInputError(f"filter {expr} cannot be evaluated: {exc}") from exc
         hits = _true_count(mask, n)
-        lo, hi = np.searchsorted(deleted, [start, stop])
+        # bounds in the vector's own dtype: mixed dtypes would convert the whole vector per call
+        lo, hi = np.searchsorted(deleted, np.array([start, stop], dtype=deleted.dtype))
         if hi > lo and hits:  # matches on deleted rows do not count
             if isinstance(mask, (pa.Array, pa.ChunkedArray)):
                 gone = pa.array(deleted[lo:hi].astype(np.int64) - start)

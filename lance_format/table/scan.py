@@ -211,7 +211,8 @@ class Scan:
                 stop = min(start + step, span_stop)
                 keep = None
                 if deleted.size:
-                    lo, hi = np.searchsorted(deleted, [start, stop])
+                    # bounds in the vector's own dtype: mixed dtypes would convert the whole vector per call
+                    lo, hi = np.searchsorted(deleted, np.array([start, stop], dtype=deleted.dtype))
                     if hi > lo:
                         keep = np.ones(stop - start, dtype=bool)
                         keep[deleted[lo:hi].astype(np.int64) - start] = False

@@ -58,3 +58,15 @@ def test_ranges_outside_the_file_raise(tmp_path: Path) -> None:
     with pytest.raises(CorruptFileError, match="f.bin"):
         source.read_into(np.array([90]), np.array([20]), dest, np.array([0]))
     source.close()
+
+
+@pytest.mark.parametrize(("length", "step"), [(10_000, 15_000), (100, 10_000)])  # dense window, sparse take
+def test_many_separate_requests_land_in_place(tmp_path: Path, length: int, step: int) -> None:
+    # gaps wider than the merge gap: one request per range, 100 of them (the kernel is told
+    # about one span when they cover most of it, else about each request)
+    payload = os.urandom(100 * step + 1_000)
+    (tmp_path / "f.bin").write_bytes(payload)
+    source = ByteSource(open_store(str(tmp_path)), "f.bin")
+    starts = [i * step + 7 for i in range(100)]
+    _check(source, payload, starts[::-1], [length] * 100)
+    source.close()
