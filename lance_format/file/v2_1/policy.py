@@ -34,6 +34,12 @@ AUTO_ZSTD_MIN_BYTES = 32 * 1024
 #: Level of that automatic zstd: on 4-8 KiB string chunks level 1 compresses about as well as the
 #: default 3 (Huffman-coded literals do most of the work) in two thirds of the time.
 AUTO_ZSTD_LEVEL = 1
+#: Largest compressed / plain size at which that automatic zstd is kept. A zstd chunk is inflated
+#: whole for every row read from it (~10 us per 6 KiB chunk, against a slice of plain bytes), so
+#: it must buy more than lance's FSST typically does. Measured with level 1 on ~6 KiB chunks:
+#: random 15-25 letter strings (the benchmark's ``text``) 0.68 and pylance's FSST 0.80 of plain,
+#: so they stay plain; markdown lines ~0.4, UUIDs ~0.55, URLs ~0.1 keep zstd.
+AUTO_ZSTD_MAX_RATIO = 0.6
 MAX_CHUNK_LEVELS = 32768
 
 
@@ -132,8 +138,10 @@ def value_chunks(
         offs, data = var_parts(values)
         spanned = int(offs[-1] - offs[0])  # not len(data): a slice shares its parent's buffer
         if general is None and not no_compression and scheme != "fsst" and spanned >= AUTO_ZSTD_MIN_BYTES:
-            # stands in for lance's FSST, which this writer does not implement
-            general, level = "zstd", AUTO_ZSTD_LEVEL
+            # stands in for lance's FSST, which this writer does not implement, where it pays
+            return compressed_variable_chunks(
+                offs, data, is_large(t), cap, "zstd", AUTO_ZSTD_LEVEL, max_ratio=AUTO_ZSTD_MAX_RATIO
+            )
         if general:
             return compressed_variable_chunks(offs, data, is_large(t), cap, general, level)
         return variable_chunks(offs, data, is_large(t), cap)

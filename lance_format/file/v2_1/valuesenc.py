@@ -112,22 +112,49 @@ def variable_chunks(
     return ValueChunks(counts, [[b] for b in raw], _variable_encoding(large))
 
 
+#: Chunks compressed before :func:`compressed_variable_chunks` judges whether compression pays.
+PROBE_CHUNKS = 16
+
+
 def compressed_variable_chunks(
-    offsets: np.ndarray, data: np.ndarray, large: bool, cap: int, scheme: str, level: int | None
+    offsets: np.ndarray,
+    data: np.ndarray,
+    large: bool,
+    cap: int,
+    scheme: str,
+    level: int | None,
+    *,
+    max_ratio: float = 1.0,
 ) -> ValueChunks:
     """``general_wrap(variable_chunks(...))`` compressing each chunk as it is built.
 
     Only one uncompressed chunk exists at a time (a page's worth less memory per encode thread);
     when compression does not pay, the plain chunks are built again, as :func:`general_wrap`
     would have returned them.
+
+    Args:
+        offsets: The ``n + 1`` value offsets.
+        data: The value bytes the offsets point into.
+        large: 64-bit offsets.
+        cap: Largest number of values per chunk.
+        scheme: ``"zstd"`` or ``"lz4"``.
+        level: Compression level (None: the codec's default).
+        max_ratio: Compressed / plain bytes above which the plain chunks are written instead.
+            Below 1.0 the first :data:`PROBE_CHUNKS` chunks decide early, so a page that will
+            not compress well enough costs only a few chunks' compression.
     """
     counts, raw = _variable_raw(offsets, data, large, cap)
     original = 0
+    compressed = 0
     packed: list[list[Piece]] = []
     for chunk in raw:
         original += len(chunk)
-        packed.append([compress_buffer(scheme, chunk, level)])
-    if original < 4096 or sum(len(b[0]) for b in packed) >= original:
+        piece = compress_buffer(scheme, chunk, level)
+        compressed += len(piece)
+        packed.append([piece])
+        if max_ratio < 1.0 and len(packed) == PROBE_CHUNKS and compressed > max_ratio * original:
+            return variable_chunks(offsets, data, large, cap)
+    if original < 4096 or compressed >= original or compressed > max_ratio * original:
         return variable_chunks(offsets, data, large, cap)
     return ValueChunks(counts, packed, _general_encoding(scheme, level, _variable_encoding(large)))
 
