@@ -18,14 +18,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
-from lance_format.errors import InvalidInputError, VersionNotFoundError
+from lance_format.errors import InvalidInputError
 from lance_format.index.remap import RowAddressMap
 from lance_format.maintenance import _indices
 from lance_format.table import conflicts
-from lance_format.table.commit import commit_transaction
+from lance_format.table.commit import commit_transaction, newer_transactions
 from lance_format.table.discard import discard_fragment_files
 from lance_format.table.transaction import LanceOperation, Transaction
-from lance_format.table.versions import load_manifest, load_transaction
+from lance_format.table.versions import load_manifest
 
 U64 = npt.NDArray[np.uint64]
 
@@ -179,14 +179,10 @@ def _frag_reuse_entry(ds: LanceDataset, assigned: Sequence[RewriteResult]) -> In
 
 
 def _precheck(latest: LanceDataset, txn: Transaction) -> None:
+    # The commit loop's own check, made before ids are reserved and index files written.
     store = latest._store
-    base = load_manifest(store, txn.read_version)
-    base_files = {f.id: f.files for f in base.fragments}
-    for v in range(txn.read_version + 1, latest.version + 1):
-        try:
-            theirs = load_transaction(store, load_manifest(store, v))
-        except VersionNotFoundError:
-            continue
+    base_files = {f.id: f.files for f in load_manifest(store, txn.read_version).fragments}
+    for v, _manifest, theirs in newer_transactions(store, txn.read_version, latest.version):
         if theirs is None:
             continue
         outcome = conflicts.check(txn, theirs, base_files)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from lance_format.errors import (
@@ -49,6 +49,22 @@ DeletionRebaser = Callable[[ObjectStore, Transaction, Manifest, Manifest], Trans
 #: here since this layer cannot import them; a hook must not raise (the commit has happened).
 AfterCommit = Callable[[ObjectStore, Manifest], None]
 _AFTER_COMMIT: list[AfterCommit] = []
+
+
+def newer_transactions(store: ObjectStore, after: int, upto: int
+                       ) -> Iterator[tuple[int, Manifest, Transaction | None]]:
+    """``(version, manifest, transaction)`` of each version in ``after + 1 .. upto``.
+
+    Versions cleaned up meanwhile are skipped; the transaction is ``None`` when the version
+    has none (very old writers). The commit loop checks conflicts over these, and callers
+    that want to refuse doomed work early (compaction before it reserves ids) do the same.
+    """
+    for v in range(after + 1, upto + 1):
+        try:
+            manifest = load_manifest(store, v)
+        except VersionNotFoundError:
+            continue
+        yield v, manifest, load_transaction(store, manifest)
 
 
 def register_after_commit(hook: AfterCommit) -> AfterCommit:
@@ -129,13 +145,8 @@ def commit_transaction(
             if blind:
                 checked = max(checked, latest)
             seen: Manifest | None = None  # the newest concurrent manifest, read for the conflict check
-            for v in range(checked + 1, latest + 1):
-                try:
-                    theirs_manifest = load_manifest(store, v)
-                except VersionNotFoundError:
-                    continue  # cleaned up meanwhile
+            for v, theirs_manifest, theirs in newer_transactions(store, checked, latest):
                 seen = theirs_manifest
-                theirs = load_transaction(store, theirs_manifest)
                 if theirs is None:
                     raise CommitConflictError(f"{store.uri('')}: version {v} has no transaction; "
                                               f"cannot check {txn.operation.kind} for conflicts")
@@ -214,4 +225,4 @@ def commit_transaction(
 
 
 __all__ = ["DEFAULT_DATA_STORAGE_VERSION", "DEFAULT_MAX_RETRIES", "AfterCommit", "DeletionRebaser",
-           "build_manifest", "commit_transaction", "register_after_commit"]
+           "build_manifest", "commit_transaction", "newer_transactions", "register_after_commit"]
