@@ -4,6 +4,8 @@ A take of a few rows touches many chunks but wants one or two values of each. Fi
 sit at a computable byte offset of their chunk, and a value of a bit-packed chunk (the 1024-value
 "fastlanes" transposed layout, see ``bitpack.py``) lives in one or two known words, so the wanted
 values are read directly instead of unpacking every touched chunk (1,024 values per chunk).
+A variable-width value (a string) is two offsets and one byte range of its chunk, so only those
+are copied, not every offset and byte of the touched chunks.
 """
 
 from __future__ import annotations
@@ -13,8 +15,8 @@ import numpy as np
 from lance_format._pb import encodings_v2_1_pb2 as pb
 from lance_format.errors import CorruptFileError
 from lance_format.file.v2_1 import bitpack
-from lance_format.file.v2_1.blocks import Block, ChunkSet, Fixed, Fsl
-from lance_format.file.v2_1.compression import fsl_chain, kind_of
+from lance_format.file.v2_1.blocks import Block, ChunkSet, Fixed, Fsl, Var
+from lance_format.file.v2_1.compression import fsl_chain, kind_of, var_offset_bits
 
 _BLOCK = 1024
 
@@ -54,6 +56,8 @@ def decode_rows(enc: pb.CompressiveEncoding, cs: ChunkSet, rows: np.ndarray) -> 
         if t not in (8, 16, 32, 64):
             return None
         return _bitpacked_values(cs, chunk, pos, t)
+    if kind == "variable":
+        return _variable_values(cs, chunk, pos, var_offset_bits(enc.variable) // 8)
     return None
 
 
@@ -75,6 +79,28 @@ def _fixed_values(cs: ChunkSet, chunk: np.ndarray, pos: np.ndarray, width: int) 
     if (cs.counts * width > cs.sizes[0]).any():
         raise CorruptFileError("flat mini-block chunk is truncated")
     return _words(cs.data, cs.starts[0][chunk] + pos * width, width).reshape(-1)
+
+
+def _variable_values(cs: ChunkSet, chunk: np.ndarray, pos: np.ndarray, width: int) -> Var:
+    """Strings of variable-width chunks: each chunk is ``count + 1`` little-endian offsets from
+    the chunk's start, then the bytes (``rust/lance-encoding/src/encodings/physical/binary.rs``)."""
+    starts, sizes = cs.starts[0], cs.sizes[0]
+    if ((cs.counts + 1) * width > sizes).any():
+        raise CorruptFileError("variable chunk is too small for its offsets")
+    le = np.dtype(f"<u{width}")
+    base = starts[chunk]
+    pair = np.ascontiguousarray(_words(cs.data, base + pos * width, 2 * width)).view(le)
+    lo, hi = pair[:, 0].astype(np.int64), pair[:, 1].astype(np.int64)
+    head = np.ascontiguousarray(_words(cs.data, base, width)).view(le).reshape(-1).astype(np.int64)
+    # the value's bytes lie after the chunk's offsets and inside the chunk (as the whole-chunk
+    # decoder checks for every value)
+    if not ((head >= (cs.counts[chunk] + 1) * width) & (lo >= head) & (hi >= lo) & (hi <= sizes[chunk])).all():
+        raise CorruptFileError("variable chunk offsets are out of range")
+    lens = hi - lo
+    offsets = np.zeros(len(pos) + 1, np.int64)
+    np.cumsum(lens, out=offsets[1:])
+    idx = np.repeat(base + lo - offsets[:-1], lens) + np.arange(int(offsets[-1]), dtype=np.int64)
+    return Var(offsets, cs.data[idx])
 
 
 def _bitpacked_values(cs: ChunkSet, chunk: np.ndarray, pos: np.ndarray, t: int) -> Fixed:

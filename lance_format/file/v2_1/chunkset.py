@@ -18,7 +18,6 @@ from lance_format.file.v2_1.blocks import (
     Var,
     gather_ranges,
     take_block,
-    take_var,
 )
 from lance_format.file.v2_1.chunkrows import decode_rows
 from lance_format.file.v2_1.compression import (
@@ -60,12 +59,15 @@ def decode_chunkset(enc: pb.CompressiveEncoding, cs: ChunkSet, rows: np.ndarray 
     if rows is not None:
         if kind_of(enc) == "fsst" and len(cs.starts) >= 1:
             table = SymbolTable(enc.fsst.symbol_table)
-            compressed = decode_chunkset(enc.fsst.values, cs)
-            if not isinstance(compressed, Var):
+            picked = decode_chunkset(enc.fsst.values, cs, rows)  # the wanted compressed strings
+            if not isinstance(picked, Var):
                 raise UnsupportedEncodingError("FSST must wrap variable-width data")
-            picked = take_var(compressed, rows)
             data, offsets = fsst_decode(table, picked.data, picked.offsets)
             return Var(offsets, data)
+        if kind_of(enc) == "general" and len(cs.starts) == 1 and enc.general.compression.scheme == ZSTD:
+            inflated = _zstd_chunkset(cs)  # the touched chunks at once, then just the wanted values
+            if inflated is not None:
+                return decode_chunkset(enc.general.values, inflated, rows)
         direct = decode_rows(enc, cs, rows)  # just the wanted values, no chunk decoded whole
         return direct if direct is not None else take_block(decode_chunkset(enc, cs), rows)
     kind = kind_of(enc)
@@ -226,16 +228,17 @@ def _variable_chunkset(cs: ChunkSet, bits: int) -> Var:
     if (starts % width).any() or not bool((counts == maxc).all()):
         # unaligned or ragged chunks (FSST text): no padded 2-D copy (as fast, less memory)
         return _variable_gathered(cs.data, starts, sizes, counts, width)
-    dt = np.uint32 if bits == 32 else np.uint64
-    words = cs.data[: len(cs.data) // width * width].view(dt)
-    # one row per chunk (all hold the same number of values): a 2-D gather of every offset
-    cols = np.arange(maxc + 1, dtype=np.int64)
-    idx = (starts // width)[:, None] + cols[None, :]
-    np.minimum(idx, len(words) - 1, out=idx)
-    local = words[idx].astype(np.int64)
-    rows = np.arange(nchunks)
-    head = local[:, 0].copy()  # local is shifted in place below
-    tail = local[rows, counts]
+    if int((starts + sizes).max()) > len(cs.data):
+        raise CorruptFileError("variable chunk runs past the end of the page")
+    # 64-bit offsets are read signed: one past 2**63 turns negative and fails the checks below
+    dt = np.dtype("<u4" if bits == 32 else "<i8")
+    # one row per chunk (all hold the same number of values): every chunk's offsets copied out
+    # back to back in one step, into pooled memory (fresh numpy temporaries of this size fault
+    # in page by page, which cost more than the arithmetic)
+    local = np.frombuffer(gather_ranges(cs.data, starts, np.full(nchunks, (maxc + 1) * width)), dt)
+    local = local.reshape(nchunks, maxc + 1)
+    head = local[:, 0].astype(np.int64)
+    tail = local[:, maxc].astype(np.int64)
     per = counts + 1
     ok = (head >= per * width) & (tail <= sizes) & (tail >= head)
     if not ok.all():
@@ -243,11 +246,10 @@ def _variable_chunkset(cs: ChunkSet, bits: int) -> Var:
     lens = tail - head
     base = np.zeros(nchunks, np.int64)
     np.cumsum(lens[:-1], out=base[1:])
-    local += (base - head)[:, None]
     total = base[-1] + lens[-1]
-    inner = local[:, :-1].reshape(-1)  # each chunk's closing offset is the next one's first
-    offsets = np.empty(len(inner) + 1, np.int64)
-    offsets[:-1] = inner
+    offsets = np.frombuffer(pa.allocate_buffer((nchunks * maxc + 1) * 8), np.int64)
+    # each chunk's closing offset is the next one's first: only the first maxc of each are kept
+    np.subtract(local[:, :-1], (head - base)[:, None], out=offsets[:-1].reshape(nchunks, maxc))
     offsets[-1] = total
     # each chunk's shifted offsets run from base to base + (tail - head), so one global
     # monotonicity check also proves every chunk's own offsets ascend within its head..tail
@@ -264,22 +266,21 @@ def _variable_gathered(
     Callers checked ``(counts + 1) * width <= sizes`` and that the chunks lie inside ``data``.
     """
     per = counts + 1
-    raw = gather_ranges(data, starts, per * width)  # fresh Arrow memory: aligned for the view
-    local = np.ascontiguousarray(raw).view("<u4" if width == 4 else "<u8").astype(np.int64)
-    first = np.zeros(len(counts), np.int64)
-    np.cumsum(per[:-1], out=first[1:])
-    head = local[first]
-    tail = local[first + counts]
+    dt = np.dtype("<u4" if width == 4 else "<i8")  # 64-bit: past 2**63 turns negative, fails below
+    cols = np.arange(width, dtype=np.int64)[None, :]
+    head = np.ascontiguousarray(data[starts[:, None] + cols]).view(dt).reshape(-1).astype(np.int64)
+    tail = np.ascontiguousarray(data[(starts + counts * width)[:, None] + cols]).view(dt).reshape(-1)
+    tail = tail.astype(np.int64)
     if not ((head >= per * width) & (tail <= sizes) & (tail >= head)).all():
         raise CorruptFileError("variable chunk offsets are out of range")
     lens = tail - head
     base = np.zeros(len(counts), np.int64)
     np.cumsum(lens[:-1], out=base[1:])
-    local += np.repeat(base - head, per)
-    keep = np.ones(len(local), bool)
-    keep[first + counts] = False  # each chunk's closing offset (the next chunk's first repeats it)
-    offsets = np.empty(int(counts.sum()) + 1, np.int64)
-    offsets[:-1] = local[keep]
+    # all but each chunk's closing offset (the next chunk's first repeats it), back to back in
+    # fresh Arrow memory (aligned for the view), shifted into one pooled output
+    inner = np.frombuffer(gather_ranges(data, starts, counts * width), dt)
+    offsets = np.frombuffer(pa.allocate_buffer((len(inner) + 1) * 8), np.int64)
+    np.subtract(inner, np.repeat(head - base, counts), out=offsets[:-1])
     offsets[-1] = int(base[-1] + lens[-1])
     # shifted chunk offsets run from base to base + lens: one global check proves each ascends
     if (offsets[1:] < offsets[:-1]).any():
@@ -379,12 +380,11 @@ def _inline_bitpacked_chunkset(cs: ChunkSet, t: int) -> Fixed:
         sel = np.flatnonzero(widths == width)
         nbytes = 128 * width
         words = _gather(d, starts[sel] + w, np.full(len(sel), nbytes, np.int64)).view(dtype)
-        unpacked = bitpack.unpack_blocks(words, width, t).reshape(len(sel), 1024)
         first, last = int(sel[0]), int(sel[-1])
         if last - first + 1 == len(sel):  # a run of chunks (widths often grow or stay put)
-            out[first : last + 1] = unpacked
+            bitpack.unpack_blocks(words, width, t, out=out[first : last + 1].reshape(-1))
         else:
-            out[sel] = unpacked
+            out[sel] = bitpack.unpack_blocks(words, width, t).reshape(len(sel), 1024)
     if (counts == 1024).all():
         vals = out.reshape(-1)
     elif (counts[:-1] == 1024).all():
