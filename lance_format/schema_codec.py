@@ -12,6 +12,7 @@ from typing import Any
 
 from lance_format._pb import file_pb2
 from lance_format.errors import SchemaError
+from lance_format.pbwire import check_wire_types
 from lance_format.schema import (
     BLOB_DESCRIPTION_TYPE,
     BLOB_METADATA_KEY,
@@ -48,19 +49,22 @@ def schema_to_pb(schema: LanceSchema) -> tuple[list[Any], dict[str, bytes]]:
     return fields, dict(schema.metadata)
 
 
-def schema_from_pb(fields: Iterable[Any], metadata: Mapping[str, bytes] | None = None) -> LanceSchema:
+def schema_from_pb(fields: Iterable[Any], metadata: Mapping[str, bytes] | None = None, *,
+                   where: str = "schema") -> LanceSchema:
     """Rebuild a schema from a pre-order ``lance.file.Field`` list and schema metadata.
 
     Raises:
         SchemaError: a field refers to a parent that does not precede it, or ids repeat.
         UnsupportedTypeError: a logical type string is unknown (raised when the Arrow type
             is requested, or here for malformed nested types).
+        CorruptFileError: a field message carries a known field with the wrong wire type.
     """
     # Each entry: the field's own arguments plus its (mutable) child list.
     nodes: dict[int, tuple[dict[str, Any], list[int]]] = {}
     top: list[int] = []
     blob_children = 0
     for msg in fields:
+        check_wire_types(msg, where)
         fid = int(msg.id)
         if fid == -1 and int(msg.parent_id) == -1 and msg.name in _BLOB_FIELDS and blob_children:
             # pylance 14.0.2 lists a blob-v2 column's descriptor fields after its packed struct

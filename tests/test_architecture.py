@@ -32,13 +32,15 @@ PROTOBUF_ALLOWED = (
     "lance_format._pb.",
     "lance_format.file.",  # the data file format (container, 2.0 and 2.1 encodings) is one codec
     "lance_format.schema_codec",  # LanceSchema <-> lance.file.Field
+    "lance_format.pbwire",  # wire-level checks every codec shares
     "lance_format.table.codec.",  # table models <-> lance.table messages, manifest files
     "lance_format.table.rowids",  # row-id and row-version sequences (lance.table.RowIdSequence)
 )
 
 #: Layers, lowest first: (name, module prefixes or exact names).
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("base", ("lance_format.errors", "lance_format._pb", "lance_format._pb.", "lance_format.session")),
+    ("base", ("lance_format.errors", "lance_format._pb", "lance_format._pb.", "lance_format.pbwire",
+              "lance_format.session")),
     ("storage", ("lance_format.storage", "lance_format.storage.")),
     ("schema", ("lance_format.schema", "lance_format.schema_codec", "lance_format.sql", "lance_format.sql_core",
                 "lance_format.sql_fast", "lance_format.sql_program")),

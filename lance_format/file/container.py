@@ -70,6 +70,7 @@ from lance_format.errors import (
 # re-exported: decoders and tests take ByteSource from here (it lives in bytesource.py)
 from lance_format.file.bytesource import Buf as Buf
 from lance_format.file.bytesource import ByteSource as ByteSource
+from lance_format.pbwire import check_varints
 
 FOOTER_SIZE = 40
 #: Footer versions of the legacy (v1) format, read by ``lance_format.file.legacy``.
@@ -256,6 +257,7 @@ def parse_column_metadata(raw: Buf, ci: int, path: str, file_size: int) -> Colum
         cm.ParseFromString(bytes(raw))
     except DecodeError as exc:
         raise CorruptFileError(f"{where}: cannot decode column metadata: {exc}") from exc
+    check_varints(file2_pb2.ColumnMetadata, bytes(raw), f"{where}: column metadata")
     if cm.HasField("encoding"):
         ctype, cenc = _direct_encoding(cm.encoding, where)
         if ctype != COLUMN_ENCODING_URL:  # pylance refuses the column too ("unexpected type URL")
@@ -378,9 +380,11 @@ def read_file_metadata(source: ByteSource) -> FileMetadata:
     source.prefetch_tail(source.size - fd_pos)
     fd = file_pb2.FileDescriptor()
     try:
-        fd.ParseFromString(source.read_range(fd_pos, fd_size, "file descriptor"))
+        raw_fd = source.read_range(fd_pos, fd_size, "file descriptor")
+        fd.ParseFromString(raw_fd)
     except DecodeError as exc:
         raise CorruptFileError(f"{path}: cannot decode the file descriptor (global buffer 0): {exc}") from exc
+    check_varints(file_pb2.FileDescriptor, bytes(raw_fd), f"{path}: file descriptor")
     cm_lo = min(cm_start, cmo_start)
     region = source.read_range(cm_lo, cmo_start - cm_lo, "column metadata")
     raw_cols: list[Buf] = []

@@ -141,7 +141,7 @@ def _parsed_metadata(source: ByteSource) -> _ParsedTail:
     schemas = cache.get(FILE_SCHEMA, schema_key)
     if schemas is None:
         lance_schema: LanceSchema = _guarded(
-            path_uri, lambda: schema_from_pb(meta.schema_fields, meta.schema_metadata)
+            path_uri, lambda: schema_from_pb(meta.schema_fields, meta.schema_metadata, where=path_uri)
         )
         schemas = (lance_schema, _guarded(path_uri, lance_schema.to_arrow))
         encoded = sum(len(b) for b in fields_bytes) + sum(len(k) + len(v) for k, v in schema_key[1])

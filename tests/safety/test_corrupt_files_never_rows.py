@@ -83,6 +83,10 @@ def _append_to_manifest_message(path: Path, extra: bytes) -> None:
 @pytest.mark.parametrize(("extra", "match"), [
     (b"\x1a\x01\x41", "Manifest: field 'version'.*length-delimited"),
     (b"\x12\x03\x0a\x01\x41", "DataFragment: field 'id'.*length-delimited"),
+    # a schema Field whose ``id`` (#3, an int32) comes length-delimited
+    (b"\x0a\x06\x12\x01\x62\x1a\x01\x00", "Field: field 'id'.*length-delimited"),
+    # the data format (#15, a DataStorageFormat) whose ``file_format`` (#1, a string) is a varint
+    (b"\x7a\x02\x08\x01", "DataStorageFormat: field 'file_format'.*varint"),
 ])
 def test_wrong_wire_type_in_manifest_is_corrupt(tmp_path: Path, extra: bytes, match: str) -> None:
     uri = _pylance_dataset(tmp_path)
@@ -197,3 +201,20 @@ def test_unknown_storage_version_string_is_refused(tmp_path: Path, version: str)
         lance.dataset(uri).to_table()
     with pytest.raises(UnsupportedVersionError, match=f"{path.name}.*storage version '{version}'"):
         lf.dataset(uri)
+
+
+@pytest.mark.parametrize("where", ["data", "_versions"])
+def test_overlong_varint_in_a_schema_is_corrupt(tmp_path: Path, where: str) -> None:
+    # A top-level field's parent_id (-1) is a ten-byte varint ending in 0x01; a larger last byte
+    # is more than 64 bits, which prost refuses in the data file's and the manifest's schema.
+    uri = _pylance_dataset(tmp_path, data_storage_version="2.1")
+    path = next((Path(uri) / where).iterdir()) if where == "data" else _latest_manifest(uri)
+    data = path.read_bytes()
+    needle = b"\x20" + b"\xff" * 9 + b"\x01"
+    at = data.rfind(needle)  # the last: a manifest's schema follows its inline transaction's
+    assert at >= 0
+    path.write_bytes(data[: at + 10] + b"\x03" + data[at + 11 :])
+    with pytest.raises(ValueError, match="(?i)varint"):
+        lance.dataset(uri).to_table()
+    with pytest.raises(CorruptFileError, match=f"{path.name}.*varint"):
+        lf.dataset(uri).to_table()

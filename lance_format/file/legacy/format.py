@@ -26,6 +26,7 @@ from google.protobuf.message import DecodeError
 
 from lance_format._pb import file_pb2, table_pb2
 from lance_format.errors import CorruptFileError
+from lance_format.pbwire import check_varints
 from lance_format.schema import LanceSchema
 from lance_format.schema_codec import schema_from_pb, schema_to_pb
 
@@ -166,12 +167,16 @@ def parse_tail(read: ReadFn, size: int, path: str) -> LegacyTail:
         raise CorruptFileError(f"{path}: bad magic {magic!r} at end of file (expected b'LANC')")
     meta = file_pb2.Metadata()
     try:
-        meta.ParseFromString(_lp_message(read, meta_pos, size - _FOOTER.size, "metadata block", path))
+        raw = _lp_message(read, meta_pos, size - _FOOTER.size, "metadata block", path)
+        meta.ParseFromString(raw)
+        check_varints(file_pb2.Metadata, raw, f"{path}: metadata block")
         offsets = tuple(int(x) for x in meta.batch_offsets)
         if not meta.manifest_position:
             raise CorruptFileError(f"{path}: legacy file without a schema block cannot be read alone")
         manifest = table_pb2.Manifest()
-        manifest.ParseFromString(_lp_message(read, meta.manifest_position, size, "schema block", path))
+        raw = _lp_message(read, meta.manifest_position, size, "schema block", path)
+        manifest.ParseFromString(raw)
+        check_varints(table_pb2.Manifest, raw, f"{path}: schema block")
     except DecodeError as exc:
         raise CorruptFileError(f"{path}: cannot decode the legacy metadata ({exc})") from exc
     if any(b < a for a, b in zip(offsets, offsets[1:], strict=False)) or (offsets and offsets[0] != 0):

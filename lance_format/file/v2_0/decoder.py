@@ -18,6 +18,7 @@ from lance_format.file.container import ARRAY_ENCODING_URL, ByteSource, FileMeta
 from lance_format.file.v2_0.buffers import PageCtx, Sel, bitmap
 from lance_format.file.v2_0.columns import PACKED, PRIMITIVE, STRUCT, Node, build_nodes, storage_of
 from lance_format.file.v2_0.page_decode import decode_array, read_ranges_encoded
+from lance_format.pbwire import check_varints
 
 T = TypeVar("T")
 #: Reads of at least this many rows decode their fields in parallel.
@@ -74,6 +75,9 @@ class ColumnPages:
             enc = encodings_v2_0_pb2.ArrayEncoding()
             try:
                 enc.ParseFromString(p.encoding)
+                check_varints(encodings_v2_0_pb2.ArrayEncoding, p.encoding, f"{self.where(page)}: page encoding")
+            except CorruptFileError:
+                raise
             except Exception as exc:  # noqa: BLE001 - protobuf raises DecodeError and friends
                 raise CorruptFileError(f"{self.where(page)}: cannot decode page encoding: {exc}") from exc
             self._encodings[page] = enc

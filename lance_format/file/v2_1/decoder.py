@@ -27,6 +27,7 @@ from lance_format.file.v2_1.pagerange import (
 )
 from lance_format.file.v2_1.repdef import layers_from_pb
 from lance_format.file.v2_1.types21 import leaf_paths
+from lance_format.pbwire import check_varints
 from lance_format.session import CacheKind, LruCache
 
 PAGE_LAYOUT_URL = "/lance.encodings21.PageLayout"
@@ -38,6 +39,14 @@ _PARALLEL_MIN_ROWS = 16384
 _MAX_PAGE_ROWS = 1 << 32  # sanity bound: a corrupt length must not make us allocate terabytes
 _SMALL_READ_ROWS = 32768
 _T = TypeVar("_T")
+
+
+def _page_layout(page: Any) -> Any:
+    """The page's ``PageLayout``, refused where prost would refuse it (varints over 64 bits)."""
+    layout = pb.PageLayout()
+    layout.ParseFromString(page.encoding)
+    check_varints(pb.PageLayout, page.encoding, "page layout")
+    return layout
 
 
 class _Leaf:
@@ -168,9 +177,8 @@ class Decoder21:
             raise UnsupportedEncodingError(
                 f"{where}: page encoding {page.type_url!r} is not a 2.1 PageLayout"
             )
-        layout = pb.PageLayout()
         try:
-            layout.ParseFromString(page.encoding)
+            layout = _page_layout(page)
             data = decode_page(layout, bufs, int(page.length))
             if isinstance(data.values, BlobRefs):
                 data.values = self._read_blobs(data.values)
@@ -215,9 +223,7 @@ class Decoder21:
         return plan
 
     def _make_plan(self, page: Any) -> MiniPlan | None:
-        layout = pb.PageLayout()
-        layout.ParseFromString(page.encoding)
-        return plan_page(page, layout, self.source)
+        return plan_page(page, _page_layout(page), self.source)
 
     def _guard(self, leaf: _Leaf, p: int, fn: Callable[..., _T], *args: Any) -> _T:
         """Run a decode step of page ``p``; errors name the file, column and page."""
@@ -249,9 +255,7 @@ class Decoder21:
             return None
 
         def run() -> pa.Array | None:
-            layout = pb.PageLayout()
-            layout.ParseFromString(page.encoding)
-            data = fullzip_rows(page, layout, self.source, rows)
+            data = fullzip_rows(page, _page_layout(page), self.source, rows)
             return None if data is None else page_to_arrow(data, leaf.path, self._where(leaf, p))
 
         return self._guard(leaf, p, run)

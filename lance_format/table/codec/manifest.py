@@ -20,6 +20,7 @@ from typing import Any
 
 from lance_format._pb import table_pb2
 from lance_format.errors import CorruptFileError, UnsupportedVersionError
+from lance_format.pbwire import check_wire_types
 from lance_format.schema import LanceSchema
 from lance_format.schema_codec import schema_from_pb, schema_to_pb
 from lance_format.session import CacheKind, Session, default_session
@@ -224,7 +225,7 @@ def _schema(pb: Any, where: str, session: Session | None) -> LanceSchema:
     schema = cache.get(MANIFEST_SCHEMA, key)
     if schema is None:
         try:
-            schema = schema_from_pb(fields, metadata)
+            schema = schema_from_pb(fields, metadata, where=where)
         except CorruptFileError:
             raise
         except Exception as exc:  # schema codec errors carry no file name; add it
@@ -279,9 +280,16 @@ def _from_pb(pb: Any, fragments: tuple[Any, ...], where: str, indices: tuple[Any
         base_paths=tuple(base_path_from_pb(bp) for bp in pb.base_paths),
         branch=pb.branch if pb.HasField("branch") else None,
         max_allocated_field_id=pb.max_allocated_field_id if pb.HasField("max_allocated_field_id") else None,
-        unknown_fields=unknown_bytes(pb, _MODELED, where),
+        unknown_fields=_unknown(pb, where),
         transaction_bytes=transaction_bytes,
     )
+
+
+def _unknown(pb: Any, where: str) -> bytes:
+    # The manifest's own small sub-messages (data format, writer version, maps, base paths) are
+    # checked here; fragments, the schema and the index section are checked as they decode.
+    check_wire_types(pb, where, skip=frozenset({"fragments", "fields"}))
+    return unknown_bytes(pb, _MODELED, where)
 
 
 def _infer_format(fragments: tuple[Any, ...], writer_flags: int) -> str:

@@ -235,21 +235,41 @@ def _undict(typ: pa.DataType) -> pa.DataType:
     return typ
 
 
+def _has_dictionary(typ: pa.DataType) -> bool:
+    return pa.types.is_dictionary(typ) or any(_has_dictionary(typ.field(i).type) for i in range(typ.num_fields))
+
+
+def _plain(arr: pa.Array) -> pa.Array:
+    """``arr`` with its dictionaries decoded, rebuilt level by level (pyarrow's cast of sliced
+    nested arrays holding null-typed children yields arrays that fail validation)."""
+    t = arr.type
+    if not _has_dictionary(t):
+        return arr
+    if pa.types.is_dictionary(t):
+        return _plain(arr.dictionary_decode())
+    mask = arr.is_null() if arr.null_count else None
+    if pa.types.is_struct(t):
+        children = [_plain(c) for c in arr.flatten()]
+        return pa.StructArray.from_arrays(children, fields=[f.with_type(c.type) for f, c in
+                                                             zip(list(t), children, strict=True)], mask=mask)
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        values = _plain(arr.values)
+        offsets = pa.array(arr.offsets.to_numpy(zero_copy_only=False))  # unsliced: masks need offset 0
+        if pa.types.is_list(t):
+            return pa.ListArray.from_arrays(offsets, values, type=pa.list_(t.value_field.with_type(values.type)),
+                                            mask=mask)
+        return pa.LargeListArray.from_arrays(offsets, values,
+                                             type=pa.large_list(t.value_field.with_type(values.type)), mask=mask)
+    return arr.cast(_undict(t))
+
+
 def logical(table: pa.Table) -> pa.Table:
     """``table`` with dictionary columns decoded, so differently-built dictionaries compare equal."""
     schema = pa.schema([f.with_type(_undict(f.type)) for f in table.schema])
     if schema.equals(table.schema):
         return table
-    # Rebuild every buffer at offset 0 first (an IPC round trip): pyarrow casts of sliced
-    # structs holding a struct<null> child produce arrays that fail validation.
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema) as w:
-        w.write_table(table)
-    table = pa.ipc.open_stream(sink.getvalue()).read_all()
-    # Cast only the columns whose type changes: pyarrow 26's identity cast of a sliced
-    # list<null> column yields offsets past the end of its (sliced) null child.
     columns = [
-        col if col.type.equals(field.type) else col.cast(field.type)
+        col if col.type.equals(field.type) else pa.chunked_array([_plain(c) for c in col.chunks], type=field.type)
         for col, field in zip(table.columns, schema, strict=True)
     ]
     return pa.Table.from_arrays(columns, schema=schema).combine_chunks()
