@@ -67,7 +67,7 @@ class CompactionOutcome:
     duration_s: float
 
 
-def open_latest(uri: str, storage_options: Mapping[str, str] | None) -> Any:
+def open_latest(uri: str, storage_options: Mapping[str, str] | None) -> LanceDataset:
     """Open the dataset at ``uri`` at its latest version."""
     return lance_format.dataset(uri, storage_options=dict(storage_options) if storage_options else None)
 
@@ -84,26 +84,22 @@ def _planned_rows(plan: Any) -> int:
 
 
 def compact(
-    uri: str,
+    dataset: LanceDataset,
     *,
-    storage_options: Mapping[str, str] | None,
     options: CompactionOptions,
     runner: Runner,
     dry_run: bool,
     transaction_properties: Mapping[str, str] | None = None,
-    dataset: LanceDataset | None = None,
 ) -> CompactionOutcome:
-    """Compact the latest version of ``uri``.
+    """Compact the latest version of ``dataset``.
 
     Args:
-        uri: dataset URI.
-        storage_options: object-store options.
+        dataset: the dataset, opened at its latest version (the first plan is made on it; a
+            plan made again after a lost race is made on the newest version).
         options: compaction options (target rows per fragment, deferred remap, ...).
         runner: where rewrite tasks execute.
         dry_run: plan only; report what would be rewritten.
         transaction_properties: stored with the Rewrite commit (Dagster lineage).
-        dataset: the dataset at ``uri`` if the caller has it open at its latest version (used
-            for the first plan; a plan made again after a lost race opens the newest version).
 
     Raises:
         RetryableCommitConflictError: when concurrent deletes/updates keep winning after
@@ -112,8 +108,9 @@ def compact(
     from lance_format.maintenance.compaction_commit import discard_new_files
 
     start = time.perf_counter()
+    uri = dataset.uri
     for attempt in range(1, COMPACTION_ATTEMPTS + 1):
-        ds = dataset if attempt == 1 and dataset is not None else open_latest(uri, storage_options)
+        ds = dataset if attempt == 1 else dataset.checkout_latest()
         read_version = int(ds.version)
         before = len(ds.manifest.fragments)
         plan = Compaction.plan(ds, options)
@@ -239,17 +236,16 @@ def _has_frag_reuse(ds: LanceDataset) -> bool:
     return any(str(index.name) == "__lance_frag_reuse" for index in ds.manifest.indices)
 
 
-def optimize_indices(uri: str, *, storage_options: Mapping[str, str] | None, dry_run: bool,
-                     runner: Runner | None = None, dataset: LanceDataset | None = None) -> IndexOutcome:
+def optimize_indices(ds: LanceDataset, *, dry_run: bool, runner: Runner | None = None) -> IndexOutcome:
     """Fold unindexed fragments into every user index and finish deferred remaps.
 
-    ``dataset`` is the dataset at ``uri`` if the caller has it open (at its latest version).
+    ``ds`` is the dataset opened at its latest version; it moves to the version committed.
 
     Raises:
         lance_format.errors.LanceError: from the index layer when an index cannot be updated.
     """
     start = time.perf_counter()
-    ds = dataset if dataset is not None else open_latest(uri, storage_options)
+    uri = ds.uri
     read_version = int(ds.version)
     stale = {name: n for name, n in _stale(ds).items() if n}
     if dry_run or not (stale or _has_frag_reuse(ds)):
@@ -266,27 +262,25 @@ def optimize_indices(uri: str, *, storage_options: Mapping[str, str] | None, dry
 
 
 def cleanup(
-    uri: str,
+    ds: LanceDataset,
     *,
-    storage_options: Mapping[str, str] | None,
     older_than: dt.timedelta,
     retain_versions: int,
     delete_unverified: bool,
     dry_run: bool,
     runner: Runner,
-    dataset: LanceDataset | None = None,
 ) -> CleanupOutcome:
     """Remove versions older than ``older_than`` and outside the newest ``retain_versions``.
 
     The latest version and every tagged version stay (the caller tags versions pinned by asset
     inputs first). Old manifests are deleted first, on the driver, so no reader can open a version
     whose files are going; the files are then deleted in batches through ``runner``. A dry run
-    returns the exact plan. ``dataset`` is the dataset at ``uri`` if the caller has it open.
+    returns the exact plan. ``ds`` is the dataset opened at its latest version.
     """
     from lance_format.cleanup import execute_cleanup, plan_cleanup
 
     start = time.perf_counter()
-    ds = dataset if dataset is not None else open_latest(uri, storage_options)
+    uri = ds.uri
     # Tagged old versions are kept, not an error: pins are tags, and a nightly job must not fail on them.
     plan = plan_cleanup(ds, older_than, retain_versions, delete_unverified=delete_unverified,
                         error_if_tagged_old_versions=False)

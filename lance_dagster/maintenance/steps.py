@@ -47,14 +47,13 @@ def _locate(context: OpExecutionContext, target: MaintenanceTarget) -> tuple[str
     return settings.uri_for(list(target.asset_key.path)), settings.options
 
 
-def _open(context: OpExecutionContext, target: MaintenanceTarget, step: str) -> tuple[str, Any, Any] | None:
+def _open(context: OpExecutionContext, target: MaintenanceTarget, step: str) -> LanceDataset | None:
     uri, options = _locate(context, target)
     try:
-        ds = engine.open_latest(uri, options)
+        return engine.open_latest(uri, options)
     except DatasetNotFoundError:
         context.log.warning(f"{step} of {target.label}: no Lance dataset at {uri} yet; nothing to do")
         return None
-    return uri, options, ds
 
 
 def _record(context: OpExecutionContext, target: MaintenanceTarget, outcome: Any, ds: LanceDataset) -> None:
@@ -71,10 +70,9 @@ def run_compaction(context: OpExecutionContext, target: MaintenanceTarget, confi
     """Compact one dataset and record the new version on its asset."""
     if not config.enabled:
         return
-    opened = _open(context, target, "compaction")
-    if opened is None:
+    ds = _open(context, target, "compaction")
+    if ds is None:
         return
-    uri, options, ds = opened
     compaction = CompactionOptions(
         target_rows_per_fragment=config.target_rows_per_fragment,
         max_rows_per_group=config.max_rows_per_group,
@@ -85,8 +83,8 @@ def run_compaction(context: OpExecutionContext, target: MaintenanceTarget, confi
     runner = _LazyRunner(config.runner, getattr(context.resources, SPARK_RESOURCE_KEY))
     # the Rewrite carries the run like a materialization's commit does (lance_dagster.lineage)
     lineage = {RUN_ID: context.run_id, JOB_NAME: context.job_name}
-    outcome = engine.compact(uri, storage_options=options, options=compaction, runner=runner,
-                             dry_run=config.dry_run, transaction_properties=lineage, dataset=ds)
+    outcome = engine.compact(ds, options=compaction, runner=runner, dry_run=config.dry_run,
+                             transaction_properties=lineage)
     _record(context, target, outcome, ds)
 
 
@@ -94,11 +92,10 @@ def run_optimize_indices(context: OpExecutionContext, target: MaintenanceTarget,
     """Bring one dataset's indices up to date and record it on its asset."""
     if not config.enabled:
         return
-    opened = _open(context, target, "index optimization")
-    if opened is None:
+    ds = _open(context, target, "index optimization")
+    if ds is None:
         return
-    uri, options, ds = opened
-    outcome = engine.optimize_indices(uri, storage_options=options, dry_run=config.dry_run, dataset=ds,
+    outcome = engine.optimize_indices(ds, dry_run=config.dry_run,
                                       runner=_LazyRunner(config.runner, getattr(context.resources, SPARK_RESOURCE_KEY)))
     _record(context, target, outcome, ds)
 
@@ -127,21 +124,18 @@ def run_cleanup(context: OpExecutionContext, target: MaintenanceTarget, config: 
     """Remove old versions of one dataset (or report exactly what would go) and record it."""
     if not config.enabled:
         return
-    opened = _open(context, target, "cleanup")
-    if opened is None:
+    ds = _open(context, target, "cleanup")
+    if ds is None:
         return
-    uri, options, ds = opened
     older_than = parse_duration(config.older_than, where=f"cleanup of {target.label}: older_than")
     # Pins are tagged even in a dry run: tags only protect, and the report must be what a real run does.
     sync_pin_tags(ds, target.pinned_versions, context)
     outcome = engine.cleanup(
-        uri,
-        storage_options=options,
+        ds,
         older_than=older_than,
         retain_versions=config.retain_versions,
         delete_unverified=config.delete_unverified,
         dry_run=config.dry_run,
         runner=_LazyRunner(config.runner, getattr(context.resources, SPARK_RESOURCE_KEY)),
-        dataset=ds,
     )
     _record(context, target, outcome, ds)

@@ -97,7 +97,7 @@ def test_compaction_racing_appends_loses_no_rows(root: str) -> None:
 
     thread = threading.Thread(target=writer)
     thread.start()
-    outcomes = [compact(uri, storage_options=None, options=CompactionOptions(), runner=LocalRunner(2),
+    outcomes = [compact(lance_format.dataset(uri), options=CompactionOptions(), runner=LocalRunner(2),
                         dry_run=False) for _ in range(3)]
     thread.join()
     assert not errors
@@ -131,7 +131,7 @@ def test_compaction_racing_a_materialization_loses_no_rows(
     for _ in range(4):
         materialize_once()
     runner = _MaterializeMidway(materialize_once)
-    outcome = compact(f"{root}/events.lance", storage_options=None, options=CompactionOptions(),
+    outcome = compact(lance_format.dataset(f"{root}/events.lance"), options=CompactionOptions(),
                       runner=runner, dry_run=False)
     assert runner.raced == 1 and outcome.new_version is not None
     table = lance_format.dataset(f"{root}/events.lance").to_table()
