@@ -253,11 +253,12 @@ def parse_column_metadata(raw: Buf, ci: int, path: str, file_size: int) -> Colum
 
     cm = file2_pb2.ColumnMetadata()
     where = f"{path}: column {ci}"
+    data = bytes(raw)
     try:
-        cm.ParseFromString(bytes(raw))
+        cm.ParseFromString(data)
     except DecodeError as exc:
         raise CorruptFileError(f"{where}: cannot decode column metadata: {exc}") from exc
-    check_varints(file2_pb2.ColumnMetadata, bytes(raw), f"{where}: column metadata")
+    check_varints(file2_pb2.ColumnMetadata, data, f"{where}: column metadata")
     if cm.HasField("encoding"):
         ctype, cenc = _direct_encoding(cm.encoding, where)
         if ctype != COLUMN_ENCODING_URL:  # pylance refuses the column too ("unexpected type URL")
@@ -384,7 +385,7 @@ def read_file_metadata(source: ByteSource) -> FileMetadata:
         fd.ParseFromString(raw_fd)
     except DecodeError as exc:
         raise CorruptFileError(f"{path}: cannot decode the file descriptor (global buffer 0): {exc}") from exc
-    check_varints(file_pb2.FileDescriptor, bytes(raw_fd), f"{path}: file descriptor")
+    check_varints(file_pb2.FileDescriptor, raw_fd, f"{path}: file descriptor")
     cm_lo = min(cm_start, cmo_start)
     region = source.read_range(cm_lo, cmo_start - cm_lo, "column metadata")
     raw_cols: list[Buf] = []

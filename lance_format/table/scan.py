@@ -247,7 +247,7 @@ class Scan:
                 yield batch
 
 
-def _evaluate(program: Node, expr: pc.Expression | None, data: pa.RecordBatch) -> Any:
+def _evaluate(program: Node, expr: pc.Expression | None, data: pa.RecordBatch | pa.Table) -> Any:
     """``program``'s mask on ``data`` (an array, or a scalar for a constant filter)."""
     try:
         mask = program.evaluate(data)
@@ -277,11 +277,7 @@ def apply_filter(batch: _Data, expr: pc.Expression) -> _Data:
     """
     program = program_for(expr)
     if program is not None:  # the filter came from SQL: call the kernels, no plan per batch
-        try:
-            mask = program.evaluate(batch)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
-            raise InvalidInputError(f"filter {expr} cannot be evaluated: {exc}") from exc
-        return _select(batch, mask)
+        return _select(batch, _evaluate(program, expr, batch))
     is_batch = isinstance(batch, pa.RecordBatch)
     table = pa.Table.from_batches([batch]) if is_batch else batch
     try:
