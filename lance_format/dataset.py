@@ -41,6 +41,7 @@ from lance_format.table.versions import (
     find_latest,
     load_manifest,
     load_transaction,
+    local_time,
     version_summaries,
 )
 
@@ -73,7 +74,8 @@ def dataset(uri: UriLike, version: int | str | None = None, *,
     Raises:
         DatasetNotFoundError: if there is no dataset at ``uri``.
         VersionNotFoundError / TagNotFoundError: for a missing version or tag (or no
-            version at or before ``asof``, the newest version committed by that time).
+            version before ``asof``: the newest version committed strictly before that time
+            opens, compared as pylance compares, at ``versions()`` microseconds).
     """
     ds = LanceDataset(uri, version, storage_options=storage_options, session=session)
     if asof is not None and version is None:
@@ -271,7 +273,7 @@ class LanceDataset:
     def versions(self) -> list[dict[str, Any]]:
         """All versions: ``version``, ``timestamp``, ``operation`` and ``metadata`` (summary)."""
         return [
-            {"version": v["version"], "timestamp": _local_time(v["timestamp_ns"]),
+            {"version": v["version"], "timestamp": local_time(v["timestamp_ns"]),
              "operation": v["operation"], "metadata": v["metadata"]}
             for v in version_summaries(self._store)
         ]
@@ -724,12 +726,6 @@ def _auto_cleanup(store: ObjectStore, manifest: Manifest) -> None:
         from lance_format.maintenance.cleanup import auto_cleanup
 
         auto_cleanup(store, manifest)
-
-
-def _local_time(ns: int) -> dt.datetime:
-    # Naive local time, computed exactly as pylance does (float arithmetic included, so
-    # the microseconds agree to the last digit).
-    return dt.datetime.fromtimestamp(ns // 1e9) + dt.timedelta(microseconds=(ns % 1e9) // 1e3)
 
 
 def _reopen(uri: str, version: int, storage_options: Mapping[str, str] | None,

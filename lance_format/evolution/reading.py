@@ -22,6 +22,7 @@ from lance_format.errors import InvalidInputError, NotSupportedError, SchemaErro
 from lance_format.schema import LanceSchema
 from lance_format.table.models import FragmentMetadata
 from lance_format.table.naming import data_file_key
+from lance_format.table.versions import local_time
 
 if TYPE_CHECKING:
     from lance_format.dataset import LanceDataset
@@ -153,20 +154,21 @@ def take_row_ids(ds: LanceDataset, row_ids: Sequence[int] | pa.Array | npt.NDArr
 
 
 def version_asof(summaries: list[dict[str, Any]], asof: dt.datetime | str, where: str) -> int:
-    """The newest version committed at or before ``asof``.
+    """The newest version committed before ``asof``, by pylance's rule.
 
-    ``summaries`` are :func:`lance_format.table.versions.version_summaries` entries
-    (exact ``timestamp_ns``). Naive datetimes are local time, as ``versions()`` returns them.
+    pylance compares ``asof`` with the timestamps its ``versions()`` shows (naive local time,
+    whole microseconds, float-rounded) and keeps the versions strictly before it (``dataset``
+    in ``python/python/lance/__init__.py``); so does this, or the two would open different
+    versions for the same ``asof`` (one taken from ``versions()`` picks the version before it).
+    ``summaries`` are :func:`lance_format.table.versions.version_summaries` entries. A
+    timezone-aware ``asof`` is converted to local time first (pylance cannot compare it).
     """
     when = dt.datetime.fromisoformat(asof) if isinstance(asof, str) else asof
-    if when.tzinfo is None:
-        when = when.astimezone()
-    epoch = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
-    delta = when - epoch  # exact to the microsecond (a float timestamp is not)
-    limit_ns = (delta.days * 86_400 + delta.seconds) * 1_000_000_000 + delta.microseconds * 1000
-    found = [int(v["version"]) for v in summaries if int(v["timestamp_ns"]) <= limit_ns]
+    if when.tzinfo is not None:
+        when = when.astimezone().replace(tzinfo=None)
+    found = [int(v["version"]) for v in summaries if local_time(int(v["timestamp_ns"])) < when]
     if not found:
-        raise VersionNotFoundError(f"{where}: no version was committed at or before {asof}")
+        raise VersionNotFoundError(f"{where}: no version was committed before {asof}")
     return max(found)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import json
 import posixpath
 from typing import Any
@@ -195,6 +196,15 @@ def load_transaction(store: ObjectStore, manifest: Manifest) -> Transaction | No
             return None
         return decode_transaction(data, store.uri(key))
     return None
+
+
+def local_time(ns: int) -> dt.datetime:
+    """A commit timestamp (ns since the epoch) as the naive local time pylance's ``versions()`` shows.
+
+    Computed exactly as pylance does, float arithmetic included (``_convert_version_timestamp`` in
+    ``python/python/lance/dataset.py``), so the microseconds agree to the last digit.
+    """
+    return dt.datetime.fromtimestamp(ns // 1e9) + dt.timedelta(microseconds=(ns % 1e9) // 1e3)
 
 
 def version_summaries(store: ObjectStore) -> list[dict[str, Any]]:
