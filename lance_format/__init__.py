@@ -7,6 +7,12 @@ Public names mirror pylance (``import lance_format as lance``):
 
 from __future__ import annotations
 
+# Every read needs the file decoders; they load here rather than inside a process's first scan
+# or take, as pylance's native module holds all of its code once imported (measured in
+# benchmarks/bench_dataset.py: ~10 ms moves from the first read to the import).
+import lance_format.file.reader
+import lance_format.file.v2_0.decoder
+import lance_format.file.v2_1.decoder  # noqa: F401
 from lance_format.dataset import LanceDataset, LanceOperation, Tags, Transaction, dataset
 from lance_format.evolution.bases import DatasetBasePath
 from lance_format.evolution.scan_options import ColumnOrdering

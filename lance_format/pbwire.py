@@ -9,6 +9,7 @@ them, so the codecs (``lance_format.file``, ``schema_codec``, ``table.codec``) c
 from __future__ import annotations
 
 import bisect
+from collections.abc import Mapping
 from typing import Any
 
 from google.protobuf.descriptor import FieldDescriptor
@@ -56,7 +57,9 @@ def check_wire_types(msg: Any, where: str, skip: frozenset[str] = frozenset()) -
     for fd, value in msg.ListFields():
         if fd.type != FieldDescriptor.TYPE_MESSAGE or fd.name in skip:
             continue
-        if fd.message_type.GetOptions().map_entry:
+        # A map field's value is a Mapping; asking the descriptor (``GetOptions().map_entry``)
+        # would import ``descriptor_pb2`` on the first manifest a process opens (~1 ms).
+        if isinstance(value, Mapping):
             if fd.message_type.fields_by_name["value"].type == FieldDescriptor.TYPE_MESSAGE:
                 for item in value.values():
                     check_wire_types(item, where)

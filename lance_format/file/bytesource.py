@@ -8,6 +8,7 @@ legacy files): local files through ``pread``/``preadv`` on one descriptor, other
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
 from collections.abc import Sequence
@@ -221,28 +222,7 @@ class ByteSource:
 
         fd, tail_start = self._fd, self._tail_start
         if fd is not None:
-            # hot path of random access: bounds were checked above, so call pread directly
-            def pread_blocks(part: Sequence[tuple[int, int, int]]) -> None:
-                for b0, n, base in part:
-                    if b0 >= tail_start:
-                        blob[base : base + n] = np.frombuffer(
-                            self._tail[b0 - tail_start : b0 - tail_start + n], dtype=np.uint8)
-                        continue
-                    # straight into the blob: no intermediate ``bytes`` to allocate and copy
-                    got = os.preadv(fd, [blob[base : base + n].data], b0)
-                    if got != n:
-                        blob[base : base + n] = np.frombuffer(self._raw_read(b0, n), dtype=np.uint8)  # short read
-
-            if len(blocks) >= _PARALLEL_PREADS_MIN and hasattr(os, "posix_fadvise"):
-                # Many small reads: pages on disk cost a device round trip each, which a
-                # sequential loop pays one after another (~10x slower on a cold cache). Telling
-                # the kernel about every block first lets it fetch them concurrently, at ~1 us
-                # a block when they are cached; reader threads instead fought over the GIL and
-                # doubled a warm take (bench_file, 1,000 rows: 12 ms sequential, 26 ms threaded).
-                for b0, n, _base in blocks:
-                    if b0 < tail_start:
-                        os.posix_fadvise(fd, b0, n, os.POSIX_FADV_WILLNEED)
-            pread_blocks(blocks)
+            self._pread_blocks(fd, blob, blocks, tail_start)
         elif len(blocks) > 1:
             # object stores: independent requests, issued concurrently
             with ThreadPoolExecutor(max_workers=min(16, len(blocks))) as pool:
@@ -254,6 +234,48 @@ class ByteSource:
         pos = np.empty(len(s), dtype=np.int64)
         pos[order] = bbase[block_of] + (s - bstart[block_of])
         return blob, pos
+
+    def _pread_blocks(self, fd: int, blob: np.ndarray, blocks: list[tuple[int, int, int]], tail_start: int) -> None:
+        """Read ``(file offset, size, blob offset)`` blocks of a local file into ``blob``.
+
+        The hot path of random access (bounds were checked by the caller). Every block is first
+        read without waiting for the device (``RWF_NOWAIT``): on a warm page cache that is all
+        there is, one call per block. The blocks that were not cached are then announced to the
+        kernel together (``POSIX_FADV_WILLNEED``), so a cold take waits for the device about once
+        rather than once per block, and read normally. Announcing every block up front cost a
+        second system call per block even when everything was cached.
+        """
+        global _NOWAIT
+        mv = blob.data  # slicing a memoryview is cheaper than a numpy slice's ``.data``
+        cold: list[tuple[int, int, int]] = []
+        for b0, n, base in blocks:
+            if b0 >= tail_start:
+                mv[base : base + n] = self._tail[b0 - tail_start : b0 - tail_start + n]
+                continue
+            if not _NOWAIT:
+                cold.append((b0, n, base))
+                continue
+            try:
+                got = os.preadv(fd, [mv[base : base + n]], b0, _NOWAIT)
+            except BlockingIOError:
+                got = 0
+            except OSError as exc:
+                if exc.errno not in (errno.EOPNOTSUPP, errno.EINVAL):
+                    raise StorageError(f"{self.path}: read of {n} bytes at {b0} failed: {exc}") from exc
+                _NOWAIT = 0  # a kernel or file system without it: plain reads from now on
+                got = 0
+            if got < n:
+                cold.append((b0 + got, n - got, base + got))
+        if len(cold) >= _PARALLEL_PREADS_MIN and hasattr(os, "posix_fadvise"):
+            for b0, n, _base in cold:
+                os.posix_fadvise(fd, b0, n, os.POSIX_FADV_WILLNEED)
+        for b0, n, base in cold:
+            try:
+                got = os.preadv(fd, [mv[base : base + n]], b0)
+            except OSError as exc:
+                raise StorageError(f"{self.path}: read of {n} bytes at {b0} failed: {exc}") from exc
+            if got != n:  # short: finish byte by byte, which names a truncated file
+                mv[base : base + n] = self._raw_read(b0, n)
 
     def read_into(self, starts: np.ndarray, lengths: np.ndarray, dest: np.ndarray, dest_pos: np.ndarray,
                   what: str = "buffer") -> None:
@@ -335,8 +357,11 @@ def pooled_bytes(nbytes: int) -> np.ndarray:
     return np.frombuffer(pa.allocate_buffer(nbytes), dtype=np.uint8)
 
 
-#: From this many merged blocks on, :meth:`ByteSource.gather` announces them to the kernel first.
+#: From this many uncached blocks on, :meth:`ByteSource.gather` announces them to the kernel first.
 _PARALLEL_PREADS_MIN = 64
+#: ``preadv`` flag: return what the page cache holds instead of waiting for the device (Linux);
+#: 0 where missing or refused, and then every block is read as if uncached.
+_NOWAIT: int = getattr(os, "RWF_NOWAIT", 0)
 #: Most iovecs one ``preadv`` takes (``IOV_MAX`` on Linux and macOS).
 _IOV_MAX = 1024
 

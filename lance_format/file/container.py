@@ -433,6 +433,9 @@ class FileDecoder(Protocol):
         """Decode the rows at ``indices`` (uint64, any order, repeats allowed)."""
         ...
 
+    # A decoder may also set ``validates_strings = True``: it refuses string values that are not
+    # UTF-8 itself, and the reader skips its own check of the decoded batches (``file/utf8.py``).
+
 
 # -- writing ------------------------------------------------------------------------------------
 

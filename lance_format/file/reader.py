@@ -210,7 +210,8 @@ class LanceFileReader:
         data_bytes = self._meta.num_data_bytes or self._meta.file_size
         self._row_bytes = max(1, data_bytes // max(self._meta.num_rows, 1))
         self._has_dictionary = any(has_dictionary(f.type) for f in self.schema)
-        self._utf8_columns = string_columns(self.schema)  # validated per decoded chunk (utf8.py)
+        # validated per decoded chunk (utf8.py), unless the decoder checks strings as it makes them
+        self._utf8_columns = () if getattr(self._decoder, "validates_strings", False) else string_columns(self.schema)
 
     # -- properties --------------------------------------------------------------------------
     @property

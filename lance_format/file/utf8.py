@@ -45,7 +45,7 @@ def check_utf8(batch: pa.RecordBatch, columns: tuple[int, ...], where: str) -> N
         column = batch.column(i)
         try:
             if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
-                problem = _flat_problem(column)
+                problem = string_problem(column)
                 if problem is not None:
                     raise pa.ArrowInvalid(problem)
             else:
@@ -55,7 +55,7 @@ def check_utf8(batch: pa.RecordBatch, columns: tuple[int, ...], where: str) -> N
                                    f"({exc})") from None
 
 
-def _flat_problem(array: pa.Array) -> str | None:
+def string_problem(array: pa.Array) -> str | None:
     """What is wrong with a plain string array's offsets or UTF-8, ``None`` when nothing.
 
     Same verdict as ``array.validate(full=True)``, which checks each value separately (~10 ns
@@ -91,4 +91,4 @@ def _flat_problem(array: pa.Array) -> str | None:
     return None
 
 
-__all__ = ["check_utf8", "has_strings", "string_columns"]
+__all__ = ["check_utf8", "has_strings", "string_columns", "string_problem"]

@@ -6,6 +6,7 @@ import numpy as np
 import pyarrow as pa
 
 from lance_format.errors import CorruptFileError, UnsupportedEncodingError
+from lance_format.file.utf8 import string_problem
 from lance_format.file.v2_1.blocks import (
     Block,
     Constant,
@@ -19,6 +20,10 @@ from lance_format.file.v2_1.blocks import (
 from lance_format.file.v2_1.layout import PageData
 from lance_format.file.v2_1.repdef import unravel
 from lance_format.file.v2_1.types21 import is_leaf_type, is_packed, item_field, leaf_paths
+
+
+class _InvalidStrings(CorruptFileError):
+    """String values whose bytes are not UTF-8 (or whose offsets are broken); the page names the column."""
 
 
 def _bitmap(validity: np.ndarray | None) -> pa.Buffer | None:
@@ -91,7 +96,13 @@ def block_to_arrow(block: Block, t: pa.DataType, validity: np.ndarray | None, n:
         offs = offs - offs[0] if len(offs) and offs[0] else offs
         data = block.data[int(block.offsets[0]) : int(block.offsets[-1])] if len(offs) else block.data
         ob = pa.py_buffer(offs.astype(np.int64 if large else np.int32))
-        return pa.Array.from_buffers(t, n, [_bitmap(validity), ob, pa.py_buffer(np.ascontiguousarray(data))])
+        arr = pa.Array.from_buffers(t, n, [_bitmap(validity), ob, pa.py_buffer(np.ascontiguousarray(data))])
+        # Bytes from the file become strings only here: checked once, where decoding runs (on the
+        # column threads), and a dictionary page's strings once per dictionary, not once per row.
+        problem = string_problem(arr) if pa.types.is_string(t) or pa.types.is_large_string(t) else None
+        if problem is not None:
+            raise _InvalidStrings(problem)
+        return arr
     if isinstance(block, Fsl):
         if not pa.types.is_fixed_size_list(t):
             raise CorruptFileError(f"fixed-size-list data for column of type {t}")
@@ -205,11 +216,11 @@ def dictionary_to_arrow(page: PageData, t: pa.DataType, validity: np.ndarray | N
     return out
 
 
-def page_to_arrow(page: PageData, path: list[pa.Field], where: str) -> pa.Array:
+def page_to_arrow(page: PageData, path: list[pa.Field], where: str = "") -> pa.Array:
     """Build the root-to-leaf nested array (one child per struct) for one page."""
     if len(page.layers) != len(path):
         raise CorruptFileError(
-            f"{where}: page has {len(page.layers)} rep/def layers, schema path {len(path)}"
+            f"{where}{': ' if where else ''}page has {len(page.layers)} rep/def layers, schema path {len(path)}"
         )
     if page.rep is not None:
         num_levels = len(page.rep)
@@ -219,10 +230,13 @@ def page_to_arrow(page: PageData, path: list[pa.Field], where: str) -> pa.Array:
         num_levels = page.values.n
     outs, npos = unravel(page.rep, page.defs, page.layers, num_levels)
     leaf_t = path[-1].type
-    if page.dictionary is not None:
-        arr = dictionary_to_arrow(page, leaf_t, outs[0].validity, npos)
-    else:
-        arr = block_to_arrow(page.values, leaf_t, outs[0].validity, npos)
+    try:
+        if page.dictionary is not None:
+            arr = dictionary_to_arrow(page, leaf_t, outs[0].validity, npos)
+        else:
+            arr = block_to_arrow(page.values, leaf_t, outs[0].validity, npos)
+    except _InvalidStrings as exc:  # pylance refuses such a page too ("invalid utf-8 sequence")
+        raise CorruptFileError(f"column {path[0].name!r} holds invalid data ({exc})") from None
     for k in range(1, len(path)):
         node = path[len(path) - 1 - k]
         out = outs[k]
@@ -238,7 +252,7 @@ def page_to_arrow(page: PageData, path: list[pa.Field], where: str) -> pa.Array:
             item = pa.field(child_field.name, arr.type, child_field.nullable, child_field.metadata)
             arr = cls.from_arrays(offs, arr, type=_list_type(node.type, item), mask=_mask(out.validity))
     if len(arr) != page.num_rows:
-        raise CorruptFileError(f"{where}: page decodes to {len(arr)} rows, expected {page.num_rows}")
+        raise CorruptFileError(f"{where}{': ' if where else ''}page decodes to {len(arr)} rows, expected {page.num_rows}")
     return arr
 
 

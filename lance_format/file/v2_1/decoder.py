@@ -18,12 +18,16 @@ from lance_format.file.v2_1.fsst import num_threads, pool
 from lance_format.file.v2_1.layout import PageData, decode_page
 from lance_format.file.v2_1.pagerange import (
     MiniPlan,
+    TakeRequest,
+    build_plan,
+    decode_taken,
     fill_rows,
     filled_block,
     fullzip_rows,
+    plan_buffers,
     plan_page,
     read_rows,
-    take_rows,
+    take_request,
 )
 from lance_format.file.v2_1.repdef import layers_from_pb
 from lance_format.file.v2_1.types21 import leaf_paths
@@ -73,6 +77,10 @@ class Decoder21:
         schema: Arrow schema of the whole file.
         projection: Indices of the requested top-level fields, in output order.
     """
+
+    #: String pages are checked for UTF-8 as they are decoded (``arrow.block_to_arrow``), so the
+    #: file reader does not check the decoded batches again.
+    validates_strings = True
 
     def __init__(self, meta: Any, source: Any, schema: pa.Schema, projection: Sequence[int]) -> None:
         self.meta = meta
@@ -227,16 +235,15 @@ class Decoder21:
 
     def _guard(self, leaf: _Leaf, p: int, fn: Callable[..., _T], *args: Any) -> _T:
         """Run a decode step of page ``p``; errors name the file, column and page."""
-        where = self._where(leaf, p)
         try:
             return fn(*args)
         except LanceError as exc:
             msg = str(exc)
             if msg.startswith(self.path):
                 raise
-            raise type(exc)(f"{where}: {msg}") from exc
+            raise type(exc)(f"{self._where(leaf, p)}: {msg}") from exc
         except Exception as exc:  # numpy / Arrow / protobuf failures on malformed bytes
-            raise CorruptFileError(f"{where}: malformed page ({type(exc).__name__}: {exc})") from exc
+            raise CorruptFileError(f"{self._where(leaf, p)}: malformed page ({type(exc).__name__}: {exc})") from exc
 
     def _page_part(self, leaf: _Leaf, p: int, plan: MiniPlan, lo: int, hi: int) -> pa.Array:
         """Rows ``[lo, hi)`` of page ``p``, decoded from just the chunks that hold them."""
@@ -397,9 +404,9 @@ class Decoder21:
             raise IndexError(f"{self.path}: row index out of range (file has {self.num_rows} rows)")
         all_leaves = [leaf for leaves in self._leaves for leaf in leaves]
         if len(all_leaves) > 1 and len(idx) >= 1024 and num_threads() > 1:
-            results = list(pool().map(lambda leaf: self._leaf_take(leaf, idx), all_leaves))
+            results = [r for rs in pool().map(lambda leaf: self._take_leaves([leaf], idx), all_leaves) for r in rs]
         else:
-            results = [self._leaf_take(leaf, idx) for leaf in all_leaves]
+            results = self._take_leaves(all_leaves, idx)
         decoded = {id(leaf): arr for leaf, arr in zip(all_leaves, results, strict=True)}
         columns = []
         fields = []
@@ -410,47 +417,96 @@ class Decoder21:
             fields.append(field)
         return pa.RecordBatch.from_arrays(columns, schema=pa.schema(fields, metadata=self.schema.metadata))
 
-    def _leaf_take(self, leaf: _Leaf, idx: np.ndarray) -> pa.Array:
+    def _take_leaves(self, leaves: list[_Leaf], idx: np.ndarray) -> list[pa.Array]:
+        """Rows ``idx`` of each of ``leaves``.
+
+        A take of scattered rows touches a few chunks in every page of every column. The chunk
+        plans of all those pages are read with one request list, then all their chunks with one
+        gather, and each page is decoded from where its chunks landed: per page, only the decoding
+        is left (one gather per page cost more in Python than its reads cost in the kernel).
+        """
         if not len(idx):
-            return pa.array([], type=leaf.path[0].type)
-        starts = leaf.page_starts
-        page_of = np.searchsorted(starts, idx, side="right") - 1
-        pages = np.unique(page_of)
-        arrays = []
-        local = np.empty(len(idx), np.int64)
-        base = 0
-        for p in pages.tolist():
-            sel = page_of == p
-            rows = idx[sel] - int(starts[p])
-            part = self._page_take(leaf, p, rows)
-            if part is None:  # decode the whole page
-                arr = self._decode_pages(leaf, [p])[0]
-                local[sel] = rows + base
-            else:
+            return [pa.array([], type=leaf.path[0].type) for leaf in leaves]
+        jobs: list[tuple[int, int, np.ndarray]] = []  # (leaf, page, mask of idx in the page)
+        for li, leaf in enumerate(leaves):
+            page_of = np.searchsorted(leaf.page_starts, idx, side="right") - 1
+            for p in np.unique(page_of).tolist():
+                jobs.append((li, p, page_of == p))
+        self._load_plans([(leaves[li], p) for li, p, _sel in jobs])
+        parts: list[tuple[pa.Array, np.ndarray] | None] = [None] * len(jobs)
+        requests: list[tuple[int, MiniPlan, TakeRequest]] = []
+        for j, (li, p, sel) in enumerate(jobs):
+            leaf = leaves[li]
+            rows = idx[sel] - int(leaf.page_starts[p])
+            plan = None if self._cached((leaf.column.index, p)) is not None else self._plan(leaf, p)
+            if plan is not None:
+                requests.append((j, plan, self._guard(leaf, p, take_request, plan, rows)))
+                continue
+            if self._cached((leaf.column.index, p)) is None:
+                wanted = np.unique(rows)
+                zipped = self._fullzip_part(leaf, p, wanted)
+                if zipped is not None:
+                    parts[j] = (zipped, np.searchsorted(wanted, rows))
+                    continue
+            parts[j] = (self._decode_pages(leaf, [p])[0], rows)  # the whole page
+        if requests:
+            blob, at = self.source.gather(np.concatenate([r.starts for _j, _p, r in requests]),
+                                          np.concatenate([r.lens for _j, _p, r in requests]), "page buffer")
+            k = 0
+            for j, plan, req in requests:
+                li, p, _sel = jobs[j]
+                leaf = leaves[li]
+                mine = at[k : k + len(req.starts)]
+                k += len(req.starts)
+                data = self._guard(leaf, p, decode_taken, plan, req, blob, mine)
+                arr = self._guard(leaf, p, page_to_arrow, data, leaf.path)  # the guard names the page
+                parts[j] = (arr, np.arange(len(req.rows), dtype=np.int64))
+        out: list[pa.Array] = []
+        j = 0
+        for li in range(len(leaves)):
+            arrays = []
+            local = np.empty(len(idx), np.int64)
+            base = 0
+            while j < len(jobs) and jobs[j][0] == li:
+                part = parts[j]
+                assert part is not None
                 arr, pos = part
-                local[sel] = pos + base
-            arrays.append(arr)
-            base += len(arr)
-        arr = arrays[0] if len(arrays) == 1 else pa.concat_arrays(arrays)
-        if len(local) == len(arr) and bool((local == np.arange(len(local))).all()):
-            return arr  # sorted, distinct rows (the usual take) come out in order already
-        return arr.take(pa.array(local))
+                local[jobs[j][2]] = pos + base
+                arrays.append(arr)
+                base += len(arr)
+                j += 1
+            arr = arrays[0] if len(arrays) == 1 else pa.concat_arrays(arrays)
+            if len(local) == len(arr) and bool((local == np.arange(len(local))).all()):
+                out.append(arr)  # sorted, distinct rows (the usual take) come out in order already
+            else:
+                out.append(arr.take(pa.array(local)))
+        return out
 
-    def _page_take(self, leaf: _Leaf, p: int, rows: np.ndarray) -> tuple[pa.Array, np.ndarray] | None:
-        """Decode only the mini-block chunks holding ``rows`` (pages without repetition)."""
-        if self._cached((leaf.column.index, p)) is not None:
-            return None
-        plan = self._plan(leaf, p)
-        if plan is None:
-            wanted = np.unique(rows)
-            zipped = self._fullzip_part(leaf, p, wanted)
-            return None if zipped is None else (zipped, np.searchsorted(wanted, rows))
-
-        def run() -> tuple[pa.Array, np.ndarray]:
-            data, pos = take_rows(plan, self.source, rows)
-            return page_to_arrow(data, leaf.path, self._where(leaf, p)), pos
-
-        return self._guard(leaf, p, run)
+    def _load_plans(self, pages: list[tuple[_Leaf, int]]) -> None:
+        """Build the chunk plans of ``pages`` not planned yet, reading their buffers together."""
+        todo: list[tuple[_Leaf, int, Any, Any, list[tuple[int, int]]]] = []
+        with self._lock:
+            missing = [(leaf, p) for leaf, p in pages if (leaf.column.index, p) not in self._plans]
+        for leaf, p in missing:
+            page = leaf.column.pages[p]
+            wanted = None
+            if page.type_url == PAGE_LAYOUT_URL and len(page.buffer_offsets) >= 2:
+                layout = self._guard(leaf, p, _page_layout, page)
+                wanted = self._guard(leaf, p, plan_buffers, page, layout)
+            if wanted is None:
+                with self._lock:
+                    self._plans[(leaf.column.index, p)] = None
+            else:
+                todo.append((leaf, p, page, layout, wanted))
+        if not todo:
+            return
+        raw = self.source.read_arrays([r for *_x, wanted in todo for r in wanted], "page buffer")
+        k = 0
+        for leaf, p, page, layout, wanted in todo:
+            plan = self._guard(leaf, p, build_plan, page, layout, raw[k : k + len(wanted)])
+            k += len(wanted)
+            with self._lock:
+                self._plans[(leaf.column.index, p)] = plan
 
 
 def _small_read(lo: int, hi: int, length: int) -> bool:

@@ -58,24 +58,33 @@ class MiniPlan:
     row_width: int = 0
 
 
-def plan_page(page: Any, layout: pb.PageLayout, source: Any) -> MiniPlan | None:
-    """The chunk plan of a mini-block page without repetition; None for any other page.
+def plan_buffers(page: Any, layout: pb.PageLayout) -> list[tuple[int, int]] | None:
+    """The ``(offset, size)`` buffers a page's chunk plan is built from (chunk metadata, then the
+    dictionary if any); None for a page that has no plan (see :func:`plan_page`).
 
     Raises:
-        CorruptFileError: the chunk metadata disagrees with the page (row count, data size).
+        CorruptFileError: a dictionary page without its dictionary buffer.
     """
     if layout.WhichOneof("layout") != "mini_block_layout" or len(page.buffer_offsets) < 2:
         return None
     m = layout.mini_block_layout
     if m.HasField("rep_compression") or page.buffer_sizes[1] < PARTIAL_MIN_BYTES:
         return None
-    has_dict = m.HasField("dictionary")
-    if has_dict and len(page.buffer_offsets) < 3:
-        raise CorruptFileError("dictionary page lacks its dictionary buffer")
-    extra = [(int(page.buffer_offsets[0]), int(page.buffer_sizes[0]))]
-    if has_dict:
-        extra.append((int(page.buffer_offsets[2]), int(page.buffer_sizes[2])))
-    raw = source.read_arrays(extra, "page buffer")
+    wanted = [(int(page.buffer_offsets[0]), int(page.buffer_sizes[0]))]
+    if m.HasField("dictionary"):
+        if len(page.buffer_offsets) < 3:
+            raise CorruptFileError("dictionary page lacks its dictionary buffer")
+        wanted.append((int(page.buffer_offsets[2]), int(page.buffer_sizes[2])))
+    return wanted
+
+
+def build_plan(page: Any, layout: pb.PageLayout, raw: list[np.ndarray]) -> MiniPlan:
+    """The chunk plan of a page from the buffers :func:`plan_buffers` named, read into ``raw``.
+
+    Raises:
+        CorruptFileError: the chunk metadata disagrees with the page (row count, data size).
+    """
+    m = layout.mini_block_layout
     counts, sizes = miniblock_plan(m, raw[0])
     first_row = np.zeros(len(counts) + 1, np.int64)
     np.cumsum(counts, out=first_row[1:])
@@ -86,10 +95,20 @@ def plan_page(page: Any, layout: pb.PageLayout, source: Any) -> MiniPlan | None:
     if int(first_byte[-1]) > int(page.buffer_sizes[1]):
         raise CorruptFileError("mini-block chunks run past the end of the data buffer")
     dictionary = None
-    if has_dict:  # decoded once per page, not once per piece
+    if len(raw) > 1:  # decoded once per page, not once per piece
         dictionary = comp.decode_block(m.dictionary, raw[1], int(m.num_dictionary_items))
     width = _row_width(m)
     return MiniPlan(m, raw[0], dictionary, counts, sizes, first_row, first_byte, int(page.buffer_offsets[1]), width)
+
+
+def plan_page(page: Any, layout: pb.PageLayout, source: Any) -> MiniPlan | None:
+    """The chunk plan of a mini-block page without repetition; None for any other page.
+
+    Raises:
+        CorruptFileError: the chunk metadata disagrees with the page (row count, data size).
+    """
+    wanted = plan_buffers(page, layout)
+    return None if wanted is None else build_plan(page, layout, source.read_arrays(wanted, "page buffer"))
 
 
 def _row_width(m: pb.MiniBlockLayout) -> int:
@@ -177,39 +196,73 @@ def read_rows(plan: MiniPlan, source: Any, lo: int, hi: int) -> tuple[PageData, 
     return decoded, lo - int(plan.first_row[c0])
 
 
+@dataclass(frozen=True)
+class TakeRequest:
+    """The chunks a take of some page rows reads (see :func:`take_request`).
+
+    Attributes:
+        rows: The wanted page rows (any order, repeats allowed).
+        chunks: The chunks holding them (ascending, distinct).
+        chunk_of: ``chunks``-position of each row's chunk.
+        starts: File offsets to read: one per chunk, or just the data buffer's when ``whole``.
+        lens: Bytes to read at each of ``starts``.
+        whole: The whole data buffer is read (enough of it is wanted that one read beats many).
+    """
+
+    rows: np.ndarray
+    chunks: np.ndarray
+    chunk_of: np.ndarray
+    starts: np.ndarray
+    lens: np.ndarray
+    whole: bool
+
+
+def take_request(plan: MiniPlan, rows: np.ndarray) -> TakeRequest:
+    """What to read for page ``rows``, so that many pages can be read with one gather."""
+    chunk_of = np.searchsorted(plan.first_row, rows, side="right") - 1
+    chunks = np.unique(chunk_of)
+    lens = plan.sizes[chunks]
+    total = int(plan.first_byte[-1])
+    if int(lens.sum()) * _WHOLE_BUFFER_FRACTION >= total:
+        return TakeRequest(rows, chunks, np.searchsorted(chunks, chunk_of), np.array([plan.data_pos], np.int64),
+                           np.array([total], np.int64), True)
+    return TakeRequest(rows, chunks, np.searchsorted(chunks, chunk_of), plan.data_pos + plan.first_byte[chunks],
+                       lens, False)
+
+
+def decode_taken(plan: MiniPlan, req: TakeRequest, data: np.ndarray, at: np.ndarray) -> PageData:
+    """Decode the rows of ``req`` from ``data``, where its ranges were read to positions ``at``.
+
+    Only the wanted values are decoded (FSST expands only those strings, bit-packed chunks are
+    not unpacked whole), in the order of ``req.rows``.
+    """
+    chunks = req.chunks
+    chunk_at = at[0] + plan.first_byte[chunks] if req.whole else at
+    sel_counts = plan.counts[chunks]
+    sel_base = np.zeros(len(chunks), np.int64)
+    np.cumsum(sel_counts[:-1], out=sel_base[1:])
+    pos = req.rows - plan.first_row[chunks[req.chunk_of]] + sel_base[req.chunk_of]
+    # the chunks are decoded where they were read (no copy packing them together first)
+    return decode_miniblock_page(
+        plan.layout,
+        [plan.meta, data],
+        len(pos),
+        (sel_counts, plan.sizes[chunks]),
+        pos,
+        dictionary=plan.dictionary,
+        chunk_starts=chunk_at,
+    )
+
+
 def take_rows(plan: MiniPlan, source: Any, rows: np.ndarray) -> tuple[PageData, np.ndarray]:
     """Decode just the chunks holding page ``rows`` (any order, repeats allowed).
 
     Returns:
-        The decoded values and, per requested row, its position among them. Only the wanted
-        values are decoded (FSST expands only those strings, bit-packed chunks are not unpacked
-        whole), so the positions are simply ``0..len(rows)``.
+        The decoded values and, per requested row, its position among them (``0..len(rows)``).
     """
-    chunk_of = np.searchsorted(plan.first_row, rows, side="right") - 1
-    chunks = np.unique(chunk_of)
-    lens = plan.sizes[chunks]
-    starts = plan.first_byte[chunks]
-    total = int(plan.first_byte[-1])
-    # the chunks are decoded where they were read (no copy packing them together first)
-    if int(lens.sum()) * _WHOLE_BUFFER_FRACTION >= total:
-        data = source.read_arrays([(plan.data_pos, total)], "page buffer")[0]
-        at = starts
-    else:
-        data, at = source.gather(plan.data_pos + starts, lens, "page buffer")
-    sel_counts = plan.counts[chunks]
-    sel_base = np.zeros(len(chunks), np.int64)
-    np.cumsum(sel_counts[:-1], out=sel_base[1:])
-    pos = rows - plan.first_row[chunk_of] + sel_base[np.searchsorted(chunks, chunk_of)]
-    decoded = decode_miniblock_page(
-        plan.layout,
-        [plan.meta, data],
-        len(pos),
-        (sel_counts, lens),
-        pos,
-        dictionary=plan.dictionary,
-        chunk_starts=at,
-    )
-    return decoded, np.arange(len(pos), dtype=np.int64)
+    req = take_request(plan, rows)
+    data, at = source.gather(req.starts, req.lens, "page buffer")
+    return decode_taken(plan, req, data, at), np.arange(len(rows), dtype=np.int64)
 
 
 def fullzip_rows(page: Any, layout: pb.PageLayout, source: Any, rows: np.ndarray) -> PageData | None:
@@ -279,4 +332,18 @@ def _row_ranges(page: Any, source: Any, rows: np.ndarray, data_size: int) -> tup
     return starts, ends - starts
 
 
-__all__ = ["MiniPlan", "PARTIAL_MIN_BYTES", "fill_rows", "filled_block", "fullzip_rows", "plan_page", "read_rows", "take_rows"]
+__all__ = [
+    "PARTIAL_MIN_BYTES",
+    "MiniPlan",
+    "TakeRequest",
+    "build_plan",
+    "decode_taken",
+    "fill_rows",
+    "filled_block",
+    "fullzip_rows",
+    "plan_buffers",
+    "plan_page",
+    "read_rows",
+    "take_request",
+    "take_rows",
+]
