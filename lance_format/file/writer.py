@@ -34,7 +34,7 @@ class LanceFileWriter:
         version: File version, ``"2.0"`` (default), ``"2.1"``, ``"2.2"``, ``"stable"`` or ``"legacy"``
             (the v1 format, footer version 0.2).
         storage_options: Options for the object store.
-        max_page_bytes: Bytes buffered per column before a page is written (default 8 MiB).
+        max_page_bytes: Bytes buffered per column before a page is written (default 16 MiB).
         store: Object store to write into (with ``key``).
         key: Key of the file in ``store``.
         lance_schema: Schema with dataset field ids for the file's FileDescriptor.

@@ -8,11 +8,14 @@ import pyarrow as pa
 
 from lance_format._pb import encodings_v2_0_pb2 as pb
 from lance_format.errors import InvalidInputError
-from lance_format.file.container import ARRAY_ENCODING_URL, ContainerWriter, make_column_metadata
+from lance_format.file.container import (
+    ARRAY_ENCODING_URL,
+    DEFAULT_PAGE_BYTES,
+    ContainerWriter,
+    make_column_metadata,
+)
 from lance_format.file.v2_0.columns import LIST, PACKED, STRUCT, Node, build_nodes, count_columns
 from lance_format.file.v2_0.page_encode import PageBuffers, encode_array, field_compression, list_offsets
-
-DEFAULT_PAGE_BYTES = 8 * 1024 * 1024
 
 Page = tuple[list[tuple[int, int]], int, int, str, bytes]
 
@@ -105,7 +108,7 @@ class FileEncoder20:
     Args:
         writer: The container writer.
         schema: Arrow schema of the batches.
-        max_page_bytes: Buffered bytes per column that trigger a page flush (default 8 MiB).
+        max_page_bytes: Buffered bytes per column that trigger a page flush (default ``DEFAULT_PAGE_BYTES``, 16 MiB).
         version: Accepted for the encoder protocol; always 2.0 here.
     """
 

@@ -10,6 +10,7 @@ import pyarrow as pa
 
 from lance_format._pb import encodings_v2_1_pb2 as pb
 from lance_format.errors import InvalidInputError, UnsupportedTypeError
+from lance_format.file.container import DEFAULT_PAGE_BYTES
 from lance_format.file.v2_1.fullzip_enc import encode_fullzip, encode_packed_fullzip
 from lance_format.file.v2_1.miniblock import ValueChunks, serialize
 from lance_format.file.v2_1.pagequeue import PageQueue
@@ -35,7 +36,6 @@ from lance_format.file.v2_1.valuesenc import (
 from lance_format.schema import is_truthy_flag
 
 PAGE_LAYOUT_URL = "/lance.encodings21.PageLayout"
-DEFAULT_PAGE_BYTES = 8 * 1024 * 1024
 META_STRUCTURAL = "lance-encoding:structural-encoding"
 META_BLOB = "lance-encoding:blob"
 
