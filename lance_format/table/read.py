@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +26,8 @@ from lance_format.table.manifest import Manifest, arrow_schema
 from lance_format.table.models import DataFile, FragmentMetadata
 
 DEFAULT_BATCH_SIZE = 8192
+#: Fragments a take from an object store reads at once.
+_REMOTE_TAKE_THREADS = 8
 ROW_ID = "_rowid"
 ROW_ADDR = "_rowaddr"
 #: Upper bound on deletion-vector bytes one dataset handle keeps in memory.
@@ -346,11 +349,11 @@ def take_rows(ctx: ReadContext, indices: Sequence[int] | pa.Array | npt.NDArray[
         raise InvalidInputError(f"take: row index out of range (dataset has {total} rows)")
     which = np.searchsorted(bounds, idx, side="right")
     local = idx - (bounds[which] - counts[which])
-    pieces: list[pa.Table] = []
-    order: list[npt.NDArray[np.int64]] = []
-    for fi in np.unique(which):
-        frag = frags[int(fi)]
-        sel = np.nonzero(which == fi)[0]
+    wanted = np.unique(which).tolist()
+    order = [np.nonzero(which == fi)[0] for fi in wanted]
+
+    def one(k: int) -> pa.Table:
+        frag, sel = frags[wanted[k]], order[k]
         deleted = ctx.deleted_offsets(frag)
         if deleted.size:
             phys = live_to_physical(local[sel], deleted).astype(np.uint64)
@@ -362,8 +365,17 @@ def take_rows(ctx: ReadContext, indices: Sequence[int] | pa.Array | npt.NDArray[
         if with_row_id:
             rid = (np.uint64(frag.id) << np.uint64(32)) | phys
             table = table.append_column(ROW_ID, pa.array(rid, pa.uint64()))
-        pieces.append(table)
-        order.append(sel)
+        return table
+
+    if ctx.low_latency or len(wanted) < 2:
+        # Local files: one fragment after another. Threads only fought over the GIL here (the
+        # 10M-row take of 1,000 rows ran 1.3-1.9x slower on 4 or 10 threads, page cache warm or cold).
+        pieces = [one(k) for k in range(len(wanted))]
+    else:
+        # Object stores: each fragment waits on a few dependent requests (footer, chunk plans,
+        # chunks); fragments side by side wait for them together.
+        with ThreadPoolExecutor(max_workers=min(_REMOTE_TAKE_THREADS, len(wanted))) as pool:
+            pieces = list(pool.map(one, range(len(wanted))))
     if len(pieces) > 1:
         pieces = [_without_dictionary_nulls(p) for p in pieces]
     result = pa.concat_tables(pieces)
