@@ -26,8 +26,9 @@ from lance_format.table.manifest import Manifest, arrow_schema
 from lance_format.table.models import DataFile, FragmentMetadata
 
 DEFAULT_BATCH_SIZE = 8192
-#: Fragments a take from an object store reads at once.
-_REMOTE_TAKE_THREADS = 8
+#: Fragments a take or a count reads at once from an object store, where each fragment waits on
+#: a few dependent requests (footer, page metadata, data) that fragments side by side share.
+REMOTE_FRAGMENT_THREADS = 8
 ROW_ID = "_rowid"
 ROW_ADDR = "_rowaddr"
 #: Upper bound on deletion-vector bytes one dataset handle keeps in memory.
@@ -374,7 +375,7 @@ def take_rows(ctx: ReadContext, indices: Sequence[int] | pa.Array | npt.NDArray[
     else:
         # Object stores: each fragment waits on a few dependent requests (footer, chunk plans,
         # chunks); fragments side by side wait for them together.
-        with ThreadPoolExecutor(max_workers=min(_REMOTE_TAKE_THREADS, len(wanted))) as pool:
+        with ThreadPoolExecutor(max_workers=min(REMOTE_FRAGMENT_THREADS, len(wanted))) as pool:
             pieces = list(pool.map(one, range(len(wanted))))
     if len(pieces) > 1:
         pieces = [_without_dictionary_nulls(p) for p in pieces]
@@ -408,6 +409,7 @@ def _without_dictionary_nulls(table: pa.Table) -> pa.Table:
 __all__ = [
     "DEFAULT_BATCH_SIZE",
     "DELETION_CACHE_BYTES",
+    "REMOTE_FRAGMENT_THREADS",
     "ROW_ADDR",
     "ROW_ID",
     "FragmentScan",

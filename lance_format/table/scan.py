@@ -146,19 +146,25 @@ class Scan:
             read_cols.append(self._ctx.arrow_schema.names[0])  # carries the row count; dropped later
         return read_cols
 
-    def _prepare(self, frag: FragmentMetadata, read_cols: list[str], need_ids: bool) -> _Prepared:
+    def _prepare(self, frag: FragmentMetadata, read_cols: list[str], need_ids: bool,
+                 prefetch_rows: bool = False) -> _Prepared:
         # a scan without a limit reads every row in order: decode in large windows (not for a
         # row range: a window would decode rows past its end)
-        scan = FragmentScan(self._ctx, frag, read_cols,
-                            readahead=self._opts.limit is None and self._opts.row_range is None)
+        whole = self._opts.limit is None and self._opts.row_range is None
+        scan = FragmentScan(self._ctx, frag, read_cols, readahead=whole)
         scan.open()
+        if prefetch_rows and whole and self._opts.filter is None and frag.physical_rows:
+            # object stores: the first window of rows is fetched here too, in the background,
+            # so the fragment's first request does not wait until the one before it is done
+            # (one window per fragment ahead: PREFETCH_FRAGMENTS windows of memory at most)
+            scan.read(0, min(max(1, self._opts.batch_size), frag.physical_rows))
         deleted = self._ctx.deleted_offsets(frag)
         return _Prepared(frag, scan, deleted, self._ctx.row_ids(frag) if need_ids else None)
 
     def _prefetch(self, frags: list[FragmentMetadata]) -> Iterator[_Prepared]:
         # Opening files and reading deletion vectors is per-fragment latency (one or more
-        # requests each); do it for the next few fragments in the background. Only this
-        # metadata is fetched ahead, never row data, so memory stays bounded.
+        # requests each); do it for the next few fragments in the background, with the first
+        # window of rows of an unfiltered scan (see _prepare), so memory stays bounded.
         read_cols = self._read_columns()
         flt = str(self._opts.filter) if self._opts.filter is not None else ""
         need_ids = self._opts.with_row_id or ROW_ID in flt
@@ -173,12 +179,12 @@ class Scan:
             pending: collections.deque[Future[_Prepared]] = collections.deque()
             queue = iter(frags)
             for frag in itertools.islice(queue, PREFETCH_FRAGMENTS):
-                pending.append(pool.submit(self._prepare, frag, read_cols, need_ids))
+                pending.append(pool.submit(self._prepare, frag, read_cols, need_ids, True))
             while pending:
                 prepared = pending.popleft().result()
                 nxt = next(queue, None)
                 if nxt is not None:
-                    pending.append(pool.submit(self._prepare, nxt, read_cols, need_ids))
+                    pending.append(pool.submit(self._prepare, nxt, read_cols, need_ids, True))
                 yield prepared
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
