@@ -27,6 +27,7 @@ from lance_format.file.v2_1.pagerange import (
     plan_buffers,
     plan_page,
     read_rows,
+    same_chunks,
     take_request,
 )
 from lance_format.file.v2_1.repdef import layers_from_pb
@@ -453,14 +454,21 @@ class Decoder21:
             blob, at = self.source.gather(np.concatenate([r.starts for _j, _p, r in requests]),
                                           np.concatenate([r.lens for _j, _p, r in requests]), "page buffer")
             k = 0
-            for j, plan, req in requests:
-                li, p, _sel = jobs[j]
-                leaf = leaves[li]
-                mine = at[k : k + len(req.starts)]
+            ats = []
+            for _j, _plan, req in requests:
+                ats.append(at[k : k + len(req.starts)])
                 k += len(req.starts)
-                data = self._guard(leaf, p, decode_taken, plan, req, blob, mine)
+            for run in _runs(requests, ats, jobs):
+                li, p, _sel = jobs[requests[run[0]][0]]
+                leaf = leaves[li]
+                data = self._guard(leaf, p, decode_taken, [requests[r][1] for r in run],
+                                   [requests[r][2] for r in run], blob, [ats[r] for r in run])
                 arr = self._guard(leaf, p, page_to_arrow, data, leaf.path)  # the guard names the page
-                parts[j] = (arr, np.arange(len(req.rows), dtype=np.int64))
+                off = 0
+                for r in run:  # each page's rows: a zero-copy slice of the run's values
+                    j, _plan, req = requests[r]
+                    parts[j] = (arr.slice(off, len(req.rows)), np.arange(len(req.rows), dtype=np.int64))
+                    off += len(req.rows)
         out: list[pa.Array] = []
         j = 0
         for li in range(len(leaves)):
@@ -507,6 +515,35 @@ class Decoder21:
             k += len(wanted)
             with self._lock:
                 self._plans[(leaf.column.index, p)] = plan
+
+
+def _runs(requests: list[tuple[int, MiniPlan, TakeRequest]], ats: list[np.ndarray],
+          jobs: list[tuple[int, int, np.ndarray]]) -> list[list[int]]:
+    """``requests`` grouped into runs that decode as one: consecutive pages of the same leaf
+    whose chunks decode alike and were read in page order (see ``pagerange.decode_taken``)."""
+    runs: list[list[int]] = []
+    last_end = -1
+    for r, (j, plan, req) in enumerate(requests):
+        at = ats[r]
+        first = int(at[0]) + (int(plan.first_byte[req.chunks[0]]) if req.whole else 0)
+        if runs:
+            prev = runs[-1][-1]
+            pj, pplan, _preq = requests[prev]
+            if jobs[pj][0] == jobs[j][0] and first >= last_end and same_chunks(pplan, plan):
+                runs[-1].append(r)
+                last_end = _end(plan, req, at)
+                continue
+        runs.append([r])
+        last_end = _end(plan, req, at)
+    return runs
+
+
+def _end(plan: MiniPlan, req: TakeRequest, at: np.ndarray) -> int:
+    """Where the last chunk of a request ends in the gathered bytes."""
+    last = int(req.chunks[-1])
+    if req.whole:
+        return int(at[0]) + int(plan.first_byte[last + 1])
+    return int(at[-1]) + int(plan.sizes[last])
 
 
 def _small_read(lo: int, hi: int, length: int) -> bool:

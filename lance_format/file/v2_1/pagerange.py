@@ -11,6 +11,7 @@ a take reads just the chunks of its rows.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -230,27 +231,55 @@ def take_request(plan: MiniPlan, rows: np.ndarray) -> TakeRequest:
                        lens, False)
 
 
-def decode_taken(plan: MiniPlan, req: TakeRequest, data: np.ndarray, at: np.ndarray) -> PageData:
-    """Decode the rows of ``req`` from ``data``, where its ranges were read to positions ``at``.
+def decode_taken(plans: Sequence[MiniPlan], reqs: Sequence[TakeRequest], data: np.ndarray,
+                 ats: Sequence[np.ndarray]) -> PageData:
+    """Decode the rows of ``reqs`` (one per page of ``plans``) from ``data``, where each request's
+    ranges were read to positions ``ats``.
 
-    Only the wanted values are decoded (FSST expands only those strings, bit-packed chunks are
-    not unpacked whole), in the order of ``req.rows``.
+    Several pages decode as one when their chunks decode alike (:func:`same_chunks`) and lie in
+    ``data`` in page order: a chunk carries its own sizes, so the chunks of a run of pages are
+    one set of chunks to the decoder. Only the wanted values are decoded (FSST expands only
+    those strings, bit-packed chunks are not unpacked whole), in the order of the requests' rows.
     """
-    chunks = req.chunks
-    chunk_at = at[0] + plan.first_byte[chunks] if req.whole else at
-    sel_counts = plan.counts[chunks]
-    sel_base = np.zeros(len(chunks), np.int64)
-    np.cumsum(sel_counts[:-1], out=sel_base[1:])
-    pos = req.rows - plan.first_row[chunks[req.chunk_of]] + sel_base[req.chunk_of]
+    counts, sizes, starts, pos = [], [], [], []
+    base = 0
+    for plan, req, at in zip(plans, reqs, ats, strict=True):
+        chunks = req.chunks
+        starts.append(at[0] + plan.first_byte[chunks] if req.whole else at)
+        sel_counts = plan.counts[chunks]
+        sel_base = np.zeros(len(chunks), np.int64)
+        np.cumsum(sel_counts[:-1], out=sel_base[1:])
+        pos.append(req.rows - plan.first_row[chunks[req.chunk_of]] + sel_base[req.chunk_of] + base)
+        base += int(sel_counts.sum())
+        counts.append(sel_counts)
+        sizes.append(plan.sizes[chunks])
+    one = len(plans) == 1
+    rows = pos[0] if one else np.concatenate(pos)
     # the chunks are decoded where they were read (no copy packing them together first)
     return decode_miniblock_page(
-        plan.layout,
-        [plan.meta, data],
-        len(pos),
-        (sel_counts, plan.sizes[chunks]),
-        pos,
-        dictionary=plan.dictionary,
-        chunk_starts=chunk_at,
+        plans[0].layout,
+        [plans[0].meta, data],
+        len(rows),
+        (counts[0], sizes[0]) if one else (np.concatenate(counts), np.concatenate(sizes)),
+        rows,
+        dictionary=plans[0].dictionary,
+        chunk_starts=starts[0] if one else np.concatenate(starts),
+    )
+
+
+def same_chunks(a: MiniPlan, b: MiniPlan) -> bool:
+    """Whether the chunks of two pages decode alike, so one call can decode from both
+    (no dictionary: each page has its own; the same encodings and structure otherwise)."""
+    la, lb = a.layout, b.layout
+    return (
+        a.dictionary is None
+        and b.dictionary is None
+        and la.has_large_chunk == lb.has_large_chunk
+        and la.num_buffers == lb.num_buffers
+        and la.value_compression == lb.value_compression
+        and la.def_compression == lb.def_compression
+        and la.rep_compression == lb.rep_compression
+        and list(la.layers) == list(lb.layers)
     )
 
 
@@ -262,7 +291,7 @@ def take_rows(plan: MiniPlan, source: Any, rows: np.ndarray) -> tuple[PageData, 
     """
     req = take_request(plan, rows)
     data, at = source.gather(req.starts, req.lens, "page buffer")
-    return decode_taken(plan, req, data, at), np.arange(len(rows), dtype=np.int64)
+    return decode_taken([plan], [req], data, [at]), np.arange(len(rows), dtype=np.int64)
 
 
 def fullzip_rows(page: Any, layout: pb.PageLayout, source: Any, rows: np.ndarray) -> PageData | None:
@@ -344,6 +373,7 @@ __all__ = [
     "plan_buffers",
     "plan_page",
     "read_rows",
+    "same_chunks",
     "take_request",
     "take_rows",
 ]

@@ -374,3 +374,42 @@ def test_a_read_elsewhere_ignores_the_range_read_ahead(
     assert pa.Table.from_batches([dec.read_range(5, 20)]).equals(table.slice(5, 15))
     assert dec._ahead is None  # not sequential: nothing is read ahead
     assert pa.Table.from_batches([dec.read_range(17_000, 34_000)]).equals(table.slice(17_000, 17_000))
+
+
+# ------------------------------------------------------------------ takes across many pages
+
+
+@pytest.fixture(scope="module", params=["2.1", "2.2"])
+def small_pages_file(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, pa.Table]:
+    table = _table(np.random.default_rng(11))
+    path = str(tmp_path_factory.mktemp("small_pages") / f"small_{request.param}.lance")
+    write_file(path, pa.Table.from_batches(table.to_batches(max_chunksize=5_000)), request.param,
+               max_page_bytes=40_000)
+    return path, table
+
+
+def test_take_over_many_pages_decodes_alike_pages_together_and_matches_pylance(
+    small_pages_file: tuple[str, pa.Table], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import lance_format.file.v2_1.decoder as decoder_module
+
+    path, table = small_pages_file
+    calls: list[int] = []
+    real = decoder_module.decode_taken
+
+    def counting(plans, reqs, data, ats):  # type: ignore[no-untyped-def]
+        calls.append(len(plans))
+        return real(plans, reqs, data, ats)
+
+    monkeypatch.setattr(decoder_module, "decode_taken", counting)
+    idx = np.sort(np.random.default_rng(3).choice(ROWS, 500, replace=False))
+    dec = open_decoder(path)
+    assert all(len(leaf.column.pages) > 3 for leaves in dec._leaves for leaf in leaves)
+    got = pa.Table.from_batches([dec.take(idx)])
+    assert got.equals(table.take(pa.array(idx)))
+    assert got.equals(lance.file.LanceFileReader(path).take_rows(idx.tolist()).to_table())
+    # runs of several pages were decoded by one call, and none of a page's rows went missing
+    assert max(calls) > 1 and sum(calls) > len(calls)
+    # repeats and any order come back as asked
+    shuffled = np.concatenate([idx[::-1], idx[:7]])
+    assert pa.Table.from_batches([dec.take(shuffled)]).equals(table.take(pa.array(shuffled)))
