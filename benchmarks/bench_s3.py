@@ -1,0 +1,144 @@
+"""Object-store benchmark: open, take, filtered count and full scan on S3, ours vs pylance.
+
+Run from the repository root::
+
+    python -m benchmarks.bench_s3                      # 1M rows in 10 fragments
+    python -m benchmarks.bench_s3 --rows 200000 --versions 2.2
+
+An S3-compatible server (moto) runs on loopback in its own process, so its request handling
+does not share a Python interpreter with either engine. Both engines write the ``bench_file``
+table as a dataset of ``--fragments`` fragments for every storage version asked for; then,
+each in a fresh Python process, engines interleaved, median of ``--repeat``:
+
+* open: open the dataset (what every other line pays first: client set-up, version listing);
+* take: open and take 1,000 random rows;
+* count: open and ``count_rows(filter="x > 0.9")``;
+* scan: open and stream every column.
+
+Loopback has no network latency, so this measures request counts and per-request work more
+than waiting; a real bucket makes every request cost more. Prints seconds and ours / pylance.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from typing import Any
+
+from benchmarks.common import emit, fmt_ratio, fmt_seconds, print_table, run_child
+
+MODULE = "benchmarks.bench_s3"
+OPS = ("open", "take", "count", "scan")
+BUCKET = "bench-bucket"
+
+
+def _options(endpoint: str) -> dict[str, str]:
+    return {"aws_access_key_id": "bench", "aws_secret_access_key": "bench", "aws_region": "us-east-1",
+            "aws_endpoint": endpoint, "allow_http": "true"}
+
+
+def _child(engine: str, uri: str, op: str, endpoint: str, rows: int) -> None:
+    import pandas  # noqa: F401 - as in bench_dataset: pylance's import brings it
+
+    lib: Any = __import__("lance_format" if engine == "ours" else "lance")
+    opts = _options(endpoint)
+    from benchmarks.bench_file import take_indices
+
+    idx = take_indices(rows)
+    t0 = time.perf_counter()
+    ds = lib.dataset(uri, storage_options=opts)
+    if op == "take":
+        n = ds.take(idx).num_rows
+    elif op == "count":
+        n = ds.count_rows(filter="x > 0.9")
+    elif op == "scan":
+        n = sum(b.num_rows for b in ds.to_batches())
+    else:
+        n = ds.version
+    emit({"engine": engine, "op": op, "seconds": time.perf_counter() - t0, "rows": int(n)})
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _wait_for(port: int, seconds: float = 30) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.1)
+    raise RuntimeError(f"the S3 server did not listen on port {port}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--fragments", type=int, default=10)
+    parser.add_argument("--versions", default="2.0,2.2")
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--child", nargs=5, metavar=("ENGINE", "URI", "OP", "ENDPOINT", "ROWS"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        _child(args.child[0], args.child[1], args.child[2], args.child[3], int(args.child[4]))
+        return 0
+    import boto3
+    import lance
+
+    import lance_format
+    from benchmarks.bench_file import make_table
+
+    port = _free_port()
+    server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        _wait_for(port)
+        endpoint = f"http://127.0.0.1:{port}"
+        boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="bench", aws_secret_access_key="bench",
+                     region_name="us-east-1").create_bucket(Bucket=BUCKET)
+        versions = [v for v in args.versions.split(",") if v]
+        print(f"writing {args.rows:,} rows in {args.fragments} fragments per dataset ...", flush=True)
+        table = make_table(args.rows)
+        per_file = max(1, -(-args.rows // args.fragments))
+        for version in versions:
+            for engine, lib in (("ours", lance_format), ("pylance", lance)):
+                lib.write_dataset(table, f"s3://{BUCKET}/{engine}-{version}", data_storage_version=version,
+                                  max_rows_per_file=per_file, storage_options=_options(endpoint))
+        # fresh processes compile our modules once into a private cache, as an install would
+        os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+        runs: dict[tuple[str, str, str], list[float]] = {}
+        for op in OPS:
+            for _ in range(args.repeat):
+                for version in versions:
+                    for engine in ("ours", "pylance"):
+                        uri = f"s3://{BUCKET}/{engine}-{version}"
+                        r = run_child(MODULE, ["--child", engine, uri, op, endpoint, str(args.rows)])
+                        if "error" in r:
+                            raise RuntimeError(f"{engine} {version} {op}: {r['error']}")
+                        runs.setdefault((engine, version, op), []).append(float(r["seconds"]))
+        print(f"\nS3 (moto on loopback), {args.rows:,} rows in {args.fragments} fragments, fresh process per run, "
+              f"median of {args.repeat} (seconds)\n")
+        headers = ["operation"] + [f"{e} {v}" for v in versions for e in ("ours", "pylance")] + \
+            [f"ours/pylance {v}" for v in versions]
+        lines = []
+        for op in OPS:
+            med = {(e, v): statistics.median(runs[(e, v, op)]) for v in versions for e in ("ours", "pylance")}
+            lines.append([op] + [fmt_seconds(med[(e, v)]) for v in versions for e in ("ours", "pylance")]
+                         + [fmt_ratio(med[("ours", v)], med[("pylance", v)]) for v in versions])
+        print_table(headers, lines)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
