@@ -217,11 +217,13 @@ def dictionary_to_arrow(page: PageData, t: pa.DataType, validity: np.ndarray | N
 
 
 def page_to_arrow(page: PageData, path: list[pa.Field], where: str = "") -> pa.Array:
-    """Build the root-to-leaf nested array (one child per struct) for one page."""
+    """Build the root-to-leaf nested array (one child per struct) for one page.
+
+    ``where`` prefixes errors; callers whose errors are named elsewhere leave it empty.
+    """
+    at = f"{where}: " if where else ""
     if len(page.layers) != len(path):
-        raise CorruptFileError(
-            f"{where}{': ' if where else ''}page has {len(page.layers)} rep/def layers, schema path {len(path)}"
-        )
+        raise CorruptFileError(f"{at}page has {len(page.layers)} rep/def layers, schema path {len(path)}")
     if page.rep is not None:
         num_levels = len(page.rep)
     elif page.defs is not None:
@@ -252,7 +254,7 @@ def page_to_arrow(page: PageData, path: list[pa.Field], where: str = "") -> pa.A
             item = pa.field(child_field.name, arr.type, child_field.nullable, child_field.metadata)
             arr = cls.from_arrays(offs, arr, type=_list_type(node.type, item), mask=_mask(out.validity))
     if len(arr) != page.num_rows:
-        raise CorruptFileError(f"{where}{': ' if where else ''}page decodes to {len(arr)} rows, expected {page.num_rows}")
+        raise CorruptFileError(f"{at}page decodes to {len(arr)} rows, expected {page.num_rows}")
     return arr
 
 

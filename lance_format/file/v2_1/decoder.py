@@ -25,7 +25,6 @@ from lance_format.file.v2_1.pagerange import (
     filled_block,
     fullzip_rows,
     plan_buffers,
-    plan_page,
     read_rows,
     same_chunks,
     take_request,
@@ -223,16 +222,9 @@ class Decoder21:
         with self._lock:
             if key in self._plans:
                 return self._plans[key]
-        page = leaf.column.pages[p]
-        plan = None
-        if page.type_url == PAGE_LAYOUT_URL and len(page.buffer_offsets) >= 2:
-            plan = self._guard(leaf, p, self._make_plan, page)
+        self._load_plans([(leaf, p)])
         with self._lock:
-            self._plans[key] = plan
-        return plan
-
-    def _make_plan(self, page: Any) -> MiniPlan | None:
-        return plan_page(page, _page_layout(page), self.source)
+            return self._plans[key]
 
     def _guard(self, leaf: _Leaf, p: int, fn: Callable[..., _T], *args: Any) -> _T:
         """Run a decode step of page ``p``; errors name the file, column and page."""
@@ -433,17 +425,19 @@ class Decoder21:
             page_of = np.searchsorted(leaf.page_starts, idx, side="right") - 1
             for p in np.unique(page_of).tolist():
                 jobs.append((li, p, page_of == p))
-        self._load_plans([(leaves[li], p) for li, p, _sel in jobs])
+        # pages decoded whole earlier are sliced from memory: no plan, no read
+        cached = [self._cached((leaves[li].column.index, p)) is not None for li, p, _sel in jobs]
+        self._load_plans([(leaves[li], p) for (li, p, _sel), c in zip(jobs, cached, strict=True) if not c])
         parts: list[tuple[pa.Array, np.ndarray] | None] = [None] * len(jobs)
         requests: list[tuple[int, MiniPlan, TakeRequest]] = []
         for j, (li, p, sel) in enumerate(jobs):
             leaf = leaves[li]
             rows = idx[sel] - int(leaf.page_starts[p])
-            plan = None if self._cached((leaf.column.index, p)) is not None else self._plan(leaf, p)
+            plan = None if cached[j] else self._plan(leaf, p)
             if plan is not None:
                 requests.append((j, plan, self._guard(leaf, p, take_request, plan, rows)))
                 continue
-            if self._cached((leaf.column.index, p)) is None:
+            if not cached[j]:
                 wanted = np.unique(rows)
                 zipped = self._fullzip_part(leaf, p, wanted)
                 if zipped is not None:

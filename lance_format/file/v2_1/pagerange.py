@@ -61,7 +61,8 @@ class MiniPlan:
 
 def plan_buffers(page: Any, layout: pb.PageLayout) -> list[tuple[int, int]] | None:
     """The ``(offset, size)`` buffers a page's chunk plan is built from (chunk metadata, then the
-    dictionary if any); None for a page that has no plan (see :func:`plan_page`).
+    dictionary if any); None for a page that has no plan: not a mini-block page, one with
+    repetition, or one small enough to decode whole.
 
     Raises:
         CorruptFileError: a dictionary page without its dictionary buffer.
@@ -100,16 +101,6 @@ def build_plan(page: Any, layout: pb.PageLayout, raw: list[np.ndarray]) -> MiniP
         dictionary = comp.decode_block(m.dictionary, raw[1], int(m.num_dictionary_items))
     width = _row_width(m)
     return MiniPlan(m, raw[0], dictionary, counts, sizes, first_row, first_byte, int(page.buffer_offsets[1]), width)
-
-
-def plan_page(page: Any, layout: pb.PageLayout, source: Any) -> MiniPlan | None:
-    """The chunk plan of a mini-block page without repetition; None for any other page.
-
-    Raises:
-        CorruptFileError: the chunk metadata disagrees with the page (row count, data size).
-    """
-    wanted = plan_buffers(page, layout)
-    return None if wanted is None else build_plan(page, layout, source.read_arrays(wanted, "page buffer"))
 
 
 def _row_width(m: pb.MiniBlockLayout) -> int:
@@ -283,17 +274,6 @@ def same_chunks(a: MiniPlan, b: MiniPlan) -> bool:
     )
 
 
-def take_rows(plan: MiniPlan, source: Any, rows: np.ndarray) -> tuple[PageData, np.ndarray]:
-    """Decode just the chunks holding page ``rows`` (any order, repeats allowed).
-
-    Returns:
-        The decoded values and, per requested row, its position among them (``0..len(rows)``).
-    """
-    req = take_request(plan, rows)
-    data, at = source.gather(req.starts, req.lens, "page buffer")
-    return decode_taken([plan], [req], data, [at]), np.arange(len(rows), dtype=np.int64)
-
-
 def fullzip_rows(page: Any, layout: pb.PageLayout, source: Any, rows: np.ndarray) -> PageData | None:
     """Decode just the full-zip rows ``rows`` (sorted, unique page rows); None for other pages.
 
@@ -371,9 +351,7 @@ __all__ = [
     "filled_block",
     "fullzip_rows",
     "plan_buffers",
-    "plan_page",
     "read_rows",
     "same_chunks",
     "take_request",
-    "take_rows",
 ]
