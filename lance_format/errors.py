@@ -101,6 +101,14 @@ class RetryableCommitConflictError(CommitConflictError):
     """A concurrent commit touched the same data; re-run the operation on the new version."""
 
 
+class MissingVersionError(RetryableCommitConflictError):
+    """A version committed after a transaction's read version was removed before it could be checked.
+
+    The transaction is refused: landing on top of versions it cannot see could undo their
+    deletes or duplicate their rows. Re-run the operation on the latest version.
+    """
+
+
 class NotSupportedError(LanceError, NotImplementedError):
     """A pylance option or feature this implementation does not provide (never silently ignored)."""
 

@@ -14,12 +14,17 @@ import dataclasses
 import functools
 import operator
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
 
-from lance_format.errors import CommitConflictError, DatasetNotFoundError, InvalidInputError
+from lance_format.errors import (
+    CommitConflictError,
+    DatasetNotFoundError,
+    InvalidInputError,
+    RetryableCommitConflictError,
+)
 from lance_format.schema import LanceSchema
 from lance_format.table.index_metadata import IndexMetadata
 from lance_format.table.manifest import (
@@ -154,10 +159,25 @@ def _(op: L.Overwrite, draft: Draft, ctx: ApplyContext) -> Draft:
                                base_paths=tuple(op.initial_bases) or draft.base_paths)
 
 
+def _require_fragments(draft: Draft, ids: Iterable[int], op: L.BaseOperation) -> None:
+    """Refuse an operation that names fragments the target manifest lacks.
+
+    Dropping such a change silently would undo a delete or duplicate rows (a compaction
+    and a cleanup landed between the operation's read and its commit): it is a conflict.
+    """
+    missing = set(ids) - {f.id for f in draft.fragments}
+    if missing:
+        version = draft.base.version if draft.base is not None else 0
+        raise RetryableCommitConflictError(
+            f"commit conflict: {op.kind} changes fragments {sorted(missing)}, which version {version} "
+            "no longer has (rewritten or removed meanwhile); retry the operation on the new version")
+
+
 @apply_operation.register
 def _(op: L.Delete, draft: Draft, ctx: ApplyContext) -> Draft:
     updated = {f.id: f for f in op.updated_fragments}
     gone = set(op.deleted_fragment_ids)
+    _require_fragments(draft, updated.keys() | gone, op)
     return dataclasses.replace(draft, fragments=tuple(updated.get(f.id, f) for f in draft.fragments
                                                       if f.id not in gone))
 
@@ -166,6 +186,7 @@ def _(op: L.Delete, draft: Draft, ctx: ApplyContext) -> Draft:
 def _(op: L.Update, draft: Draft, ctx: ApplyContext) -> Draft:
     updated = {f.id: f for f in op.updated_fragments}
     gone = set(op.removed_fragment_ids)
+    _require_fragments(draft, updated.keys() | gone, op)
     new, next_id = _assign_ids(op.new_fragments, draft.next_id)
     kept = tuple(updated.get(f.id, f) for f in draft.fragments if f.id not in gone)
     # EVOLUTION (issue 11): new fragments of an Update (update / merge_insert) may carry
@@ -176,7 +197,16 @@ def _(op: L.Update, draft: Draft, ctx: ApplyContext) -> Draft:
 
 @apply_operation.register
 def _(op: L.Merge, draft: Draft, ctx: ApplyContext) -> Draft:
-    # Existing fragments keep their ids (0 is a real id here).
+    # Existing fragments keep their ids (0 is a real id here). A Merge restates every
+    # fragment: one it lacks would vanish, one the target lacks would come back.
+    if draft.base is not None:
+        ids = {f.id for f in op.fragments}
+        _require_fragments(draft, ids, op)
+        dropped = {f.id for f in draft.fragments} - ids
+        if dropped:
+            raise RetryableCommitConflictError(
+                f"commit conflict: merge does not carry fragments {sorted(dropped)} of version "
+                f"{draft.base.version} (added meanwhile); retry the operation on the new version")
     return dataclasses.replace(draft, schema=_resolve_schema(op.schema, draft.base), fragments=tuple(op.fragments))
 
 

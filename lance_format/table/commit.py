@@ -17,6 +17,7 @@ from typing import Any
 
 from lance_format.errors import (
     CommitConflictError,
+    MissingVersionError,
     DatasetAlreadyExistsError,
     ObjectAlreadyExistsError,
     VersionNotFoundError,
@@ -35,6 +36,7 @@ from lance_format.table.versions import (
     find_latest,
     load_manifest,
     load_transaction,
+    manifest_key_of,
     remember_written,
     write_hint,
 )
@@ -55,16 +57,32 @@ def newer_transactions(store: ObjectStore, after: int, upto: int
                        ) -> Iterator[tuple[int, Manifest, Transaction | None]]:
     """``(version, manifest, transaction)`` of each version in ``after + 1 .. upto``.
 
-    Versions cleaned up meanwhile are skipped; the transaction is ``None`` when the version
-    has none (very old writers). The commit loop checks conflicts over these, and callers
-    that want to refuse doomed work early (compaction before it reserves ids) do the same.
+    The transaction is ``None`` when the version has none (very old writers).
+
+    Raises:
+        MissingVersionError: when a version in the range is gone (cleaned up meanwhile).
+            A commit cannot be checked against what it cannot read, so the caller must
+            not land on top of it (unless the operation cannot conflict with anything).
     """
     for v in range(after + 1, upto + 1):
         try:
             manifest = load_manifest(store, v)
         except VersionNotFoundError:
-            continue
+            raise MissingVersionError(
+                f"{store.uri('')}: version {v}, committed after read version {after}, is gone "
+                "(cleaned up meanwhile), so this commit cannot be checked for conflicts against it; "
+                "retry the operation on the latest version") from None
         yield v, manifest, load_transaction(store, manifest)
+
+
+def _gone(store: ObjectStore, after: int, upto: int) -> bool:
+    """Whether any version in ``after + 1 .. upto`` was removed."""
+    for v in range(after + 1, upto + 1):
+        try:
+            manifest_key_of(store, v)
+        except VersionNotFoundError:
+            return True
+    return False
 
 
 def register_after_commit(hook: AfterCommit) -> AfterCommit:
@@ -121,8 +139,15 @@ def commit_transaction(
     read_version = txn.read_version
     base_read = None
     if read_version > 0:
-        base_read = base if base is not None and base.version == read_version else \
-            load_manifest(store, read_version)
+        if base is not None and base.version == read_version:
+            base_read = base
+        else:
+            try:
+                base_read = load_manifest(store, read_version)
+            except VersionNotFoundError:
+                raise MissingVersionError(
+                    f"{store.uri('')}: read version {read_version} of this {txn.operation.kind} is gone "
+                    "(cleaned up meanwhile); retry the operation on the latest version") from None
         check_feature_flags(base_read, store.uri(""), for_write=True)
     base_files: dict[int, Any] | None = None  # built only if there is something to check against
     checked = read_version
@@ -145,6 +170,10 @@ def commit_transaction(
             if blind:
                 checked = max(checked, latest)
             seen: Manifest | None = None  # the newest concurrent manifest, read for the conflict check
+            if isinstance(txn.operation, LanceOperation.ReserveFragments) and _gone(store, checked, latest):
+                # Reserving ids only raises the latest manifest's counter, which no other
+                # operation can invalidate: the versions cleanup removed need no check.
+                checked = latest
             for v, theirs_manifest, theirs in newer_transactions(store, checked, latest):
                 seen = theirs_manifest
                 if theirs is None:
@@ -225,4 +254,4 @@ def commit_transaction(
 
 
 __all__ = ["DEFAULT_DATA_STORAGE_VERSION", "DEFAULT_MAX_RETRIES", "AfterCommit", "DeletionRebaser",
-           "build_manifest", "commit_transaction", "newer_transactions", "register_after_commit"]
+           "MissingVersionError", "build_manifest", "commit_transaction", "newer_transactions", "register_after_commit"]
