@@ -17,8 +17,8 @@ from typing import Any
 
 from lance_format.errors import (
     CommitConflictError,
-    MissingVersionError,
     DatasetAlreadyExistsError,
+    MissingVersionError,
     ObjectAlreadyExistsError,
     VersionNotFoundError,
 )

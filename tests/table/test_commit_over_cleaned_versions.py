@@ -97,9 +97,8 @@ def test_delete_over_cleaned_versions_deletes_or_refuses(uri: str, monkeypatch: 
 
 def test_update_over_cleaned_versions_never_duplicates(uri: str, monkeypatch: pytest.MonkeyPatch) -> None:
     ds = lf.dataset(uri)
-    with _between_read_and_commit(monkeypatch, uri):
-        with contextlib.suppress(CommitConflictError):
-            ds.update({"x": "x + 1000"}, where="id < 5")
+    with _between_read_and_commit(monkeypatch, uri), contextlib.suppress(CommitConflictError):
+        ds.update({"x": "x + 1000"}, where="id < 5")
     ids = _ids(uri)
     assert ids == _before_and_after(ids)[0]
     xs = lf.dataset(uri).to_table(filter="id < 5").column("x").to_pylist()
@@ -109,9 +108,8 @@ def test_update_over_cleaned_versions_never_duplicates(uri: str, monkeypatch: py
 def test_merge_insert_over_cleaned_versions_never_duplicates(uri: str, monkeypatch: pytest.MonkeyPatch) -> None:
     ds = lf.dataset(uri)
     src = pa.table({"id": pa.array(range(5), pa.int64()), "x": pa.array([-1.0] * 5)})
-    with _between_read_and_commit(monkeypatch, uri):
-        with contextlib.suppress(CommitConflictError):
-            ds.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(src)
+    with _between_read_and_commit(monkeypatch, uri), contextlib.suppress(CommitConflictError):
+        ds.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(src)
     ids = _ids(uri)
     assert ids == _before_and_after(ids)[0]
     xs = lf.dataset(uri).to_table(filter="id < 5").column("x").to_pylist()
