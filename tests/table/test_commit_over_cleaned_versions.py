@@ -19,6 +19,7 @@ import lance
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+from conftest_s3 import S3Server, s3_server  # noqa: F401
 
 import lance_format as lf
 from lance_format.errors import CommitConflictError, MissingVersionError
@@ -34,12 +35,19 @@ def _table() -> pa.Table:
     return pa.table({"id": pa.array(range(N), pa.int64()), "x": pa.array([float(i) for i in range(N)])})
 
 
+#: Storage options of the dataset under test (local disk, S3 or an external manifest store).
+OPTS: dict[str, dict[str, str] | None] = {}
+
+
+def _open(uri: str) -> lf.LanceDataset:
+    return lf.dataset(uri, storage_options=OPTS.get(uri))
+
+
 def _interfere(uri: str) -> None:
     """Compaction, an append and a cleanup at zero retention, in another handle."""
-    other = lf.dataset(uri)
-    other.optimize.compact_files(target_rows_per_fragment=1_000_000)
-    lf.write_dataset(EXTRA, uri, mode="append")
-    lf.dataset(uri).cleanup_old_versions(older_than=timedelta(0))
+    _open(uri).optimize.compact_files(target_rows_per_fragment=1_000_000)
+    lf.write_dataset(EXTRA, uri, mode="append", storage_options=OPTS.get(uri))
+    _open(uri).cleanup_old_versions(older_than=timedelta(0))
 
 
 @contextlib.contextmanager
@@ -60,17 +68,44 @@ def _between_read_and_commit(monkeypatch: pytest.MonkeyPatch, uri: str) -> Itera
 
 
 def _ids(uri: str) -> list[int]:
-    ours = sorted(lf.dataset(uri).to_table(columns=["id"]).column("id").to_pylist())
-    theirs = sorted(lance.dataset(uri).to_table(columns=["id"]).column("id").to_pylist())
+    ours = sorted(_open(uri).to_table(columns=["id"]).column("id").to_pylist())
+    opts = OPTS.get(uri)
+    pylance_opts = None if opts is None or "external_manifest_store" in opts else opts
+    theirs = sorted(lance.dataset(uri, storage_options=pylance_opts).to_table(columns=["id"])
+                    .column("id").to_pylist())
     assert ours == theirs
     return ours
 
 
+def _create(uri: str, opts: dict[str, str] | None) -> str:
+    OPTS[uri] = opts
+    lf.write_dataset(_table(), uri, max_rows_per_file=10, storage_options=opts)
+    return uri
+
+
+@pytest.fixture(autouse=True)
+def _no_commit_grace(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The cleanup here stands for one that ran after the grace protecting in-flight
+    # commits had passed (lance_format.maintenance.cleanup): it removes every old version.
+    monkeypatch.setenv("LANCE_FORMAT_COMMIT_GRACE", "0s")
+
+
 @pytest.fixture
 def uri(tmp_path: Path) -> str:
-    path = str(tmp_path / "t.lance")
-    lf.write_dataset(_table(), path, max_rows_per_file=10)
-    return path
+    return _create(str(tmp_path / "t.lance"), None)
+
+
+@pytest.fixture(params=["local", "external_store", "s3"])
+def any_uri(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The same dataset on local disk, behind a sqlite manifest store, and on S3 (moto)."""
+    if request.param == "local":
+        return _create(str(tmp_path / "t.lance"), None)
+    if request.param == "external_store":
+        return _create(str(tmp_path / "t.lance"),
+                       {"external_manifest_store": f"sqlite://{tmp_path / 'manifests.db'}"})
+    server: S3Server = request.getfixturevalue("s3_server")
+    _endpoint, bucket, options = server
+    return _create(f"s3://{bucket}/cleaned-{tmp_path.name}", dict(options))
 
 
 def _before_and_after(ids: list[int]) -> tuple[list[int], list[int]]:
@@ -78,15 +113,15 @@ def _before_and_after(ids: list[int]) -> tuple[list[int], list[int]]:
     return sorted(base), sorted(i for i in base if i >= 5)
 
 
-def test_delete_over_cleaned_versions_deletes_or_refuses(uri: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    ds = lf.dataset(uri)
-    with _between_read_and_commit(monkeypatch, uri) as ran:
+def test_delete_over_cleaned_versions_deletes_or_refuses(any_uri: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    ds = _open(any_uri)
+    with _between_read_and_commit(monkeypatch, any_uri) as ran:
         try:
             result = ds.delete("id < 5")
         except CommitConflictError:
             result = None
     assert ran
-    ids = _ids(uri)
+    ids = _ids(any_uri)
     unchanged, deleted = _before_and_after(ids)
     if result is None:
         assert ids == unchanged
@@ -95,24 +130,24 @@ def test_delete_over_cleaned_versions_deletes_or_refuses(uri: str, monkeypatch: 
         assert ids == deleted
 
 
-def test_update_over_cleaned_versions_never_duplicates(uri: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    ds = lf.dataset(uri)
-    with _between_read_and_commit(monkeypatch, uri), contextlib.suppress(CommitConflictError):
+def test_update_over_cleaned_versions_never_duplicates(any_uri: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    ds = _open(any_uri)
+    with _between_read_and_commit(monkeypatch, any_uri), contextlib.suppress(CommitConflictError):
         ds.update({"x": "x + 1000"}, where="id < 5")
-    ids = _ids(uri)
+    ids = _ids(any_uri)
     assert ids == _before_and_after(ids)[0]
-    xs = lf.dataset(uri).to_table(filter="id < 5").column("x").to_pylist()
+    xs = _open(any_uri).to_table(filter="id < 5").column("x").to_pylist()
     assert sorted(xs) in ([0.0, 1.0, 2.0, 3.0, 4.0], [1000.0, 1001.0, 1002.0, 1003.0, 1004.0])
 
 
-def test_merge_insert_over_cleaned_versions_never_duplicates(uri: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    ds = lf.dataset(uri)
+def test_merge_insert_over_cleaned_versions_never_duplicates(any_uri: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    ds = _open(any_uri)
     src = pa.table({"id": pa.array(range(5), pa.int64()), "x": pa.array([-1.0] * 5)})
-    with _between_read_and_commit(monkeypatch, uri), contextlib.suppress(CommitConflictError):
+    with _between_read_and_commit(monkeypatch, any_uri), contextlib.suppress(CommitConflictError):
         ds.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(src)
-    ids = _ids(uri)
+    ids = _ids(any_uri)
     assert ids == _before_and_after(ids)[0]
-    xs = lf.dataset(uri).to_table(filter="id < 5").column("x").to_pylist()
+    xs = _open(any_uri).to_table(filter="id < 5").column("x").to_pylist()
     assert xs in ([-1.0] * 5, [0.0, 1.0, 2.0, 3.0, 4.0])
 
 
@@ -128,7 +163,7 @@ SCHEMA_OPS: dict[str, SchemaOp] = {
 @pytest.mark.parametrize("name", sorted(SCHEMA_OPS))
 def test_schema_and_index_changes_over_cleaned_versions_lose_no_rows(
         uri: str, monkeypatch: pytest.MonkeyPatch, name: str) -> None:
-    ds = lf.dataset(uri)
+    ds = _open(uri)
     refused: CommitConflictError | None = None
     with _between_read_and_commit(monkeypatch, uri):
         try:
@@ -137,7 +172,7 @@ def test_schema_and_index_changes_over_cleaned_versions_lose_no_rows(
             refused = exc
     ids = _ids(uri)
     assert ids == _before_and_after(ids)[0]
-    latest = lf.dataset(uri)
+    latest = _open(uri)
     if refused is not None:
         assert isinstance(refused, MissingVersionError) or "conflict" in str(refused)
         assert latest.schema.names == ["id", "x"]
@@ -155,24 +190,24 @@ def test_schema_and_index_changes_over_cleaned_versions_lose_no_rows(
         assert lance.dataset(uri).to_table(filter="id = 1003").num_rows == 0
 
 
-def test_commit_refuses_and_names_the_missing_version(uri: str) -> None:
-    ds = lf.dataset(uri)
+def test_commit_refuses_and_names_the_missing_version(any_uri: str) -> None:
+    ds = _open(any_uri)
     read = ds.manifest
     frag = read.fragments[0]
-    _interfere(uri)
-    latest = lf.dataset(uri).version
+    _interfere(any_uri)
+    latest = _open(any_uri).version
     txn = Transaction(read.version, LanceOperation.Delete([], [frag.id], "id < 10"))
     with pytest.raises(MissingVersionError, match=rf"version {read.version + 1}\b.*gone"):
         commit_transaction(ds._store, txn, base=read)
-    assert lf.dataset(uri).version == latest
-    assert _ids(uri) == _before_and_after([])[0]
+    assert _open(any_uri).version == latest
+    assert _ids(any_uri) == _before_and_after([])[0]
 
 
 def test_operation_naming_a_fragment_the_latest_lacks_is_a_conflict(uri: str) -> None:
-    ds = lf.dataset(uri)
+    ds = _open(uri)
     gone = ds.manifest.fragments[0].id
-    lf.dataset(uri).optimize.compact_files(target_rows_per_fragment=1_000_000)
-    latest = lf.dataset(uri)
+    _open(uri).optimize.compact_files(target_rows_per_fragment=1_000_000)
+    latest = _open(uri)
     # Built directly on the latest version (no newer versions to check): only the
     # manifest builder can see that the fragment is gone.
     txn = Transaction(latest.version, LanceOperation.Delete([], [gone], "id < 10"))
@@ -182,8 +217,8 @@ def test_operation_naming_a_fragment_the_latest_lacks_is_a_conflict(uri: str) ->
 
 
 def test_reserving_fragment_ids_over_cleaned_versions_still_works(uri: str) -> None:
-    ds = lf.dataset(uri)
+    ds = _open(uri)
     _interfere(uri)
     txn = Transaction(ds.version, LanceOperation.ReserveFragments(3))
     manifest = commit_transaction(ds._store, txn, base=ds.manifest)
-    assert manifest.version == lf.dataset(uri).version
+    assert manifest.version == _open(uri).version
