@@ -5,8 +5,9 @@ fragments get ids from one ``ReserveFragments`` commit (ids
 ``max_fragment_id + 1 - n ..= max_fragment_id`` of the manifest it produced), so the
 old→new row-address map is known before the ``Rewrite`` is committed; the ``Rewrite``
 is built on the oldest read version of the results, so every commit made since the
-plan is conflict-checked against it (a delete or update of a rewritten fragment makes
-it a ``RetryableCommitConflictError``; an append is compatible and both land).
+plan is conflict-checked against it: the rows a delete or update removed from a rewritten
+fragment meanwhile are deleted from the new fragments too, an append is compatible and both
+land, anything else (e.g. new data files in a rewritten fragment) is a conflict.
 """
 
 from __future__ import annotations
@@ -179,14 +180,13 @@ def _frag_reuse_entry(ds: LanceDataset, assigned: Sequence[RewriteResult]) -> In
 
 
 def _precheck(latest: LanceDataset, txn: Transaction) -> None:
-    # The commit loop's own check, made before ids are reserved and index files written.
     store = latest._store
     base_files = {f.id: f.files for f in load_manifest(store, txn.read_version).fragments}
     for v, _manifest, theirs in newer_transactions(store, txn.read_version, latest.version):
         if theirs is None:
             continue
         outcome = conflicts.check(txn, theirs, base_files)
-        if outcome is not conflicts.Outcome.COMPATIBLE:
+        if outcome not in (conflicts.Outcome.COMPATIBLE, conflicts.Outcome.REBASE_DELETIONS):
             conflicts.raise_for(outcome, txn, theirs, v)
 
 
@@ -212,8 +212,9 @@ def commit_compaction(ds: LanceDataset, results: Sequence[RewriteResult], opts: 
         opts = dataclasses.replace(opts, defer_index_remap=True)
     latest = ds.checkout_latest()
     read_version = min(r.read_version for r in results)
-    # Refuse a doomed rewrite before reserving ids or writing index files (the commit
-    # loop checks again, for commits that land after this point).
+    # Refuse a doomed rewrite before reserving ids or writing index files. The commit loop
+    # checks again (for commits that land after this point) and carries deletes and updates
+    # of rewritten fragments over to the new fragments (lance_format.table.rebase.RewriteRebase).
     _precheck(latest, Transaction(read_version, LanceOperation.Rewrite(
         [LanceOperation.RewriteGroup(r.original_fragments, r.new_fragments) for r in results])))
     remap, _ = _check_indices(latest, results, opts)

@@ -30,7 +30,7 @@ from lance_format.table.codec.transaction import encode_transaction
 from lance_format.table.external_commit import put_manifest
 from lance_format.table.manifest import Manifest, check_feature_flags
 from lance_format.table.naming import NamingScheme, manifest_key, transaction_key
-from lance_format.table.rebase import DeletionRebase
+from lance_format.table.rebase import Rebase, rebaser_for
 from lance_format.table.transaction import LanceOperation, Transaction
 from lance_format.table.versions import (
     find_latest,
@@ -184,7 +184,7 @@ def commit_transaction(
                 outcome = conflicts.check(txn, theirs, base_files)
                 if outcome is conflicts.Outcome.REBASE_DELETIONS:
                     if rebase_deletions is None and base_read is not None:
-                        rebase_deletions = DeletionRebase(base_read)
+                        rebase_deletions = rebaser_for(txn, base_read)
                     if rebase_deletions is None:
                         outcome = conflicts.Outcome.RETRYABLE
                     else:
@@ -237,14 +237,14 @@ def commit_transaction(
             # ``decoded`` is what reading the file back gives (fragments carried over from the
             # base are the same objects), so the next commit on this dataset decodes nothing.
             remember_written(store, key, data, decoded)
-            if isinstance(rebase_deletions, DeletionRebase):
+            if isinstance(rebase_deletions, Rebase):
                 rebase_deletions.discard_written(store, decoded)  # vectors superseded by later rebases
             for hook in _AFTER_COMMIT:
                 hook(store, decoded)
             return decoded
     except CommitConflictError:
         # Giving up: the deletion vectors our rebases wrote are referenced by no manifest.
-        if isinstance(rebase_deletions, DeletionRebase):
+        if isinstance(rebase_deletions, Rebase):
             rebase_deletions.discard_written(store, None)
         raise
     finally:

@@ -2,7 +2,8 @@
 
 The matrix follows lance's ``TransactionRebase::check_*`` (``rust/lance/src/io/commit/conflict_resolver.rs``). Rows are our
 operation, columns the already committed one. ``.`` = compatible (re-apply ours on
-top), ``R`` = retryable conflict, ``I`` = incompatible, letters = conditional.
+top), ``R`` = retryable conflict, ``I`` = incompatible, letters = conditional. We differ from
+lance 14 in one cell, ``d``: a rewrite over a delete/update of its fragments is rebased.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ _MATRIX: dict[str, tuple[str, ...]] = {
     "update":            (".", "a", "a", "I", ".", "b", "R", ".", "I", ".", ".", "b", "I", ".", "."),
     "overwrite":         (".", ".", ".", "k", ".", ".", ".", ".", ".", ".", "k", ".", "I", ".", "."),
     "create_index":      (".", ".", ".", "I", "f", "c", ".", ".", "I", ".", ".", "R", "I", ".", "."),
-    "rewrite":           (".", "b", "b", "I", "c", "e", "R", ".", "I", ".", ".", "b", ".", ".", "."),
+    "rewrite":           (".", "d", "d", "I", "c", "e", "R", ".", "I", ".", ".", "b", ".", ".", "."),
     "merge":             ("R", "R", "R", "I", ".", "R", "R", "I", "I", ".", ".", "R", "I", ".", "."),
     "project":           (".", ".", ".", "I", ".", ".", "R", "R", "I", ".", ".", ".", "I", ".", "."),
     "restore":           (".", ".", ".", ".", ".", ".", ".", ".", ".", ".", ".", ".", "I", ".", "."),
@@ -102,6 +103,16 @@ def check(mine: Transaction, theirs: Transaction, base_files: dict[int, Any]) ->
     if cell == "b":
         shared = touched_fragment_ids(mo) & touched_fragment_ids(to)
         return Outcome.RETRYABLE if shared else Outcome.COMPATIBLE
+    if cell == "d":
+        # Our rewrite against their delete/update: their deletions can be carried to our new
+        # fragments (lance_format.table.rebase.RewriteRebase) unless they rewrote a shared
+        # fragment's data files in place. lance 14 makes every shared pair retryable.
+        shared = touched_fragment_ids(mo) & touched_fragment_ids(to)
+        if not shared:
+            return Outcome.COMPATIBLE
+        rewritten = any(f.id in shared and base_files.get(f.id) != f.files
+                        for f in getattr(to, "updated_fragments", ()))
+        return Outcome.RETRYABLE if rewritten else Outcome.REBASE_DELETIONS
     if cell == "e":
         shared = touched_fragment_ids(mo) & touched_fragment_ids(to)
         return Outcome.RETRYABLE if shared else Outcome.COMPATIBLE

@@ -1,9 +1,14 @@
-"""Rebasing a Delete/Update over a concurrent Delete/Update of the same fragments.
+"""Rebasing a transaction over concurrent deletes: merge deletion vectors instead of failing.
 
-When both transactions only changed deletion vectors of a shared fragment, lance merges
-the two vectors and retries (Delete/Update against Delete/Update in
-rust/lance/src/io/commit/conflict_resolver.rs). If both deleted the same row, the
-commit is a retryable conflict instead.
+* :class:`DeletionRebase`, a Delete/Update over a concurrent Delete/Update of the same
+  fragments: when both only changed deletion vectors, lance merges the two vectors and
+  retries (Delete/Update against Delete/Update in rust/lance/src/io/commit/conflict_resolver.rs).
+  If both deleted the same row, the commit is a retryable conflict instead.
+* :class:`RewriteRebase`, a compaction's Rewrite over deletes/updates committed while it ran:
+  the rows they deleted from the old fragments are deleted from the new fragments too (each
+  old row's new address is known: the surviving rows of a group's old fragments land in its
+  new fragments in order). lance 14 refuses this pair instead (a retryable conflict), which
+  starves compaction under continuous deletes; carrying the deletions over keeps both.
 """
 
 from __future__ import annotations
@@ -27,8 +32,8 @@ def _offsets(store: ObjectStore, frag: FragmentMetadata | None) -> npt.NDArray[n
     return _deletion.read_deletion_file(store, frag.id, frag.deletion_file, physical_rows=frag.physical_rows)
 
 
-class DeletionRebase:
-    """Stateful rebaser: remembers each shared fragment as last seen, version after version."""
+class Rebase:
+    """State shared by the rebasers: fragments as last seen, and the deletion files written."""
 
     def __init__(self, base: Manifest):
         self._seen: dict[int, FragmentMetadata | None] = {f.id: f for f in base.fragments}
@@ -60,6 +65,17 @@ class DeletionRebase:
             deleted.append(key)
         return deleted
 
+    def _write(self, store: ObjectStore, frag: FragmentMetadata, read_version: int,
+               deleted: npt.NDArray[np.uint32]) -> FragmentMetadata:
+        deletion, key = _deletion.write_fragment_deletions(store, frag.id, read_version, deleted,
+                                                           frag.deletion_file)
+        self._written[(frag.id, deletion.id)] = key
+        return dataclasses.replace(frag, deletion_file=deletion)
+
+
+class DeletionRebase(Rebase):
+    """Delete/Update over Delete/Update: remembers each shared fragment as last seen, version after version."""
+
     def __call__(self, store: ObjectStore, txn: Transaction, theirs: Manifest, base: Manifest) -> Transaction:
         """Return ``txn`` with its deletion vectors merged into those committed in ``theirs``."""
         del base
@@ -90,10 +106,8 @@ class DeletionRebase:
                 removed.append(mine.id)
                 updated[i] = None  # type: ignore[call-overload]
                 continue
-            deletion, key = _deletion.write_fragment_deletions(store, mine.id, txn.read_version, merged,
-                                                               current.deletion_file)
-            self._written[(mine.id, deletion.id)] = key
-            updated[i] = dataclasses.replace(mine, deletion_file=deletion)
+            updated[i] = self._write(store, dataclasses.replace(mine, deletion_file=current.deletion_file),
+                                     txn.read_version, merged)
         kept = [f for f in updated if f is not None]
         new_op: LanceOperation.BaseOperation
         if isinstance(op, LanceOperation.Delete):
@@ -101,3 +115,84 @@ class DeletionRebase:
         else:
             new_op = dataclasses.replace(op, updated_fragments=kept, removed_fragment_ids=removed)
         return dataclasses.replace(txn, operation=new_op)
+
+
+class RewriteRebase(Rebase):
+    """A Rewrite (compaction) over deletes/updates committed since its read version.
+
+    Stateful like :class:`DeletionRebase`: one instance follows one Rewrite through every
+    newer version, in order.
+
+    The rows those commits deleted from a group's old fragments are deleted from its new
+    fragments (see the module docstring). A rewrite whose new fragments do not hold exactly
+    the surviving rows of its old fragments cannot be mapped, and stays a retryable conflict.
+    """
+
+    def __init__(self, base: Manifest):
+        super().__init__(base)
+        # Row positions come from the groups as planned: a later call sees groups whose
+        # removed old fragments were already dropped.
+        self._planned: list[LanceOperation.RewriteGroup] | None = None
+
+    def __call__(self, store: ObjectStore, txn: Transaction, theirs: Manifest, base: Manifest) -> Transaction:
+        """Return ``txn`` with the deletions committed in ``theirs`` carried to its new fragments."""
+        del base
+        op = txn.operation
+        if not isinstance(op, LanceOperation.Rewrite):
+            return txn
+        if self._planned is None:
+            self._planned = list(op.groups)
+        groups = [self._group(store, planned, g, theirs, txn.read_version)
+                  for planned, g in zip(self._planned, op.groups, strict=True)]
+        return dataclasses.replace(txn, operation=dataclasses.replace(op, groups=groups))
+
+    def _group(self, store: ObjectStore, planned: LanceOperation.RewriteGroup, group: LanceOperation.RewriteGroup,
+               theirs: Manifest, read_version: int) -> LanceOperation.RewriteGroup:
+        hits: list[npt.NDArray[np.int64]] = []  # positions among the group's surviving rows
+        survivors = 0
+        removed: set[int] = set()  # old fragments a delete or update removed whole
+        for old in planned.old_fragments:
+            live = np.setdiff1d(np.arange(old.physical_rows, dtype=np.uint32), _offsets(store, old))
+            before = self._seen.get(old.id, old)
+            current = theirs.fragment(old.id)
+            if before is not None and (current is None or current.deletion_file != before.deletion_file):
+                if current is not None and current.files != old.files:
+                    raise RetryableCommitConflictError(
+                        f"commit conflict: version {theirs.version} changed the data files of fragment "
+                        f"{old.id}, which this compaction rewrites")
+                # A fragment removed by a delete or update lost every row.
+                dead = live if current is None else np.intersect1d(live, _offsets(store, current))
+                hits.append(survivors + np.searchsorted(live, dead).astype(np.int64))
+                self._seen[old.id] = current
+            if self._seen.get(old.id, old) is None:
+                removed.add(old.id)
+            survivors += int(live.size)
+        if not hits:
+            return LanceOperation.RewriteGroup([f for f in planned.old_fragments if f.id not in removed],
+                                               group.new_fragments)
+        if sum(f.physical_rows for f in group.new_fragments) != survivors:
+            raise RetryableCommitConflictError(
+                f"commit conflict: version {theirs.version} deleted rows of fragments "
+                f"{sorted(f.id for f in group.old_fragments)}, whose rewrite does not keep their rows in order")
+        positions = np.concatenate(hits)
+        new_frags = list(group.new_fragments)
+        start = 0
+        for i, frag in enumerate(new_frags):
+            end = start + frag.physical_rows
+            mine = positions[(positions >= start) & (positions < end)] - start
+            start = end
+            if not mine.size:
+                continue
+            merged = np.union1d(_offsets(store, frag), mine.astype(np.uint32))
+            new_frags[i] = self._write(store, frag, read_version, merged)
+        # A removed fragment is no longer there to replace; its rows are deleted in the new ones.
+        return LanceOperation.RewriteGroup([f for f in planned.old_fragments if f.id not in removed], new_frags)
+
+
+def rebaser_for(txn: Transaction, base: Manifest) -> DeletionRebase | RewriteRebase | None:
+    """The rebaser that can carry concurrent deletions into ``txn``, or ``None`` if none can."""
+    if isinstance(txn.operation, (LanceOperation.Delete, LanceOperation.Update)):
+        return DeletionRebase(base)
+    if isinstance(txn.operation, LanceOperation.Rewrite):
+        return RewriteRebase(base)
+    return None
