@@ -1,11 +1,15 @@
 """Version cleanup: ``ds.cleanup_old_versions(...)`` and its plan → execute → finish parts.
 
-See :mod:`lance_format.maintenance.cleanup` for the semantics (pylance's).
+See :mod:`lance_format.maintenance.cleanup` for the semantics: pylance's, plus a commit grace
+(:data:`COMMIT_GRACE`; a version that was the latest that recently stays, so a commit in flight
+finds the version it read) and a full sweep of leftovers with ``delete_unverified``.
 """
 
 from __future__ import annotations
 
 from lance_format.maintenance.cleanup import (
+    COMMIT_GRACE,
+    COMMIT_GRACE_ENV,
     CleanupFile,
     CleanupPlan,
     CleanupStats,
@@ -18,12 +22,15 @@ from lance_format.maintenance.cleanup import (
     finish_cleanup,
     plan_cleanup,
     refresh_plan,
+    resolve_commit_grace,
 )
 
 #: ``execute`` is the execute step's short name (one batch of keys deleted).
 execute = execute_cleanup_batch
 
 __all__ = [
+    "COMMIT_GRACE",
+    "COMMIT_GRACE_ENV",
     "CleanupFile",
     "CleanupPlan",
     "CleanupStats",
@@ -37,4 +44,5 @@ __all__ = [
     "finish_cleanup",
     "plan_cleanup",
     "refresh_plan",
+    "resolve_commit_grace",
 ]

@@ -12,8 +12,9 @@ from typing import Any
 import pyarrow as pa
 
 from lance_format.dataset import LanceDataset
-from lance_format.errors import LanceError
+from lance_format.errors import InvalidInputError
 from lance_format.storage import open_store
+from lance_format.storage.redact import redact_url
 from lance_format.table.apply import DEFAULT_DATA_STORAGE_VERSION
 from lance_format.table.commit import commit_transaction
 from lance_format.table.discard import discard_fragment_files
@@ -72,34 +73,54 @@ def write_dataset(
     Raises:
         DatasetAlreadyExistsError: ``mode="create"`` on an existing dataset.
         SchemaError: appending data whose schema does not match the table.
+        InvalidInputError: ``transaction_properties`` not a str -> str mapping, ``commit_message`` not a str.
         CommitConflictError: a concurrent commit conflicts.
+
+    A write that fails after writing data files deletes them before raising (unless its commit
+    landed after all), so a failed write leaves nothing behind.
     """
     if isinstance(uri, LanceDataset):
         uri = uri.uri
+    props = _properties(redact_url(str(uri)), transaction_properties, commit_message)  # before writing files
     store = open_store(str(uri), storage_options)
     target, batches, data_schema, base, read_version, version, scheme = prepare_write_with_scheme(
         data, store, schema=schema, mode=mode, data_storage_version=data_storage_version)
     frags = write_fragment_files(store, target, batches, data_schema, max_rows_per_file=max_rows_per_file,
                                  max_rows_per_group=max_rows_per_group, max_bytes_per_file=max_bytes_per_file,
                                  data_storage_version=version, max_page_bytes=max_page_bytes)
-    props = dict(transaction_properties or {})
-    if commit_message is not None:
-        props[COMMIT_MESSAGE_KEY] = commit_message
     op: LanceOperation.BaseOperation
     if mode == "append" and read_version:
         op = LanceOperation.Append(frags)
     else:
         op = LanceOperation.Overwrite(data_schema, frags)
-    txn = Transaction(read_version, op, transaction_properties=props)
     try:
+        txn = Transaction(read_version, op, transaction_properties=props)
         manifest = commit_transaction(store, txn, enable_v2_manifest_paths=enable_v2_manifest_paths,
                                       data_storage_version=version, must_not_exist=(mode == "create"),
                                       enable_stable_row_ids=enable_stable_row_ids, base=base,
                                       observed=(read_version, scheme) if base is not None and scheme else None)
-    except LanceError:
-        discard_fragment_files(store, frags)
+    except BaseException:
+        # A refused commit leaves the files unreferenced; an interrupt or a storage error may also
+        # strike after the manifest landed, so they go only if no newer version references them.
+        discard_fragment_files(store, frags, unless_committed_after=read_version)
         raise
     return LanceDataset._from_manifest(str(uri), store, manifest, storage_options)
+
+
+def _properties(uri: str, properties: Mapping[str, str] | None, message: str | None) -> dict[str, str]:
+    """The transaction properties of a write, checked as pylance does (str -> str; the message a str)."""
+    if properties is not None and not isinstance(properties, Mapping):
+        raise InvalidInputError(f"{uri}: transaction_properties must be a mapping of str to str, "
+                                f"got {type(properties).__name__}")
+    props = dict(properties or {})
+    bad = [(k, v) for k, v in props.items() if not isinstance(k, str) or not isinstance(v, str)]
+    if bad:
+        raise InvalidInputError(f"{uri}: transaction_properties must map str to str, got {bad[0]!r}")
+    if message is not None:
+        if not isinstance(message, str):
+            raise InvalidInputError(f"{uri}: commit_message must be a str, got {type(message).__name__}")
+        props[COMMIT_MESSAGE_KEY] = message
+    return props
 
 
 __all__ = [

@@ -9,7 +9,7 @@ API (re-exported by ``lance_format.cleanup``; Spark / Dagster build on it)::
     stats = finish_cleanup(plan, deleted, gone)        # driver
     # or all of it: ds.cleanup_old_versions(...) / cleanup_old_versions(ds, ..., runner=...)
 
-Semantics follow pylance's ``cleanup_old_versions`` (``rust/lance/src/dataset/cleanup.rs``):
+What pylance does (``cleanup_old_versions``, ``rust/lance/src/dataset/cleanup.rs``), and we too:
 
 * A version is removed only when it is not the latest, not tagged on the main branch,
   not the base a branch was created from, and old by every policy given: its manifest is older than
@@ -17,15 +17,39 @@ Semantics follow pylance's ``cleanup_old_versions`` (``rust/lance/src/dataset/cl
   ``older_than`` is 14 days. A tagged version that would otherwise go raises
   :class:`~lance_format.errors.CleanupError` (unless ``error_if_tagged_old_versions=False``)
   before anything is deleted.
-* Only these files are ever candidates: ``data/*.lance``, ``_deletions/*.arrow|*.bin``,
-  ``_transactions/*.txn``, files under ``_indices/{uuid}/`` and ``_versions/.tmp*``.
-  A file referenced by a kept version is never deleted. An unreferenced file is deleted
-  when a removed version referenced it ("verified"), or when it is older than 7 days,
-  or with ``delete_unverified=True``. Files modified after the earliest kept manifest
-  are left alone (they may belong to a commit in flight), except under ``_indices/``.
+* Only these files are ever candidates: ``data/*.lance`` and ``data/.tmp*`` (a local writer's
+  temporary file), ``_deletions/*.arrow|*.bin``, ``_transactions/*.txn``, files under
+  ``_indices/{uuid}/`` and ``_versions/.tmp*``. A file referenced by a kept version is never
+  deleted. An unreferenced file is deleted when a removed version referenced it ("verified"),
+  or when it is older than 7 days, or with ``delete_unverified=True``.
+* Files modified after the earliest kept manifest are left alone (they may belong to a commit in
+  flight), except under ``_indices/`` (always listed), in ``data/`` (listed up to 7 days ago, and
+  entirely with ``delete_unverified``), and when a removed version is newer than a kept one (a tag
+  far back: then everything is listed).
+
+Where we go beyond pylance:
+
+* **Commit grace.** pylance protects only versions newer than ``older_than``, so a cleanup with
+  ``older_than=0`` removes the version a writer still busy with its data files read, and that
+  writer can then not check what it commits on top of (our commit refuses it with
+  ``CommitConflictError``). Here a version that was the latest at any moment within the last
+  :data:`COMMIT_GRACE` (5 minutes) is never removed, whatever ``older_than`` / ``retain_versions``
+  say: version *v* stays while its successor was committed less than the grace ago, and so does
+  every version after it (the latest always stays). Versions superseded longer ago than the grace
+  go as before. Set the grace per call (``commit_grace=``) or for the process with the
+  ``LANCE_FORMAT_COMMIT_GRACE`` environment variable (a duration such as ``"0s"`` or ``"10min"``);
+  a grace of 0 is pylance's behaviour.
+* **Leftovers.** With ``delete_unverified=True`` (the caller vouches that nothing is being
+  written) every managed directory is listed in full, so one cleanup after failed or killed
+  operations leaves exactly the files the remaining versions reference; pylance lists only
+  ``data/`` and ``_indices/`` in full and keeps a lost commit's transaction or deletion files that
+  are newer than its earliest kept version. Crash leftovers of our own writers (``*.partial``,
+  ``*.manifest#*``, staged ``*.manifest-{uuid}``) count as unreferenced files too.
 * Before deleting, :func:`refresh_plan` reads every version committed since planning
   and drops whatever it references, so a cleanup racing a commit never deletes what
   the new commit uses. Old manifests are deleted first, then the files.
+* Reprs of :class:`CleanupPlan` and :class:`DeleteBatch` (shipped to Spark executors and logged)
+  mask the storage options' secrets.
 """
 
 from __future__ import annotations
@@ -35,6 +59,7 @@ import datetime as dt
 import functools
 import json
 import logging
+import os
 import posixpath
 import re
 from collections.abc import Iterable, Iterator, Sequence
@@ -50,6 +75,7 @@ from lance_format.errors import (
 )
 from lance_format.maintenance import _indices
 from lance_format.storage import ObjectStore, open_store
+from lance_format.storage.redact import redact_options, redact_url
 from lance_format.table.manifest import Manifest
 from lance_format.table.naming import (
     BRANCHES_DIR,
@@ -76,6 +102,11 @@ _log = logging.getLogger(__name__)
 #: ``UNVERIFIED_THRESHOLD_DAYS``).
 UNVERIFIED_THRESHOLD = dt.timedelta(days=7)
 DEFAULT_OLDER_THAN = dt.timedelta(days=14)
+#: A version that was the latest at any moment this recently is never removed: a writer that read
+#: it may still be writing its files, and must find it (and every later version) when it commits.
+COMMIT_GRACE = dt.timedelta(minutes=5)
+#: Environment variable overriding :data:`COMMIT_GRACE` for the process (a duration: ``"0s"``, ``"10min"``).
+COMMIT_GRACE_ENV = "LANCE_FORMAT_COMMIT_GRACE"
 FileKind = Literal["manifest", "data", "deletion", "transaction", "index", "temporary"]
 
 
@@ -121,18 +152,29 @@ class CleanupStats:
     dry_run: bool = False
 
 
-@dataclass(frozen=True)
+def _shown(uri: str, options: dict[str, str] | None) -> str:
+    """``uri=..., storage_options=...`` with credentials masked (reprs end up in logs and Spark UIs)."""
+    return f"uri={redact_url(uri)!r}, storage_options={redact_options(options) if options is not None else None!r}"
+
+
+@dataclass(frozen=True, repr=False)
 class DeleteBatch:
-    """Keys one :func:`execute_cleanup_batch` call deletes (picklable, for any Runner)."""
+    """Keys one :func:`execute_cleanup_batch` call deletes (picklable, for any Runner).
+
+    Its repr masks the secrets of ``storage_options``.
+    """
 
     uri: str
     storage_options: dict[str, str] | None
     keys: tuple[str, ...]
 
+    def __repr__(self) -> str:
+        return f"DeleteBatch({_shown(self.uri, self.storage_options)}, keys={self.keys!r})"
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, repr=False)
 class CleanupPlan:
-    """Which versions and files a cleanup removes.
+    """Which versions and files a cleanup removes (its repr masks the secrets of ``storage_options``).
 
     Attributes:
         uri: Dataset URI.
@@ -151,6 +193,11 @@ class CleanupPlan:
     manifests: tuple[CleanupFile, ...]
     files: tuple[CleanupFile, ...]
     protected: frozenset[str] = field(default_factory=frozenset)
+
+    def __repr__(self) -> str:
+        return (f"CleanupPlan({_shown(self.uri, self.storage_options)}, latest_version={self.latest_version}, "
+                f"removed_versions={self.removed_versions!r}, manifests={len(self.manifests)}, "
+                f"files={len(self.files)}, protected={len(self.protected)})")
 
     def batches(self, size: int = 1000) -> list[DeleteBatch]:
         """The non-manifest keys split into batches of at most ``size`` keys."""
@@ -216,6 +263,8 @@ def _kind(key: str) -> FileKind | None:
     top, _, rest = key.partition("/")
     if _is_staging(top, rest):
         return "temporary"
+    if top == DATA_DIR and rest.rpartition("/")[2].startswith(".tmp"):
+        return "data"  # a local writer's temporary file, left by a crash (pylance removes them too)
     if top == DATA_DIR and "/" not in rest and rest.endswith(".lance"):
         return "data"
     if top == DELETIONS_DIR and "/" not in rest and rest.endswith((".arrow", ".bin")):
@@ -269,16 +318,57 @@ def branch_parent_versions(store: ObjectStore) -> set[int]:
     return out
 
 
+def resolve_commit_grace(commit_grace: dt.timedelta | None = None) -> dt.timedelta:
+    """The commit grace a cleanup applies: ``commit_grace``, else ``$LANCE_FORMAT_COMMIT_GRACE``, else 5 minutes.
+
+    Raises:
+        InvalidInputError: for a grace that is not a non-negative ``timedelta`` (or a bad variable).
+    """
+    if commit_grace is None:
+        raw = os.environ.get(COMMIT_GRACE_ENV, "").strip()
+        if not raw:
+            return COMMIT_GRACE
+        try:
+            return parse_duration(raw)
+        except InvalidInputError as exc:
+            raise InvalidInputError(f"environment variable {COMMIT_GRACE_ENV}: {exc}") from None
+    if not isinstance(commit_grace, dt.timedelta) or commit_grace < dt.timedelta(0):
+        raise InvalidInputError(f"commit_grace must be a non-negative timedelta, got {commit_grace!r}")
+    return commit_grace
+
+
+def _with_grace(manifests: Iterable[Manifest], since: dt.datetime) -> Iterator[tuple[Manifest, bool]]:
+    """Each manifest (in version order) and whether the commit grace keeps it.
+
+    Version *v* was the latest until its successor was committed, so the grace keeps it when the
+    next version's timestamp is after ``since``, and keeps every version after it too (a writer
+    that read *v* must find every version up to its commit, even when writers' clocks disagree and
+    timestamps are out of order); the latest is always kept. One manifest of look-ahead suffices.
+    """
+    prev: Manifest | None = None
+    kept = False
+    for m in manifests:
+        if prev is not None:
+            kept = kept or m.timestamp > since
+            yield prev, kept
+        prev = m
+    if prev is not None:
+        yield prev, True
+
+
 def plan_cleanup(ds: LanceDataset, older_than: dt.timedelta | None = None, retain_versions: int | None = None,
                  *, delete_unverified: bool = False, error_if_tagged_old_versions: bool = True,
-                 now: dt.datetime | None = None, current_version: int | None = None) -> CleanupPlan:
+                 now: dt.datetime | None = None, current_version: int | None = None,
+                 commit_grace: dt.timedelta | None = None) -> CleanupPlan:
     """Decide which versions and files a cleanup removes (nothing is deleted).
 
     ``current_version`` overrides which version counts as current (kept, and the base of
     ``retain_versions``); auto cleanup passes the version the commit was built on, as lance does.
+    ``commit_grace`` (default: :func:`resolve_commit_grace`) keeps every version that was the
+    latest within that long, whatever the policies say (see the module docstring).
 
     Raises:
-        InvalidInputError: for a negative ``older_than`` or ``retain_versions < 1``.
+        InvalidInputError: for a negative ``older_than`` or ``commit_grace``, or ``retain_versions < 1``.
         CleanupError: when a tagged version is old and ``error_if_tagged_old_versions``.
     """
     store = ds._store
@@ -287,6 +377,10 @@ def plan_cleanup(ds: LanceDataset, older_than: dt.timedelta | None = None, retai
         raise InvalidInputError(f"{ds.uri}: retain_versions must be a positive integer, got {retain_versions!r}")
     if older_than is not None and older_than < dt.timedelta(0):
         raise InvalidInputError(f"{ds.uri}: older_than must not be negative, got {older_than}")
+    try:
+        grace = resolve_commit_grace(commit_grace)
+    except InvalidInputError as exc:
+        raise InvalidInputError(f"{ds.uri}: {exc}") from None
     if older_than is None and retain_versions is None:
         older_than = DEFAULT_OLDER_THAN
     # One listing of _versions/ gives the manifests, their sizes and leftover .tmp files.
@@ -313,8 +407,8 @@ def plan_cleanup(ds: LanceDataset, older_than: dt.timedelta | None = None, retai
     earliest_kept: dt.datetime | None = None
     latest_gone: dt.datetime | None = None
     sizes = {info.key: info.size for info in listed}
-    for v, m in zip(sorted(keys), _load_all(store, sorted(keys)), strict=True):
-        old = v < latest and (before_ts is None or m.timestamp < before_ts) and \
+    for v, (m, in_grace) in zip(sorted(keys), _with_grace(_load_all(store, sorted(keys)), now - grace), strict=True):
+        old = v < latest and not in_grace and (before_ts is None or m.timestamp < before_ts) and \
             (before_version is None or v < before_version)
         if old and v in tagged:
             tagged_old[tagged[v]] = v
@@ -337,19 +431,16 @@ def plan_cleanup(ds: LanceDataset, older_than: dt.timedelta | None = None, retai
     if tagged_old and error_if_tagged_old_versions:
         raise CleanupError(f"{ds.uri}: {len(tagged_old)} tagged version(s) would be cleaned up: {tagged_old}; "
                            "delete the tags or pass error_if_tagged_old_versions=False")
-    # Files newer than every kept manifest may belong to a commit in flight. When a
-    # removed version is newer than a kept one (a tag far back), that cutoff would hide
-    # its files forever, so then everything is listed (the unverified rule still holds).
-    cutoff = None if latest_gone is not None and earliest_kept is not None and latest_gone > earliest_kept \
-        else earliest_kept
+    cutoffs = _listing_cutoffs(earliest_kept, latest_gone, now, delete_unverified)
     files: list[CleanupFile] = []
     for prefix in (DATA_DIR, DELETIONS_DIR, TRANSACTIONS_DIR, INDICES_DIR, VERSIONS_DIR):
+        cutoff = cutoffs.get(prefix)
         for info in (listed if prefix == VERSIONS_DIR else store.list(prefix)):
             kind = _kind(info.key)
             if kind is None or _is_referenced(info.key, kind, kept_refs):
                 continue
             mtime = info.last_modified
-            if kind != "index" and cutoff is not None and mtime is not None and mtime > cutoff:
+            if cutoff is not None and mtime is not None and mtime > cutoff:
                 continue
             verified = _is_referenced(info.key, kind, gone_refs)
             aged = mtime is not None and mtime < now - UNVERIFIED_THRESHOLD
@@ -357,6 +448,29 @@ def plan_cleanup(ds: LanceDataset, older_than: dt.timedelta | None = None, retai
                 files.append(CleanupFile(info.key, kind, info.size, unverified=not verified))
     manifests = tuple(CleanupFile(keys[v], "manifest", sizes.get(keys[v], 0)) for v in removed)
     return CleanupPlan(ds.uri, ds._storage_options, latest, tuple(removed), manifests, tuple(files))
+
+
+def _listing_cutoffs(earliest_kept: dt.datetime | None, latest_gone: dt.datetime | None, now: dt.datetime,
+                     delete_unverified: bool) -> dict[str, dt.datetime]:
+    """Per directory, the modification time after which files are left alone (absent: list it all).
+
+    Files newer than every kept manifest may belong to a commit in flight. When a removed version
+    is newer than a kept one (a tag far back), that cutoff would hide its files forever, so then
+    everything is listed (the unverified rule still holds). ``_indices/`` is always listed in full:
+    the removed versions' index uuids are the proof its files may go, and that proof is gone once
+    their manifests are. pylance lists ``data/`` up to 7 days ago at least (an orphan data file
+    newer than the kept versions goes once it is old enough) and in full with ``delete_unverified``;
+    with ``delete_unverified`` we list every directory in full (beyond pylance: a killed commit's
+    transaction and deletion files go too).
+    """
+    if delete_unverified:
+        return {}
+    cutoff = None if latest_gone is not None and earliest_kept is not None and latest_gone > earliest_kept \
+        else earliest_kept
+    if cutoff is None:
+        return {}
+    return {DATA_DIR: max(cutoff, now - UNVERIFIED_THRESHOLD), DELETIONS_DIR: cutoff, TRANSACTIONS_DIR: cutoff,
+            VERSIONS_DIR: cutoff}
 
 
 def refresh_plan(plan: CleanupPlan) -> CleanupPlan:
@@ -423,11 +537,45 @@ def cleanup_old_versions(ds: LanceDataset, older_than: dt.timedelta | None = Non
                          retain_versions: int | None = None, *, delete_unverified: bool = False,
                          error_if_tagged_old_versions: bool = True, dry_run: bool = False,
                          runner: Runner | None = None, batch_size: int = 1000,
-                         current_version: int | None = None) -> CleanupStats:
-    """Plan, then (unless ``dry_run``) delete old manifests first and the files through ``runner``."""
+                         current_version: int | None = None,
+                         commit_grace: dt.timedelta | None = None) -> CleanupStats:
+    """Remove old versions and the files only they use: plan, then delete old manifests, then files.
+
+    What pylance does, and we too: a version goes when it is not the latest, not tagged, not a
+    branch's base, and old by every policy given (``older_than``, default 14 days without either;
+    ``retain_versions``). Files referenced by a removed version go with it; unreferenced files
+    go once 7 days old, or at once with ``delete_unverified``.
+
+    Where we go beyond it: a version that was the latest within the last ``commit_grace``
+    (default :data:`COMMIT_GRACE`, 5 minutes, or ``$LANCE_FORMAT_COMMIT_GRACE``) stays, with every
+    later one, so a commit in flight finds the version it read; pylance has no such grace and
+    protects only versions newer than ``older_than`` (``commit_grace=timedelta(0)`` behaves like
+    it). With ``delete_unverified`` every managed directory is listed in full, so after failed or
+    killed operations one cleanup leaves exactly the files the remaining versions reference.
+
+    Args:
+        ds: The dataset.
+        older_than: Remove versions older than this.
+        retain_versions: Keep at least the newest N versions.
+        delete_unverified: Also delete unreferenced files younger than 7 days (only when
+            nothing is being written to the dataset).
+        error_if_tagged_old_versions: Raise ``CleanupError`` if a tagged version is old.
+        dry_run: Delete nothing; report the figures and the exact keys.
+        runner: Where the delete batches run (see :func:`execute_cleanup`).
+        batch_size: Keys per delete batch.
+        current_version: The version counted as current (auto cleanup: the commit's read version).
+        commit_grace: Keep versions that were the latest this recently (``None``: the default).
+
+    Returns:
+        What was (or, with ``dry_run``, would be) removed.
+
+    Raises:
+        InvalidInputError: for a negative ``older_than`` or ``commit_grace``, or ``retain_versions < 1``.
+        CleanupError: when a tagged version is old and ``error_if_tagged_old_versions``.
+    """
     plan = plan_cleanup(ds, older_than, retain_versions, delete_unverified=delete_unverified,
                         error_if_tagged_old_versions=error_if_tagged_old_versions,
-                        current_version=current_version)
+                        current_version=current_version, commit_grace=commit_grace)
     if dry_run:
         return plan.stats(dry_run=True)
     return execute_cleanup(plan, runner=runner, batch_size=batch_size, store=ds._store)
@@ -526,6 +674,8 @@ def auto_cleanup(store: ObjectStore, manifest: Manifest) -> CleanupStats | None:
 
 
 __all__ = [
+    "COMMIT_GRACE",
+    "COMMIT_GRACE_ENV",
     "CleanupFile",
     "CleanupPlan",
     "CleanupStats",
@@ -540,4 +690,5 @@ __all__ = [
     "parse_duration",
     "plan_cleanup",
     "refresh_plan",
+    "resolve_commit_grace",
 ]

@@ -23,6 +23,7 @@ from lance_format.errors import (
 from lance_format.schema import LanceSchema
 from lance_format.storage import ObjectStore
 from lance_format.table.apply import DEFAULT_DATA_STORAGE_VERSION
+from lance_format.table.discard import discard_fragment_files
 from lance_format.table.manifest import Manifest
 from lance_format.table.manifest import arrow_schema as table_arrow_schema
 from lance_format.table.models import DataFile, FragmentMetadata
@@ -202,9 +203,7 @@ def write_fragment_files(
         if sink is not None:
             with contextlib.suppress(Exception):  # drop the half-written file
                 sink.writer.abort()
-        for frag in frags:
-            for df in frag.files:
-                data_store.delete(df.path)
+        discard_fragment_files(data_store, frags, in_data_dir=False)  # best effort: the error wins
         raise
     return frags
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 
 import pyarrow as pa
+import pytest
 from dagster import DagsterInstance, materialize
 
 import lance_format
@@ -12,6 +13,7 @@ from lance_dagster import LanceIOManager, LanceResource
 from lance_dagster.maintenance import PIN_TAG_PREFIX, build_lance_maintenance_job, pinned_versions
 from lance_dagster.maintenance.engine import compact
 from lance_dagster.writer import commit_arrow
+from lance_format.cleanup import COMMIT_GRACE_ENV
 from lance_format.maintenance.compaction import CompactionOptions
 from lance_format.maintenance.runner import LocalRunner
 
@@ -20,6 +22,13 @@ from .helpers import appending_asset, by_step, pinning_asset, values
 
 AGGRESSIVE = {"runner": "local", "compaction": {"enabled": False},
               "cleanup": {"older_than": "0s", "retain_versions": 1}}
+
+
+@pytest.fixture(autouse=True)
+def _no_commit_grace(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The versions here are superseded seconds before cleanup runs; with the default commit grace
+    (5 minutes) they would all stay, so these tests of the policies run with a grace of 0."""
+    monkeypatch.setenv(COMMIT_GRACE_ENV, "0s")
 
 
 def _versions(root: str) -> list[int]:

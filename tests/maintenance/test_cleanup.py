@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import pickle
 import shutil
 import time
 from pathlib import Path
@@ -14,6 +15,8 @@ import pytest
 
 import lance_format
 from lance_format.cleanup import (
+    COMMIT_GRACE,
+    COMMIT_GRACE_ENV,
     CleanupStats,
     cleanup_old_versions,
     delete_old_manifests,
@@ -28,6 +31,15 @@ from lance_format.maintenance import LocalRunner
 from .helpers import assert_same_at_every_version, table
 
 ZERO = dt.timedelta(0)
+
+
+@pytest.fixture(autouse=True)
+def _no_commit_grace(monkeypatch: pytest.MonkeyPatch) -> None:
+    """pylance has no commit grace, and these tests compare with it: cleanups here run with a grace of 0.
+
+    The tests of the grace itself (``test_*grace*``) remove the variable again.
+    """
+    monkeypatch.setenv(COMMIT_GRACE_ENV, "0s")
 
 
 def _history(path: Path, dsv: str, stable: bool, *, writer: str = "ours") -> str:
@@ -137,8 +149,15 @@ def test_unverified_files_wait_seven_days_and_other_files_are_never_touched(tmp_
     assert stats.keys == ("data/new-orphan.lance",)
     in_flight = Path(uri) / "data/just-written.lance"
     in_flight.write_bytes(b"x")
-    assert lance_format.dataset(uri).cleanup_old_versions(ZERO, delete_unverified=True).keys == ()
+    assert lance_format.dataset(uri).cleanup_old_versions(ZERO).keys == ()
     assert in_flight.exists()
+    # delete_unverified vouches that nothing is in flight: it goes, as with pylance 14.0.2
+    twin = str(tmp_path / "twin")
+    shutil.copytree(uri, twin)
+    assert lance_format.dataset(uri).cleanup_old_versions(ZERO, delete_unverified=True).keys == \
+        ("data/just-written.lance",)
+    assert lance.dataset(twin).cleanup_old_versions(ZERO, delete_unverified=True).data_files_removed == 1
+    assert _files(uri) == _files(twin)
     for name in ("notes.txt", "data/readme.md", "_refs/other.json"):
         assert (Path(uri) / name).exists()
     assert_same_at_every_version(uri)
@@ -234,3 +253,115 @@ def test_auto_cleanup_runs_after_every_kind_of_commit(tmp_path: Path) -> None:
             lance_format.dataset(uri).to_table().column("z").to_pylist()
     assert seen["ours"] == seen["pylance"]
     assert seen["ours"][0] > 1  # something was cleaned up
+
+
+# -- commit grace (beyond pylance) ----------------------------------------------------
+
+
+def _appends(path: Path, n: int) -> str:
+    uri = str(path)
+    for i in range(n):
+        lance_format.write_dataset(table(10 * i, 10), uri, mode="append" if i else "create")
+        time.sleep(0.02)  # distinct commit timestamps
+    return uri
+
+
+def _stamps(uri: str) -> list[dt.datetime]:
+    return [lance_format.dataset(uri, version=v).manifest.timestamp for v in range(1, lance_format.dataset(uri).version + 1)]
+
+
+def test_versions_superseded_within_the_grace_stay_whatever_the_policy(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(COMMIT_GRACE_ENV)
+    uri = _appends(tmp_path / "d", 4)
+    before = _files(uri)
+    for older_than, retain in ((ZERO, None), (None, 1), (ZERO, 1)):
+        stats = lance_format.dataset(uri).cleanup_old_versions(older_than, retain, delete_unverified=True)
+        assert _figures(stats) == _figures(CleanupStats())
+    assert _files(uri) == before
+    # pylance, on a copy, removes them all at once
+    twin = str(tmp_path / "twin")
+    shutil.copytree(uri, twin)
+    assert lance.dataset(twin).cleanup_old_versions(ZERO).old_versions == 3
+
+
+def test_grace_keeps_a_commit_in_flight_landing_on_the_version_it_read(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(COMMIT_GRACE_ENV)
+    uri = _appends(tmp_path / "d", 2)
+    reader = lance_format.dataset(uri, version=1)  # a writer read version 1 ...
+    lance_format.write_dataset(table(100, 10), uri, mode="append")  # ... others commit meanwhile ...
+    cleanup_old_versions(lance_format.dataset(uri), ZERO)  # ... and a cleanup runs
+    assert [v["version"] for v in lance.dataset(uri).versions()] == [1, 2, 3]
+    reader.delete("id < 5")  # its commit can still check versions 2 and 3
+    assert sorted(lance.dataset(uri).to_table()["id"].to_pylist()) == [*range(5, 20), *range(100, 110)]
+    assert_same_at_every_version(uri)
+
+
+def test_only_versions_superseded_longer_ago_than_the_grace_go(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(COMMIT_GRACE_ENV)
+    uri = _appends(tmp_path / "d", 4)
+    t = _stamps(uri)
+    ds = lance_format.dataset(uri)
+    # Version 2 was the latest until version 3 came, within the grace: 2, 3 and 4 stay.
+    now = t[2] + COMMIT_GRACE - (t[2] - t[1]) / 2
+    assert plan_cleanup(ds, ZERO, now=now).removed_versions == (1,)
+    assert plan_cleanup(ds, ZERO, now=t[3] + COMMIT_GRACE + dt.timedelta(seconds=1)).removed_versions == (1, 2, 3)
+    assert plan_cleanup(ds, None, 1, now=t[3], commit_grace=dt.timedelta(hours=1)).removed_versions == ()
+    # the grace does not override a longer older_than
+    assert plan_cleanup(ds, dt.timedelta(days=1), now=t[3] + COMMIT_GRACE * 2).removed_versions == ()
+
+
+def test_grace_comes_from_the_argument_then_the_environment_then_the_default(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    uri = _appends(tmp_path / "d", 3)
+    ds = lance_format.dataset(uri)
+    assert plan_cleanup(ds, ZERO).removed_versions == (1, 2)  # the fixture's 0s
+    monkeypatch.setenv(COMMIT_GRACE_ENV, "1h")
+    assert plan_cleanup(ds, ZERO).removed_versions == ()
+    assert plan_cleanup(ds, ZERO, commit_grace=ZERO).removed_versions == (1, 2)
+    monkeypatch.delenv(COMMIT_GRACE_ENV)
+    assert plan_cleanup(ds, ZERO).removed_versions == ()
+    assert cleanup_old_versions(ds, ZERO, dry_run=True).old_versions == 0
+
+
+@pytest.mark.parametrize("grace", [dt.timedelta(seconds=-1), 5, "5min", True])
+def test_bad_commit_grace_is_refused(tmp_path: Path, grace: object) -> None:
+    uri = _appends(tmp_path / "d", 2)
+    with pytest.raises(InvalidInputError, match="commit_grace"):
+        plan_cleanup(lance_format.dataset(uri), ZERO, commit_grace=grace)  # type: ignore[arg-type]
+
+
+def test_bad_commit_grace_variable_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    uri = _appends(tmp_path / "d", 2)
+    monkeypatch.setenv(COMMIT_GRACE_ENV, "soon")
+    with pytest.raises(InvalidInputError, match=COMMIT_GRACE_ENV):
+        lance_format.dataset(uri).cleanup_old_versions(ZERO)
+
+
+def test_auto_cleanup_keeps_the_grace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(COMMIT_GRACE_ENV)
+    uri = str(tmp_path / "d")
+    lance.write_dataset(pa.table({"x": [0]}), uri, auto_cleanup_options={"interval": 1, "older_than_seconds": 0})
+    for i in range(4):
+        lance_format.write_dataset(pa.table({"x": [i]}), uri, mode="append")
+    assert [v["version"] for v in lance.dataset(uri).versions()] == [1, 2, 3, 4, 5]
+
+
+# -- reprs ----------------------------------------------------------------------------
+
+
+def test_plan_and_batch_reprs_mask_storage_options(tmp_path: Path) -> None:
+    uri = _appends(tmp_path / "d", 3)
+    secret = "wJalrXUtnFEMI-K7MDENG-bPxRfiCYEXAMPLEKEY"
+    ds = lance_format.dataset(uri, storage_options={"aws_secret_access_key": secret, "region": "eu-west-1"})
+    plan = plan_cleanup(ds, ZERO, delete_unverified=True)
+    batches = plan.batches(1)
+    assert batches and plan.storage_options == {"aws_secret_access_key": secret, "region": "eu-west-1"}
+    for obj in (plan, batches[0], [plan, *batches]):
+        shown = repr(obj) + str(obj)
+        assert secret not in shown
+        assert "eu-west-1" in shown and "***" in shown
+    assert batches[0].keys[0] in repr(batches[0]) and "removed_versions=(1, 2)" in repr(plan)
+    # what travels to executors still carries the options
+    assert pickle.loads(pickle.dumps(batches[0])).storage_options == batches[0].storage_options

@@ -12,6 +12,7 @@ import pyarrow as pa
 import pytest
 
 import lance_format
+from lance_format.cleanup import COMMIT_GRACE_ENV
 from lance_format.maintenance.runner import Runner
 from lance_format.spark import SparkRunner, cleanup_old_versions, compact_files, optimize_indices
 
@@ -68,7 +69,8 @@ def test_spark_compaction_equals_local_compaction(spark: Any, tmp_path: Path) ->
     assert lance.dataset(spark_uri).to_table().equals(lance.dataset(local_uri).to_table())
 
 
-def test_spark_cleanup_equals_local_cleanup(spark: Any, tmp_path: Path) -> None:
+def test_spark_cleanup_equals_local_cleanup(spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(COMMIT_GRACE_ENV, "0s")  # versions superseded seconds ago go despite the commit grace
     local_uri, spark_uri = _twins(tmp_path)
     for uri in (local_uri, spark_uri):
         lance_format.dataset(uri).optimize.compact_files(target_rows_per_fragment=100)

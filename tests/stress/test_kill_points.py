@@ -20,6 +20,7 @@ import pyarrow as pa
 import pytest
 
 import lance_format as lf
+from lance_format.cleanup import cleanup_old_versions
 from lance_format.storage import open_store
 from lance_format.table.naming import data_file_key
 from lance_format.table.versions import list_manifests
@@ -49,7 +50,8 @@ def _writer(uri: str, seed: int, marker: Path) -> None:
         elif op == "compaction":
             ds.optimize.compact_files(target_rows_per_fragment=1000)
         else:
-            ds.cleanup_old_versions(older_than=dt.timedelta(0), retain_versions=3)
+            # commit grace 0, or versions superseded seconds ago would stay and no kill would hit a removal
+            cleanup_old_versions(ds, older_than=dt.timedelta(0), retain_versions=3, commit_grace=dt.timedelta(0))
 
 
 def _check_version(uri: str, version: int | None = None) -> int:

@@ -21,8 +21,9 @@ def ui_home(tmp_path_factory: pytest.TempPathFactory) -> Any:
     home = tmp_path_factory.mktemp("dagster_home")
     root = home / "lake"
     (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\nconcurrency:\n  pools:\n    default_limit: 1\n")
-    old = {k: os.environ.get(k) for k in ("DAGSTER_HOME", "LANCE_UI_ROOT")}
-    os.environ.update(DAGSTER_HOME=str(home), LANCE_UI_ROOT=str(root))
+    old = {k: os.environ.get(k) for k in ("DAGSTER_HOME", "LANCE_UI_ROOT", "LANCE_FORMAT_COMMIT_GRACE")}
+    # commit grace 0: the maintenance run removes versions superseded seconds before it
+    os.environ.update(DAGSTER_HOME=str(home), LANCE_UI_ROOT=str(root), LANCE_FORMAT_COMMIT_GRACE="0s")
     try:
         from dagster import AssetSelection, DagsterInstance, materialize
 
