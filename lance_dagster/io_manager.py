@@ -22,6 +22,7 @@ from lance_format.errors import DatasetNotFoundError, InvalidInputError, Version
 from .config import LanceSettings, SchemaMode, WriteMode, make_settings, resolve_write_options
 from .handlers import FrameHandler, default_handlers, handler_for_type, handler_for_value
 from .lineage import transaction_properties
+from .masking import MaskedCredentials
 from .metadata import input_versions_metadata, load_metadata, write_metadata
 from .partitions import PartitionSlice, build_slice, partition_expr_of
 from .reader import ArrowSource, ReadSpec, open_dataset
@@ -34,7 +35,7 @@ SKIPPED = "lance/skipped"
 SCHEMA_MODE = "lance/schema_mode"
 
 
-class LanceIOManager(ConfigurableIOManagerFactory):  # type: ignore[type-arg]
+class LanceIOManager(MaskedCredentials, ConfigurableIOManagerFactory):  # type: ignore[type-arg]
     """IO manager that stores every asset as a Lance dataset under ``root_uri``.
 
     The dataset of asset ``["a", "b"]`` is ``{root_uri}/a/b.lance``. Outputs may be ``pyarrow.Table``

@@ -23,12 +23,13 @@ from .config import (
 )
 from .handlers import FrameHandler, default_handlers, handler_for_value
 from .lineage import VersionRecord, transaction_properties, version_history
+from .masking import MaskedCredentials
 from .partitions import PartitionSlice, build_slice
 from .reader import open_dataset
 from .writer import WriteResult, commit_arrow
 
 
-class LanceResource(ConfigurableResource):  # type: ignore[type-arg]
+class LanceResource(MaskedCredentials, ConfigurableResource):  # type: ignore[type-arg]
     """Opens and writes Lance datasets under ``root_uri`` by name.
 
     ``resource.dataset("events")`` returns a ``lance_format`` dataset; ``resource.write("events",

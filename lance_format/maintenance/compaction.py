@@ -194,7 +194,7 @@ class CompactionTask:
     """
 
     uri: str
-    storage_options: Mapping[str, str] | None
+    storage_options: Mapping[str, str] | None = field(repr=False)  # credentials: never in reprs or logs
     read_version: int
     fragments: tuple[FragmentMetadata, ...]
     options: CompactionOptions = field(default_factory=CompactionOptions)

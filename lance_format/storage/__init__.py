@@ -23,6 +23,7 @@ from lance_format.errors import InvalidInputError, UnsupportedSchemeError
 from lance_format.session import Session
 from lance_format.storage.base import ObjectInfo, ObjectStore, normalize_key
 from lance_format.storage.local import LocalStore
+from lance_format.storage.redact import redact_url
 
 if TYPE_CHECKING:
     from lance_format.storage.external import ExternalManifestStore
@@ -102,7 +103,7 @@ def _external_store(uri: str, opts: dict[str, str]) -> ExternalManifestStore | N
         params = dict(p.partition("=")[::2] for p in query.split("&") if p)
         table = params.get("ddbTableName", "")
         if not table or set(params) != {"ddbTableName"}:
-            raise InvalidInputError(f"{uri.split('?')[0]}: s3+ddb:// URIs need exactly one query "
+            raise InvalidInputError(f"{redact_url(uri.split('?')[0])}: s3+ddb:// URIs need exactly one query "
                                     "parameter, ddbTableName=<table>")
         spec = f"dynamodb://{table}"
     if spec is None:
@@ -114,7 +115,7 @@ def _external_store(uri: str, opts: dict[str, str]) -> ExternalManifestStore | N
         return SQLiteManifestStore(rest)
     if sep and kind == "dynamodb" and rest:
         return DynamoDBManifestStore(rest, opts)
-    raise InvalidInputError(f"storage_options {EXTERNAL_STORE_OPTION}={spec!r}: expected "
+    raise InvalidInputError(f"storage_options {EXTERNAL_STORE_OPTION}={redact_url(str(spec))!r}: expected "
                             "sqlite:///path/to/file.db or dynamodb://<table>")
 
 

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lance_format.errors import InvalidInputError, ObjectAlreadyExistsError, StorageError
+from lance_format.storage.redact import redact_url
 
 #: What our writers put in the ``committer`` attribute.
 COMMITTER = "lance-dagster"
@@ -86,14 +87,22 @@ class SQLiteManifestStore(ExternalManifestStore):
 
     Args:
         path: The database file (created with its table on first use).
+
+    Raises:
+        StorageError: if the database cannot be opened or its table created.
     """
 
     def __init__(self, path: str) -> None:
         self.path = str(path)
+        # Errors and the repr name the file without any user:password@ part a URL may have carried.
+        self._shown = redact_url(self.path)
         self._local = threading.local()
-        with self._conn() as conn:
-            conn.execute("CREATE TABLE IF NOT EXISTS manifests (base_uri TEXT NOT NULL, version INTEGER NOT NULL, "
-                         "path TEXT NOT NULL, committer TEXT, size INTEGER, PRIMARY KEY (base_uri, version))")
+        try:
+            with self._conn() as conn:
+                conn.execute("CREATE TABLE IF NOT EXISTS manifests (base_uri TEXT NOT NULL, version INTEGER NOT "
+                             "NULL, path TEXT NOT NULL, committer TEXT, size INTEGER, PRIMARY KEY (base_uri, version))")
+        except sqlite3.Error as exc:
+            raise StorageError(f"{self._shown}: cannot open the external manifest store: {exc}") from exc
 
     def _conn(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
@@ -106,7 +115,7 @@ class SQLiteManifestStore(ExternalManifestStore):
         try:
             row = self._conn().execute(sql, args).fetchone()
         except sqlite3.Error as exc:
-            raise StorageError(f"{self.path}: external manifest store read failed: {exc}") from exc
+            raise StorageError(f"{self._shown}: external manifest store read failed: {exc}") from exc
         return None if row is None else ManifestEntry(int(row[0]), str(row[1]), row[2])
 
     def get(self, base_uri: str, version: int) -> ManifestEntry | None:
@@ -123,10 +132,10 @@ class SQLiteManifestStore(ExternalManifestStore):
                 conn.execute("INSERT INTO manifests VALUES (?, ?, ?, ?, ?)",
                              (base_uri, version, path, COMMITTER, size))
         except sqlite3.IntegrityError as exc:
-            raise ObjectAlreadyExistsError(f"{self.path}: version {version} of {base_uri!r} "
+            raise ObjectAlreadyExistsError(f"{self._shown}: version {version} of {base_uri!r} "
                                            "is already committed") from exc
         except sqlite3.Error as exc:
-            raise StorageError(f"{self.path}: external manifest store write failed: {exc}") from exc
+            raise StorageError(f"{self._shown}: external manifest store write failed: {exc}") from exc
 
     def put_if_exists(self, base_uri: str, version: int, path: str, size: int) -> None:
         try:
@@ -134,10 +143,10 @@ class SQLiteManifestStore(ExternalManifestStore):
                 conn.execute("UPDATE manifests SET path = ?, size = ?, committer = ? "
                              "WHERE base_uri = ? AND version = ?", (path, size, COMMITTER, base_uri, version))
         except sqlite3.Error as exc:
-            raise StorageError(f"{self.path}: external manifest store write failed: {exc}") from exc
+            raise StorageError(f"{self._shown}: external manifest store write failed: {exc}") from exc
 
     def __repr__(self) -> str:
-        return f"SQLiteManifestStore({self.path!r})"
+        return f"SQLiteManifestStore({self._shown!r})"
 
 
 class DynamoDBManifestStore(ExternalManifestStore):
@@ -153,6 +162,7 @@ class DynamoDBManifestStore(ExternalManifestStore):
         if not table_name:
             raise InvalidInputError("DynamoDB external manifest store needs a table name (ddbTableName)")
         self.table_name = table_name
+        self._shown = redact_url(table_name)  # errors and the repr never carry a user:password@ part
         self._opts = dict(storage_options or {})
         self._client_obj: Any = None
 
@@ -183,11 +193,11 @@ class DynamoDBManifestStore(ExternalManifestStore):
         except botocore.exceptions.ClientError as exc:
             code = str(exc.response.get("Error", {}).get("Code", ""))
             if code == "ConditionalCheckFailedException":
-                raise ObjectAlreadyExistsError(f"DynamoDB table {self.table_name!r}: condition failed "
+                raise ObjectAlreadyExistsError(f"DynamoDB table {self._shown!r}: condition failed "
                                                f"({action})") from None
-            raise StorageError(f"DynamoDB table {self.table_name!r}: {action} failed: {code}") from None
+            raise StorageError(f"DynamoDB table {self._shown!r}: {action} failed: {code}") from None
         except botocore.exceptions.BotoCoreError as exc:
-            raise StorageError(f"DynamoDB table {self.table_name!r}: {action} failed: "
+            raise StorageError(f"DynamoDB table {self._shown!r}: {action} failed: "
                                f"{type(exc).__name__}") from None
 
     @staticmethod
@@ -226,7 +236,7 @@ class DynamoDBManifestStore(ExternalManifestStore):
                    ConditionExpression="attribute_exists(base_uri) AND attribute_exists(version)")
 
     def __repr__(self) -> str:  # no credentials
-        return f"DynamoDBManifestStore(table_name={self.table_name!r})"
+        return f"DynamoDBManifestStore(table_name={self._shown!r})"
 
 
 __all__ = ["COMMITTER", "DynamoDBManifestStore", "ExternalManifestStore", "ManifestEntry", "SQLiteManifestStore"]
