@@ -106,8 +106,10 @@ def _through_reuse(old: U64, new: U64, reuse: Sequence[ReuseVersion]) -> tuple[U
     return keys, vals
 
 
-def _reserve_ids(ds: LanceDataset, count: int) -> list[int]:
-    txn = Transaction(ds.version, LanceOperation.ReserveFragments(count))
+def _reserve_ids(ds: LanceDataset, count: int, properties: Mapping[str, str]) -> list[int]:
+    # The reservation carries the Rewrite's properties: it is part of the same compaction
+    # (an orchestrator attributes both commits to the run that made them).
+    txn = Transaction(ds.version, LanceOperation.ReserveFragments(count), transaction_properties=dict(properties))
     manifest = commit_transaction(ds._store, txn, base=ds.manifest)
     top = manifest.max_fragment_id
     assert top is not None
@@ -219,7 +221,7 @@ def commit_compaction(ds: LanceDataset, results: Sequence[RewriteResult], opts: 
         [LanceOperation.RewriteGroup(r.original_fragments, r.new_fragments) for r in results])))
     remap, _ = _check_indices(latest, results, opts)
     n_new = sum(len(r.new_fragments) for r in results)
-    new_ids = iter(_reserve_ids(latest, n_new) if n_new else [])
+    new_ids = iter(_reserve_ids(latest, n_new, transaction_properties or {}) if n_new else [])
     assigned = [_with_ids(r, new_ids) for r in results]
     rewritten: list[LanceOperation.RewrittenIndex] = []
     if remap:

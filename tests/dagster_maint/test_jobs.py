@@ -12,6 +12,7 @@ from lance_dagster.maintenance import (
     build_lance_maintenance_job,
     targets_from_job,
 )
+from lance_dagster.observe import external_commits
 from lance_format.cleanup import COMMIT_GRACE_ENV
 
 from .helpers import appending_asset, by_step, observations, values
@@ -51,6 +52,11 @@ def test_compaction_is_recorded_on_the_asset_with_its_metrics(
     # the Rewrite commit itself names the maintenance run, as a materialization's commit does
     props = ds.read_transaction(int(compaction["lance/version"])).transaction_properties
     assert props["dagster/run_id"] == result.run_id
+    # ... and so does the ReserveFragments commit before it: neither is "outside Dagster"
+    reserve = ds.read_transaction(int(compaction["lance/version"]) - 1)
+    assert reserve.operation.kind == "reserve_fragments"
+    assert reserve.transaction_properties == props
+    assert not external_commits(ds, after=4, limit=100)
 
 
 def test_every_step_is_an_op_in_the_dataset_pool(lance: LanceResource) -> None:
