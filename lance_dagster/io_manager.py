@@ -22,7 +22,7 @@ from lance_format.errors import DatasetNotFoundError, InvalidInputError, Version
 from .config import LanceSettings, SchemaMode, WriteMode, make_settings, resolve_write_options
 from .handlers import FrameHandler, default_handlers, handler_for_type, handler_for_value
 from .lineage import transaction_properties
-from .masking import MaskedCredentials
+from .masking import MaskedCredentials, env_resolved, env_resolved_options
 from .metadata import input_versions_metadata, load_metadata, write_metadata
 from .partitions import PartitionSlice, build_slice, partition_expr_of
 from .reader import ArrowSource, ReadSpec, open_dataset
@@ -91,9 +91,10 @@ class LanceIOManager(MaskedCredentials, ConfigurableIOManagerFactory):  # type: 
         return default_handlers()
 
     def settings(self) -> LanceSettings:
-        """The resolved storage settings."""
-        return make_settings(self.root_uri, self.storage_options, self.write_mode, self.data_storage_version,
-                             self.schema_mode)
+        """The resolved storage settings (``dg.EnvVar`` values read from the environment)."""
+        return make_settings(env_resolved(self.root_uri, where="LanceIOManager root_uri"),
+                             env_resolved_options(self.storage_options, where="LanceIOManager"),
+                             self.write_mode, self.data_storage_version, self.schema_mode)
 
     def create_io_manager(self, context: InitResourceContext) -> LanceStorageIOManager:
         """Build the per-run IO manager."""

@@ -30,6 +30,7 @@ from dagster import EnvVar
 # exercised end to end by tests/dagster/test_secrets_in_ui.py, which fails if Dagster changes them.
 from dagster._config.pythonic_config.conversion_utils import _curry_config_schema
 
+from lance_format.errors import InvalidInputError
 from lance_format.storage.redact import redact_option, redact_url
 
 #: Config fields whose values are masked in the config schema defaults.
@@ -81,6 +82,29 @@ def unmasked_values(values: Mapping[str, Any], storage_options: Mapping[str, Any
     if _is_literal(root_uri) and given_root != root_uri and given_root == redact_url(root_uri):
         out[ROOT_URI_FIELD] = root_uri
     return out
+
+
+def env_resolved(value: Any, *, where: str) -> Any:
+    """``value`` with a ``dg.EnvVar`` replaced by the variable's value.
+
+    Inside a run Dagster has already resolved every ``EnvVar`` of the resource's config; code that
+    uses the resource object itself (a sensor evaluating the ``lance`` resource bound to a
+    maintenance job) still holds the ``EnvVar``, a ``str`` whose text is the variable's *name*.
+
+    Raises:
+        InvalidInputError: the variable is not set (named, its value never shown).
+    """
+    if not isinstance(value, EnvVar):
+        return value
+    resolved = value.get_value()
+    if resolved is None:
+        raise InvalidInputError(f"{where}: environment variable {value.env_var_name!r} is not set")
+    return resolved
+
+
+def env_resolved_options(options: Mapping[str, Any] | None, *, where: str) -> dict[str, str]:
+    """Storage options with every ``dg.EnvVar`` value read from the environment (see :func:`env_resolved`)."""
+    return {k: env_resolved(v, where=f"{where} storage_options[{k!r}]") for k, v in (options or {}).items()}
 
 
 class MaskedCredentials:

@@ -23,7 +23,7 @@ from .config import (
 )
 from .handlers import FrameHandler, default_handlers, handler_for_value
 from .lineage import VersionRecord, transaction_properties, version_history
-from .masking import MaskedCredentials
+from .masking import MaskedCredentials, env_resolved, env_resolved_options
 from .partitions import PartitionSlice, build_slice
 from .reader import open_dataset
 from .writer import WriteResult, commit_arrow
@@ -56,9 +56,10 @@ class LanceResource(MaskedCredentials, ConfigurableResource):  # type: ignore[ty
     )
 
     def settings(self) -> LanceSettings:
-        """The resolved storage settings."""
-        return make_settings(self.root_uri, self.storage_options, self.write_mode, self.data_storage_version,
-                             self.schema_mode)
+        """The resolved storage settings (``dg.EnvVar`` values read from the environment)."""
+        return make_settings(env_resolved(self.root_uri, where="LanceResource root_uri"),
+                             env_resolved_options(self.storage_options, where="LanceResource"),
+                             self.write_mode, self.data_storage_version, self.schema_mode)
 
     def uri(self, name: str | Sequence[str]) -> str:
         """URI of the dataset called ``name`` (a name, ``"a/b"`` path, or asset key path list)."""

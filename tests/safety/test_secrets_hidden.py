@@ -182,3 +182,15 @@ def test_redact_url_masks_credentials_without_a_scheme() -> None:
     assert redact_url("user:pw@/tmp/m.db") == f"{MASK}@/tmp/m.db"
     assert redact_url("/data/a@b/m.db") == "/data/a@b/m.db"  # an "@" inside a path is not a password
     assert redact_url("sqlite:///tmp/m.db") == "sqlite:///tmp/m.db"
+
+
+@pytest.mark.parametrize("cls", [LanceResource, LanceIOManager])
+def test_env_var_options_are_read_from_the_environment_outside_runs(cls: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A sensor uses the resource object bound to a maintenance job: no run resolves its EnvVars.
+    resource = cls(root_uri="/tmp/lake", storage_options={"aws_secret_access_key": dg.EnvVar("LANCE_TEST_KEY"),
+                                                          "aws_region": "us-east-1"})
+    monkeypatch.setenv("LANCE_TEST_KEY", "SECRET-FROM-ENV")
+    assert resource.settings().options == {"aws_secret_access_key": "SECRET-FROM-ENV", "aws_region": "us-east-1"}
+    monkeypatch.delenv("LANCE_TEST_KEY")
+    with pytest.raises(InvalidInputError, match="LANCE_TEST_KEY.*is not set"):
+        resource.settings()
