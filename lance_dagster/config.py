@@ -9,6 +9,8 @@ from typing import Any, Literal, cast, get_args
 
 from lance_format.errors import InvalidInputError
 
+from .masking import env_resolved_options
+
 #: ``overwrite`` replaces the table (or, for a partitioned asset, exactly its partitions); ``append`` adds
 #: rows; ``merge`` upserts on keys; ``error`` / ``ignore`` refuse / skip when the target already has rows.
 WriteMode = Literal["overwrite", "append", "merge", "error", "ignore"]
@@ -192,7 +194,8 @@ class LanceSettings:
 
     Attributes:
         root_uri: folder or object-store prefix that holds one dataset per asset.
-        storage_options: passed unchanged to ``lance_format`` (credentials, endpoints).
+        storage_options: passed to ``lance_format`` (credentials, endpoints); ``dg.EnvVar`` values
+            are read from the environment when used (:attr:`options`).
         default_mode: write mode used when neither definition nor output metadata names one.
         data_storage_version: Lance file version for new datasets (``None``: the library default).
         default_schema_mode: schema mode used when no metadata names one.
@@ -210,8 +213,16 @@ class LanceSettings:
 
     @property
     def options(self) -> dict[str, str] | None:
-        """Storage options as ``lance_format`` takes them (``None`` when empty)."""
-        return dict(self.storage_options) or None
+        """Storage options as ``lance_format`` takes them (``None`` when empty).
+
+        ``dg.EnvVar`` values are read from the environment here, at use: inside a run Dagster has
+        resolved a resource's ``EnvVar`` already, but objects used outside runs (a sensor's bound
+        resource, ``build_lance_asset_checks(storage_options=...)``) still hold the reference.
+
+        Raises:
+            InvalidInputError: an ``EnvVar``'s variable is not set.
+        """
+        return env_resolved_options(self.storage_options, where="LanceSettings") or None
 
     @property
     def default_write_options(self) -> WriteOptions:

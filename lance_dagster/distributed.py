@@ -86,7 +86,7 @@ def commit_distributed(
         props[COMMIT_MESSAGE] = commit_message
     options = SparkWriteOptions(uri, "overwrite" if whole_overwrite else "append",
                                 data_storage_version=settings.data_storage_version,
-                                transaction_properties=props, storage_options=dict(settings.storage_options))
+                                transaction_properties=props, storage_options=settings.options or {})
     plan = plan_write(options, schema)
     fragments = handler.write_fragments(obj, plan)
     if existing is None or expr is None or mode == "append":

@@ -22,7 +22,7 @@ from lance_format.errors import DatasetNotFoundError, InvalidInputError, Version
 from .config import LanceSettings, SchemaMode, WriteMode, make_settings, resolve_write_options
 from .handlers import FrameHandler, default_handlers, handler_for_type, handler_for_value
 from .lineage import transaction_properties
-from .masking import MaskedCredentials, env_resolved, env_resolved_options
+from .masking import MaskedCredentials, env_resolved
 from .metadata import input_versions_metadata, load_metadata, write_metadata
 from .partitions import PartitionSlice, build_slice, partition_expr_of
 from .reader import ArrowSource, ReadSpec, open_dataset
@@ -92,8 +92,7 @@ class LanceIOManager(MaskedCredentials, ConfigurableIOManagerFactory):  # type: 
 
     def settings(self) -> LanceSettings:
         """The resolved storage settings (``dg.EnvVar`` values read from the environment)."""
-        return make_settings(env_resolved(self.root_uri, where="LanceIOManager root_uri"),
-                             env_resolved_options(self.storage_options, where="LanceIOManager"),
+        return make_settings(env_resolved(self.root_uri, where="LanceIOManager root_uri"), self.storage_options,
                              self.write_mode, self.data_storage_version, self.schema_mode)
 
     def create_io_manager(self, context: InitResourceContext) -> LanceStorageIOManager:
@@ -234,7 +233,7 @@ class LanceStorageIOManager(IOManager):
             ) from exc
         source = ArrowSource(ds, spec, part.expression(ds.schema, where=where) if part is not None else None,
                              partition_sql=part.sql(ds.schema, where=where) if part is not None else None,
-                             storage_options=self.settings.storage_options)
+                             storage_options=self.settings.options)
         value = handler.from_arrow(source, context.dagster_type.typing_type)
         pin = {"version": spec.version, "tag": spec.tag,
                "filter": None if source.row_filter is None else str(source.row_filter)}

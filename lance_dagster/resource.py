@@ -23,7 +23,7 @@ from .config import (
 )
 from .handlers import FrameHandler, default_handlers, handler_for_value
 from .lineage import VersionRecord, transaction_properties, version_history
-from .masking import MaskedCredentials, env_resolved, env_resolved_options
+from .masking import MaskedCredentials, env_resolved
 from .partitions import PartitionSlice, build_slice
 from .reader import open_dataset
 from .writer import WriteResult, commit_arrow
@@ -57,8 +57,7 @@ class LanceResource(MaskedCredentials, ConfigurableResource):  # type: ignore[ty
 
     def settings(self) -> LanceSettings:
         """The resolved storage settings (``dg.EnvVar`` values read from the environment)."""
-        return make_settings(env_resolved(self.root_uri, where="LanceResource root_uri"),
-                             env_resolved_options(self.storage_options, where="LanceResource"),
+        return make_settings(env_resolved(self.root_uri, where="LanceResource root_uri"), self.storage_options,
                              self.write_mode, self.data_storage_version, self.schema_mode)
 
     def uri(self, name: str | Sequence[str]) -> str:

@@ -184,13 +184,16 @@ def test_redact_url_masks_credentials_without_a_scheme() -> None:
     assert redact_url("sqlite:///tmp/m.db") == "sqlite:///tmp/m.db"
 
 
-@pytest.mark.parametrize("cls", [LanceResource, LanceIOManager])
-def test_env_var_options_are_read_from_the_environment_outside_runs(cls: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("make", [
+    lambda opts: LanceResource(root_uri="/tmp/lake", storage_options=opts).settings(),
+    lambda opts: LanceIOManager(root_uri="/tmp/lake", storage_options=opts).settings(),
+    lambda opts: make_settings("/tmp/lake", opts, "overwrite", None),  # build_lance_asset_checks, sensors
+], ids=["resource", "io_manager", "checks_and_sensors"])
+def test_env_var_options_are_read_from_the_environment_outside_runs(make: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     # A sensor uses the resource object bound to a maintenance job: no run resolves its EnvVars.
-    resource = cls(root_uri="/tmp/lake", storage_options={"aws_secret_access_key": dg.EnvVar("LANCE_TEST_KEY"),
-                                                          "aws_region": "us-east-1"})
+    settings = make({"aws_secret_access_key": dg.EnvVar("LANCE_TEST_KEY"), "aws_region": "us-east-1"})
     monkeypatch.setenv("LANCE_TEST_KEY", "SECRET-FROM-ENV")
-    assert resource.settings().options == {"aws_secret_access_key": "SECRET-FROM-ENV", "aws_region": "us-east-1"}
+    assert settings.options == {"aws_secret_access_key": "SECRET-FROM-ENV", "aws_region": "us-east-1"}
     monkeypatch.delenv("LANCE_TEST_KEY")
     with pytest.raises(InvalidInputError, match="LANCE_TEST_KEY.*is not set"):
-        resource.settings()
+        _ = settings.options
