@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Union
 
@@ -14,9 +14,11 @@ import pyarrow.compute as pc
 from lance_format.errors import (
     DatasetNotFoundError,
     InvalidInputError,
+    NotSupportedError,
     RetryableCommitConflictError,
     TagNotFoundError,
 )
+from lance_format.evolution import arguments as _arg
 from lance_format.evolution.scan_options import ColumnOrdering
 from lance_format.fragment import LanceFragment
 from lance_format.scanner import (
@@ -29,11 +31,12 @@ from lance_format.scanner import (
 )
 from lance_format.schema import LanceSchema
 from lance_format.session import Session
-from lance_format.storage import ObjectStore, open_store
+from lance_format.storage import ObjectStore, check_storage_options, open_store, uri_text
 from lance_format.table import delete as _delete
 from lance_format.table import tags as _tags
 from lance_format.table.commit import DEFAULT_MAX_RETRIES, commit_transaction, register_after_commit
 from lance_format.table.manifest import Manifest
+from lance_format.table.models import FragmentMetadata
 from lance_format.table.scan import filter_expression as _filter_expression
 from lance_format.table.transaction import COMMIT_MESSAGE_KEY, LanceOperation, Transaction
 from lance_format.table.versions import (
@@ -125,7 +128,8 @@ class LanceDataset:
 
     def __init__(self, uri: UriLike, version: int | str | None = None, *,
                  storage_options: Mapping[str, str] | None = None, session: Session | None = None):
-        self._uri = str(uri)
+        self._uri = uri_text(uri)
+        check_storage_options(storage_options)
         self._storage_options = dict(storage_options) if storage_options else None
         self._store = open_store(self._uri, self._storage_options, session=session)
         self._root_store = self._store  # tags and branch files live at the root dataset
@@ -257,6 +261,12 @@ class LanceDataset:
         """
         from lance_format.maintenance.cleanup import cleanup_old_versions
 
+        if older_than is not None and not isinstance(older_than, dt.timedelta):
+            raise InvalidInputError(f"{self.uri}: cleanup_old_versions(): older_than must be a datetime.timedelta, "
+                                    f"got {type(older_than).__name__} {older_than!r:.80}")
+        if retain_versions is not None:
+            retain_versions = _arg.integer(retain_versions, "cleanup_old_versions(): retain_versions",
+                                           maximum=_arg.U64_MAX)
         return cleanup_old_versions(self, older_than, retain_versions, delete_unverified=delete_unverified,
                                     error_if_tagged_old_versions=error_if_tagged_old_versions, dry_run=dry_run)
 
@@ -294,6 +304,10 @@ class LanceDataset:
         In the tuple, branch ``None``/``"main"`` is main and version ``None`` the branch's latest.
         """
         if isinstance(version, tuple):
+            if len(version) != 2 or not isinstance(version[0], (str, type(None))) \
+                    or not isinstance(version[1], (int, type(None))):
+                raise InvalidInputError(f"{self.uri}: version tuple must be (branch: str | None, version: "
+                                        f"int | None), got {version!r:.80}")
             return self.checkout_branch(version[0], version[1])
         if isinstance(version, str):
             tag = _tags.read_tag(self._root_store, version)
@@ -325,7 +339,7 @@ class LanceDataset:
 
     def get_fragment(self, fragment_id: int) -> LanceFragment | None:
         """The fragment with ``fragment_id`` or ``None``."""
-        f = self._manifest.fragment(fragment_id)
+        f = self._manifest.fragment(_arg.integer(fragment_id, "fragment_id", maximum=_arg.U64_MAX))
         return None if f is None else LanceFragment(self, f)
 
     # -- reading --------------------------------------------------------------------
@@ -395,17 +409,19 @@ class LanceDataset:
         from lance_format.projection import ProjectedScanner, plan
 
         names = self.schema.names
+        # Types and ranges as pylance converts them (i64 limit/offset, u32 batch size, bools),
+        # before the projection is planned or anything is read.
+        _arg.columns(columns)
+        limit = _arg.optional_integer(limit, "limit")
+        offset = _arg.optional_integer(offset, "offset")
+        batch_size = _arg.optional_integer(batch_size, "batch_size", minimum=1, maximum=_arg.U32_MAX)
+        with_row_id = _arg.flag(with_row_id, "with_row_id")
+        with_row_address = _arg.flag(with_row_address, "with_row_address")
         # Nested paths, SQL expressions and row id / lineage columns (lance_format.projection).
         projection = plan(self.schema, columns)
         cols = projection.read_columns
         expr = _filter_expression(filter, self.schema)
-        if limit is not None and limit < 0:
-            raise InvalidInputError(f"limit must be >= 0, got {limit}")
-        if offset is not None and offset < 0:
-            raise InvalidInputError(f"offset must be >= 0, got {offset}")
-        frag_list = None
-        if fragments is not None:
-            frag_list = [f.metadata if isinstance(f, LanceFragment) else f for f in fragments]
+        frag_list = None if fragments is None else _fragment_list(fragments)
         opts = ScanOptions(cols, expr, limit, offset or 0, bool(with_row_id) or projection.with_row_id,
                            bool(with_row_address) or projection.with_row_address,
                            batch_size or DEFAULT_BATCH_SIZE, frag_list, normalize_order_by(order_by, names),
@@ -432,7 +448,7 @@ class LanceDataset:
 
     def head(self, num_rows: int, **kwargs: Any) -> pa.Table:
         """The first ``num_rows`` rows."""
-        kwargs["limit"] = num_rows
+        kwargs["limit"] = _arg.integer(num_rows, "head(): num_rows")
         return self.scanner(**kwargs).to_table()
 
     def count_rows(self, filter: Filter = None, **kwargs: Any) -> int:
@@ -460,6 +476,7 @@ class LanceDataset:
         if columns is not None:
             from lance_format.projection import plan
 
+            _arg.columns(columns)
             plan(self.schema, columns)  # unknown / duplicated names fail here, before any read
         if isinstance(columns, Mapping) or (columns is not None and any(c not in self.schema.names
                                                                           for c in columns)):
@@ -507,7 +524,16 @@ class LanceDataset:
         """
         from lance_format.index.build import create_scalar_index
 
-        new = create_scalar_index(self, column, index_type, name=name, replace=replace, runner=runner)
+        if isinstance(column, (list, tuple)):  # pylance takes a one-column list too
+            if len(column) != 1:
+                raise NotSupportedError(f"{self.uri}: create_scalar_index(): column must name one column, got "
+                                        f"{column!r:.80} (scalar indices cover a single column)")
+            column = column[0]
+        column = _arg.string(column, "create_scalar_index(): column")
+        kind = _arg.string(index_type, "create_scalar_index(): index_type")
+        if name is not None:
+            name = _arg.string(name, "create_scalar_index(): name")
+        new = create_scalar_index(self, column, kind, name=name, replace=replace, runner=runner)
         self._set_manifest(new.manifest)
         return self
 
@@ -545,6 +571,7 @@ class LanceDataset:
         Returns:
             ``{"num_deleted_rows": n}``.
         """
+        conflict_retries = _arg.integer(conflict_retries, "delete(): conflict_retries", maximum=_arg.U32_MAX)
         for attempt in range(conflict_retries + 1):
             ds = self if attempt == 0 else self.checkout_latest()
             try:
@@ -726,6 +753,22 @@ def _auto_cleanup(store: ObjectStore, manifest: Manifest) -> None:
         from lance_format.maintenance.cleanup import auto_cleanup
 
         auto_cleanup(store, manifest)
+
+
+def _fragment_list(fragments: Any) -> list[FragmentMetadata]:
+    """``fragments=`` of a scan as metadata (``LanceFragment`` or ``FragmentMetadata`` items)."""
+    if isinstance(fragments, (str, bytes)) or not isinstance(fragments, Iterable):
+        raise InvalidInputError(f"fragments must be a list of LanceFragment, got {type(fragments).__name__}")
+    out = []
+    for f in fragments:
+        if isinstance(f, LanceFragment):
+            out.append(f.metadata)
+        elif isinstance(f, FragmentMetadata):
+            out.append(f)
+        else:
+            raise InvalidInputError(f"fragments must hold LanceFragment or FragmentMetadata items, got "
+                                    f"{type(f).__name__} {f!r:.60}")
+    return out
 
 
 def _reopen(uri: str, version: int, storage_options: Mapping[str, str] | None,

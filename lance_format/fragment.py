@@ -17,7 +17,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_format.errors import InvalidInputError
-from lance_format.scanner import DEFAULT_BATCH_SIZE, LanceScanner
+from lance_format.evolution.arguments import integer
+from lance_format.scanner import LanceScanner
 from lance_format.storage import open_store
 from lance_format.table import delete as _delete
 from lance_format.table.models import DataFile, DeletionFile, FragmentMetadata
@@ -159,8 +160,7 @@ class LanceFragment:
                 limit: int | None = None, offset: int | None = None, *, with_row_id: bool | None = None,
                 with_row_address: bool | None = None, batch_size: int | None = None) -> LanceScanner:
         """A scanner restricted to this fragment."""
-        return self._ds.scanner(columns, filter, limit, offset, batch_size=batch_size or DEFAULT_BATCH_SIZE,
-                                fragments=[self._meta],
+        return self._ds.scanner(columns, filter, limit, offset, batch_size=batch_size, fragments=[self._meta],
                                 with_row_id=with_row_id, with_row_address=with_row_address)
 
     def to_table(self, columns: Sequence[str] | None = None, filter: str | pc.Expression | None = None,
@@ -177,7 +177,7 @@ class LanceFragment:
 
     def head(self, num_rows: int) -> pa.Table:
         """First ``num_rows`` live rows."""
-        return self.to_table(limit=num_rows)
+        return self.to_table(limit=integer(num_rows, "head(): num_rows"))
 
     def count_rows(self, filter: str | pc.Expression | None = None) -> int:
         """Live rows (matching ``filter``)."""

@@ -9,9 +9,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, TypeVar
 
+from lance_format.errors import InvalidInputError
+from lance_format.evolution.arguments import U64_MAX, flag, integer, optional_integer, real
 from lance_format.maintenance.compaction import (
     Compaction,
     CompactionMetrics,
@@ -23,6 +25,8 @@ from lance_format.maintenance.compaction import (
     execute_compaction_task,
     plan_compaction,
 )
+
+T = TypeVar("T")
 
 if TYPE_CHECKING:
     from lance_format.dataset import LanceDataset
@@ -38,17 +42,17 @@ class Optimize:
     def compact_files(
         self,
         *,
-        target_rows_per_fragment: int = 1_048_576,
-        max_rows_per_group: int = 1024,
+        target_rows_per_fragment: int | None = 1_048_576,
+        max_rows_per_group: int | None = 1024,
         max_bytes_per_file: int | None = None,
-        materialize_deletions: bool = True,
-        materialize_deletions_threshold: float = 0.1,
+        materialize_deletions: bool | None = True,
+        materialize_deletions_threshold: float | None = 0.1,
         num_threads: int | None = None,
         batch_size: int | None = None,
-        defer_index_remap: bool = False,
+        defer_index_remap: bool | None = False,
         max_source_fragments: int | None = None,
         max_source_rows: int | None = None,
-        excluded_fragment_ids: tuple[int, ...] | list[int] = (),
+        excluded_fragment_ids: tuple[int, ...] | list[int] | None = (),
         runner: Runner | None = None,
         transaction_properties: Mapping[str, str] | None = None,
     ) -> CompactionMetrics:
@@ -57,18 +61,38 @@ class Optimize:
         Arguments are pylance's (see :class:`CompactionOptions`); ``runner`` chooses where
         the rewrite tasks run (local threads by default, ``SparkRunner`` on a cluster).
 
+        ``None`` means the default, as in pylance; numbers are checked for type and the
+        ``u64`` range here, so a wrong one is an ``InvalidInputError`` naming it.
+
         Returns:
             Metrics; all zero and no new version when there is nothing to compact.
         """
+        counts = {"target_rows_per_fragment": target_rows_per_fragment, "max_rows_per_group": max_rows_per_group,
+                  "max_bytes_per_file": max_bytes_per_file, "num_threads": num_threads, "batch_size": batch_size,
+                  "max_source_fragments": max_source_fragments, "max_source_rows": max_source_rows}
+        checked = {name: optional_integer(value, f"compact_files(): {name}", maximum=U64_MAX)
+                   for name, value in counts.items()}
+        defaults = CompactionOptions()
+        excluded = [] if excluded_fragment_ids is None else excluded_fragment_ids
+        if isinstance(excluded, (str, bytes)) or not isinstance(excluded, Sequence):
+            raise InvalidInputError(f"compact_files(): excluded_fragment_ids must be a list of integers, got "
+                                    f"{type(excluded).__name__}")
+        threshold = materialize_deletions_threshold
         return compact_files(
             self._ds, runner=runner, transaction_properties=transaction_properties,
-            target_rows_per_fragment=target_rows_per_fragment,
-            max_rows_per_group=max_rows_per_group, max_bytes_per_file=max_bytes_per_file,
-            materialize_deletions=materialize_deletions,
-            materialize_deletions_threshold=materialize_deletions_threshold, num_threads=num_threads,
-            batch_size=batch_size, defer_index_remap=defer_index_remap,
-            max_source_fragments=max_source_fragments, max_source_rows=max_source_rows,
-            excluded_fragment_ids=tuple(excluded_fragment_ids))
+            target_rows_per_fragment=_or(checked["target_rows_per_fragment"], defaults.target_rows_per_fragment),
+            max_rows_per_group=_or(checked["max_rows_per_group"], defaults.max_rows_per_group),
+            max_bytes_per_file=checked["max_bytes_per_file"],
+            materialize_deletions=_or(flag(materialize_deletions, "compact_files(): materialize_deletions"),
+                                      defaults.materialize_deletions),
+            materialize_deletions_threshold=defaults.materialize_deletions_threshold if threshold is None
+            else real(threshold, "compact_files(): materialize_deletions_threshold"),
+            num_threads=checked["num_threads"], batch_size=checked["batch_size"],
+            defer_index_remap=_or(flag(defer_index_remap, "compact_files(): defer_index_remap"),
+                                  defaults.defer_index_remap),
+            max_source_fragments=checked["max_source_fragments"], max_source_rows=checked["max_source_rows"],
+            excluded_fragment_ids=tuple(integer(i, "compact_files(): excluded_fragment_ids item",
+                                                maximum=U64_MAX) for i in excluded))
 
     def optimize_indices(self, *, index_names: list[str] | None = None, runner: Runner | None = None) -> None:
         """Index fragments added since each BTREE / BITMAP index was built and fold deferred remaps.
@@ -79,6 +103,10 @@ class Optimize:
         from lance_format.index.optimize import optimize_indices
 
         optimize_indices(self._ds, index_names=index_names, runner=runner)
+
+
+def _or(value: T | None, default: T) -> T:
+    return default if value is None else value
 
 
 __all__ = [

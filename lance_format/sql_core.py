@@ -14,6 +14,7 @@ both cost tens of milliseconds in a fresh process.
 from __future__ import annotations
 
 import decimal
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -25,11 +26,19 @@ import pyarrow.compute as pc
 from lance_format.errors import InvalidInputError
 from lance_format.sql_program import SAME_TYPE_DIRECT, Node, filter_table, remember
 
-__all__ = ["Semantics"]
+__all__ = ["ChainTooLongError", "Semantics"]
 
-#: Most terms one AND/OR chain may have (see ``Semantics.combine``).
+#: Most terms one AND/OR chain may have once equalities on one column are merged into one
+#: ``is_in`` (see ``Semantics.combine``).
 MAX_CHAIN_TERMS = 4096
+#: Most terms a chain may have as written (a bound on the work a filter text can ask for;
+#: pylance takes generated ``id = 1 OR id = 2 OR ...`` chains of 20,000 terms).
+MAX_PARSED_TERMS = 65536
 _INT_RE = re.compile(r"\d+")
+
+
+class ChainTooLongError(InvalidInputError):
+    """An AND/OR chain longer than Arrow can plan: every parser reaches the same verdict."""
 
 
 @dataclass(frozen=True)
@@ -84,6 +93,11 @@ def _is_string(t: pa.DataType) -> bool:
     return bool(pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t))
 
 
+def _mergeable(t: pa.DataType) -> bool:
+    """Types whose equalities an OR chain may merge into ``is_in`` (floats keep NaN/-0.0 rules)."""
+    return bool(pa.types.is_integer(t) or _is_string(t))
+
+
 def _kind(t: pa.DataType) -> str:
     """Coarse type family; literals are only cast within a family (strings parse into any)."""
     if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
@@ -108,6 +122,11 @@ class Semantics:
     def __init__(self, schema: pa.Schema, text: str) -> None:
         self.schema = schema
         self.text = text
+        self._columns: dict[tuple[str, ...], _Val] = {}
+        self._types: dict[tuple[Any, ...], pa.DataType] = {}
+        #: Plain ``column = literal`` comparisons built here, by ``id`` of their node (kept
+        #: alive by the entry): subject and literal, for merging OR chains into ``is_in``.
+        self._equalities: dict[int, tuple[Node, _Val, pa.Scalar]] = {}
 
     def fail(self, message: str) -> InvalidInputError:
         """The error to raise for ``message`` about this filter."""
@@ -116,11 +135,18 @@ class Semantics:
     def _call(self, fn: str, args: list[_Val], **options: Any) -> _Val:
         """Apply compute function ``fn``; the result type comes from running it on empty arrays."""
         func = getattr(pc, fn)
-        try:
-            out_type = func(*[pa.array([], a.type) for a in args], **options).type
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, TypeError) as err:
-            types = ", ".join(str(a.type) for a in args)
-            raise self.fail(f"cannot apply {fn} to ({types}): {err}") from None
+        # Long generated filters repeat the same call thousands of times: its result type is
+        # looked up once (calls with options, e.g. value sets, are not cached).
+        key = (fn, *[a.type for a in args]) if not options else None
+        out_type = self._types.get(key) if key is not None else None
+        if out_type is None:
+            try:
+                out_type = func(*[pa.array([], a.type) for a in args], **options).type
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, TypeError) as err:
+                types = ", ".join(str(a.type) for a in args)
+                raise self.fail(f"cannot apply {fn} to ({types}): {err}") from None
+            if key is not None:
+                self._types[key] = out_type
         node = Node.call(fn, *[_node(a) for a in args], **options)
         if fn in SAME_TYPE_DIRECT and all(a.type == args[0].type for a in args):
             node.direct = True  # no implicit cast for a plan to insert: the kernel call is the same
@@ -148,6 +174,13 @@ class Semantics:
 
     def column(self, path: Sequence[str]) -> _Val:
         """The column at ``path`` (struct fields after the first name), resolved as documented."""
+        key = tuple(path)
+        found = self._columns.get(key)
+        if found is None:
+            found = self._columns[key] = self._resolve(path)
+        return found
+
+    def _resolve(self, path: Sequence[str]) -> _Val:
         fields: list[pa.Field] = list(self.schema)
         ref: list[str] = []
         field: pa.Field | None = None
@@ -218,20 +251,55 @@ class Semantics:
         A long chain parses left-deep; Kleene AND/OR are associative, so pairing terms
         keeps the expression shallow (Arrow plans recurse per level).
         """
-        nodes = [_node(self._bool(item, what)) for item in operands]
+        vals = [self._bool(item, what) for item in operands]
+        if fn == "or_kleene" and len(vals) > 2:
+            vals = self._merge_equalities(vals)
+        if len(vals) > MAX_CHAIN_TERMS:
+            # Arrow re-chains associative calls left-deep when it plans the filter and then
+            # recurses per term: ~20,000 terms overflow the C stack (a segfault, not an error).
+            raise ChainTooLongError(str(self.fail(f"{what} chain of {len(vals)} terms exceeds the supported "
+                                                  f"{MAX_CHAIN_TERMS} (use IN (...) for long value lists)")))
+        nodes = [_node(val) for val in vals]
         while len(nodes) > 1:
             paired = [Node.call(fn, nodes[i], nodes[i + 1]) for i in range(0, len(nodes) - 1, 2)]
             nodes = paired + nodes[len(nodes) - len(nodes) % 2:]
         return _of(nodes[0], pa.bool_())
 
     def chain_too_long(self, count: int, what: str) -> InvalidInputError | None:
-        """The error for an AND/OR chain of ``count`` terms, or ``None`` when it is fine."""
-        if count <= MAX_CHAIN_TERMS:
+        """The error for an AND/OR chain of ``count`` written terms, or ``None`` when it is fine.
+
+        Checked before the terms are translated; :meth:`combine` checks the chain again once
+        equalities are merged.
+        """
+        if count <= MAX_PARSED_TERMS:
             return None
-        # Arrow re-chains associative calls left-deep when it plans the filter and then
-        # recurses per term: ~20,000 terms overflow the C stack (a segfault, not an error).
-        return self.fail(f"{what} chain of {count} terms exceeds the supported "
-                         f"{MAX_CHAIN_TERMS} (use IN (...) for long value lists)")
+        return self.fail(f"{what} chain of {count} terms exceeds the supported {MAX_PARSED_TERMS}")
+
+    def _merge_equalities(self, vals: list[_Val]) -> list[_Val]:
+        """An OR chain with the ``column = literal`` terms of each column merged into one ``is_in``.
+
+        ``c = 1 OR c = 2 OR ...`` is ``c IN (1, 2, ...)`` under SQL's three-valued logic (the
+        literals are never NULL): generated filters of 20,000 such terms stay one Arrow call
+        instead of a chain Arrow cannot plan. The merged term takes the place of the first.
+        """
+        out: list[_Val] = []
+        groups: dict[str, tuple[int, _Val, list[pa.Scalar]]] = {}
+        for val in vals:
+            found = self._equalities.get(id(val.node)) if val.node is not None else None
+            if found is None or found[0] is not val.node:
+                out.append(val)
+                continue
+            _, subject, value = found
+            key = str(subject.expr)
+            if key in groups:
+                groups[key][2].append(value)
+                continue
+            groups[key] = (len(out), subject, [value])
+            out.append(val)
+        for pos, subject, values in groups.values():
+            if len(values) > 1:
+                out[pos] = self.in_list(subject, [_const(v) for v in values], negate=False)
+        return out
 
     def logical_not(self, val: _Val) -> _Val:
         """``NOT val``."""
@@ -260,6 +328,11 @@ class Semantics:
         left, right = self._unify(left, right)
         out = self._call(fn, [left, right])
         if not (_is_float(left.type) or _is_float(right.type)):
+            if fn == "equal" and left.type == right.type and _mergeable(left.type):
+                subject, lit = (left, right) if right.const is not None else (right, left)
+                if subject.const is None and lit.const is not None and lit.const.is_valid \
+                        and out.node is not None:
+                    self._equalities[id(out.node)] = (out.node, subject, lit.const)
             return out
         # Total float order (as DataFusion): NaN equals NaN and sorts above all numbers.
         nan_l, nan_r = self._nan(left), self._nan(right)
@@ -334,6 +407,11 @@ class Semantics:
                 return _const(exact)
         if _kind(lit.type) != _kind(target):
             raise self.fail(f"cannot compare {target} with {lit.type} literal {lit.const}")
+        if pa.types.is_integer(target) and _is_float(lit.type) and lit.const.is_valid \
+                and not math.isfinite(lit.const.as_py()):
+            # 1e999 overflows to infinity: no integer equals or bounds it, and pylance refuses it
+            # ("could not convert to literal of type Int64") rather than compare as a float.
+            raise self.fail(f"numeric literal {lit.text or lit.const} is out of range for {target}")
         if _is_float(target) and (_is_float(lit.type) or pa.types.is_integer(lit.type)):
             return _const(lit.const.cast(target, safe=False), lit.text)
         try:

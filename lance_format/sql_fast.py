@@ -22,7 +22,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lance_format.sql_core import Semantics, _is_string, _Val
+from lance_format.sql_core import ChainTooLongError, Semantics, _is_string, _Val
 
 __all__ = ["parse_simple"]
 
@@ -318,6 +318,8 @@ def parse_simple(text: str, schema: pa.Schema) -> pc.Expression | None:
         toks = _tokenize(text, frozenset(schema.names))
         sem = Semantics(schema, text)
         result = sem.finish(_Parser(toks, sem).parse())
+    except ChainTooLongError:  # the full translator would refuse it too, after a much slower parse
+        raise
     except Exception:  # any doubt (syntax, types, nesting depth): the full translator decides
         return None
     return result

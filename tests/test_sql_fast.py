@@ -170,11 +170,22 @@ def test_deep_filter_from_the_full_translator_runs_as_a_plan() -> None:
     assert _rows(expr) == _rows(parse_filter("i > 0", TABLE.schema))
 
 
-def test_long_chains_fall_back_to_the_full_translator() -> None:
-    sql = " OR ".join(f"i = {n}" for n in range(5000))
-    assert parse_simple(sql, TABLE.schema) is None
+def test_long_chains_arrow_cannot_plan_are_refused_by_both_translators() -> None:
+    sql = " OR ".join(f"i > {n}" for n in range(5000))
+    with pytest.raises(InvalidInputError, match="exceeds"):
+        parse_simple(sql, TABLE.schema)
     with pytest.raises(InvalidInputError, match="exceeds"):
         parse_filter(sql, TABLE.schema)
+
+
+def test_long_equality_chains_become_one_is_in() -> None:
+    # Generated ``c = 1 OR c = 2 OR ...`` filters (pylance takes 20,000 terms) merge per column.
+    sql = " OR ".join(f"i = {n}" for n in range(5000)) + " OR s = 'apple' OR s = 'Banana' OR f > 1"
+    fast, full = parse_simple(sql, TABLE.schema), parse_filter(sql, TABLE.schema)
+    assert fast is not None
+    want = sorted(set(_rows(parse_filter("i >= 0 AND i < 5000", TABLE.schema)))
+                  | set(_rows(parse_filter("s IN ('apple', 'Banana') OR f > 1", TABLE.schema))))
+    assert _rows(fast) == _rows(full) == want
 
 
 def test_simple_filters_never_import_sqlglot(tmp_path: Path) -> None:

@@ -33,6 +33,7 @@ from lance_format.errors import (
     SchemaError,
 )
 from lance_format.evolution import rowops
+from lance_format.evolution.arguments import U32_MAX, optional_integer, string, string_list, string_map
 from lance_format.schema import LanceField, LanceSchema
 from lance_format.table.models import DataFile, FragmentMetadata
 from lance_format.table.naming import data_file_key
@@ -114,6 +115,17 @@ def add_columns(ds: LanceDataset, transforms: Transforms, read_columns: Sequence
         SchemaError: a new name collides with an existing column.
         InvalidInputError: bad expressions, or a function returning the wrong row count.
     """
+    batch_size = optional_integer(batch_size, "add_columns(): batch_size", minimum=1, maximum=U32_MAX)
+    if read_columns is not None:
+        read_columns = string_list(read_columns, "add_columns(): read_columns")
+    if transaction_properties is not None:
+        string_map(transaction_properties, "add_columns(): transaction_properties")
+    if isinstance(transforms, Mapping):
+        transforms = string_map(transforms, "add_columns(): transforms")
+        if not transforms:  # pylance commits an unchanged schema (a Merge with the same files)
+            _commit(ds, LanceOperation.Merge(list(ds.manifest.fragments), ds.lance_schema,
+                                             preserves_nullability=True), (), transaction_properties)
+            return
     _retrying(ds, lambda current: _add_columns(current, transforms, read_columns, batch_size=batch_size,
                                                properties=transaction_properties))
 
@@ -172,7 +184,9 @@ def _check_new_names(ds: LanceDataset, names: Sequence[str]) -> None:
     if clash or len(set(names)) != len(names):
         raise SchemaError(f"{ds.uri}: cannot add column(s) {clash or list(names)}: the name is taken")
     if not names:
-        raise InvalidInputError("add_columns: no columns to add")
+        raise InvalidInputError("add_columns(): transforms adds no columns")
+    if "" in names:
+        raise InvalidInputError(f"{ds.uri}: add_columns(): a new column name is empty")
 
 
 def _physical_batches(ds: LanceDataset, frag: FragmentMetadata, cols: Sequence[str], step: int
@@ -292,8 +306,9 @@ def drop_columns(ds: LanceDataset, columns: Sequence[str]) -> None:
     Raises:
         SchemaError: an unknown column, or dropping every column.
     """
-    if isinstance(columns, str):
-        columns = [columns]
+    # A lone string is refused as pylance refuses it (it is not a list of names); a name given
+    # twice is dropped once.
+    columns = list(dict.fromkeys(string_list(columns, "drop_columns(): columns")))
     fields = ds.lance_schema.fields
     for name in columns:
         fields, found = _without(fields, name.split("."))
@@ -333,12 +348,8 @@ def alter_columns(ds: LanceDataset, *alterations: Mapping[str, Any]) -> None:
     casts: dict[int, pa.DataType] = {}
     fields = schema.fields
     for alt in alterations:
-        if "path" not in alt:
-            raise InvalidInputError(f"alter_columns: each alteration needs a 'path', got {dict(alt)}")
-        unknown = set(alt) - {"path", "name", "nullable", "data_type"}
-        if unknown:
-            raise InvalidInputError(f"alter_columns: unknown keys {sorted(unknown)}")
-        path = str(alt["path"])
+        _check_alteration(alt)
+        path = alt["path"]
         try:
             field = LanceSchema(fields, schema.metadata).field(path)
         except SchemaError:
@@ -366,6 +377,32 @@ def alter_columns(ds: LanceDataset, *alterations: Mapping[str, Any]) -> None:
         return
     renamed = LanceSchema(fields, schema.metadata)
     _retrying(ds, lambda current: _cast_columns(current, renamed, casts))
+
+
+def _check_alteration(alt: Any) -> None:
+    """One ``alter_columns`` dict: keys and value types as pylance's ``AlterColumn``.
+
+    Raises:
+        InvalidInputError: naming the key (``path``, ``name``, ``nullable``, ``data_type``).
+    """
+    if not isinstance(alt, Mapping):
+        raise InvalidInputError(f"alter_columns(): each alteration must be a dict with a 'path', got "
+                                f"{type(alt).__name__} {alt!r:.80}")
+    if "path" not in alt:
+        raise InvalidInputError(f"alter_columns(): each alteration needs a 'path', got {dict(alt)}")
+    unknown = set(alt) - {"path", "name", "nullable", "data_type"}
+    if unknown:
+        raise InvalidInputError(f"alter_columns(): unknown keys {sorted(unknown)}")
+    string(alt["path"], "alter_columns(): path")
+    if "name" in alt and not string(alt["name"], f"alter_columns(): name of {alt['path']!r}"):
+        # pylance writes a schema it cannot open again ("No field named ."): refused here.
+        raise InvalidInputError(f"alter_columns(): name of {alt['path']!r} must not be empty")
+    if "nullable" in alt and not isinstance(alt["nullable"], bool):
+        raise InvalidInputError(f"alter_columns(): nullable of {alt['path']!r} must be a bool, got "
+                                f"{type(alt['nullable']).__name__}")
+    if "data_type" in alt and not isinstance(alt["data_type"], pa.DataType):
+        raise InvalidInputError(f"alter_columns(): data_type of {alt['path']!r} must be a pyarrow DataType, got "
+                                f"{type(alt['data_type']).__name__} {alt['data_type']!r:.40}")
 
 
 def _quoted(path: str) -> str:

@@ -10,13 +10,16 @@ Semantics follow pylance 14.0.2 (``rust/lance/src/dataset/write/merge_insert.rs`
   new fragment, after it the inserted rows (REWRITE_ROWS ``Update`` transaction, as
   pylance writes it); with stable row ids the updated rows keep their ids;
 * columns missing from the source keep the target's values on update and are null on
-  insert;
-* the operation commits a version even when nothing changed, as pylance does.
+  insert; a source column must have the table's type (nested types are cast), so a string
+  key is never cast into an int64 one;
+* keys may be structs (matched field by field); a key named twice is one key;
+* the operation commits a version even when nothing changed, as pylance does, but a
+  builder without any ``when_`` clause is refused before anything is read.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -27,6 +30,8 @@ import pyarrow.compute as pc
 
 from lance_format.errors import InvalidInputError
 from lance_format.evolution import rowops
+from lance_format.evolution.arguments import U32_MAX, integer, string, string_list, string_map
+from lance_format.evolution.arguments import schema as check_schema
 from lance_format.table.read import ROW_ADDR, ROW_ID
 from lance_format.table.scan import ScanOptions, apply_filter, referenced_columns
 
@@ -74,7 +79,7 @@ class MergeInsertBuilder:
     """Configures and runs one merge_insert (``ds.merge_insert(on)``)."""
 
     def __init__(self, ds: LanceDataset, on: str | Sequence[str] | None = None):
-        keys = [on] if isinstance(on, str) else list(on) if on is not None else primary_key(ds)
+        keys = _join_keys(on) if on is not None else primary_key(ds)
         if not keys:
             raise InvalidInputError(f"{ds.uri}: merge_insert needs join keys: pass on= or set an unenforced "
                                     "primary key in the schema")
@@ -95,6 +100,8 @@ class MergeInsertBuilder:
 
         ``condition`` is SQL over ``source.<col>`` and ``target.<col>``.
         """
+        if condition is not None:
+            string(condition, "merge_insert when_matched_update_all(): condition")
         self._matched, self._update_condition = "update", condition
         return self
 
@@ -125,9 +132,7 @@ class MergeInsertBuilder:
 
     def conflict_retries(self, max_retries: int) -> MergeInsertBuilder:
         """How often to re-run after a retryable commit conflict (default 10)."""
-        if max_retries < 0:
-            raise InvalidInputError("conflict_retries must be >= 0")
-        self._retries = max_retries
+        self._retries = integer(max_retries, "merge_insert conflict_retries(): max_retries", maximum=U32_MAX)
         return self
 
     def execute(self, data: Any, *, schema: pa.Schema | None = None,
@@ -146,6 +151,13 @@ class MergeInsertBuilder:
         """
         from lance_format.write import to_batch_stream
 
+        if self._matched == "keep" and not self._insert and not self._delete:
+            raise InvalidInputError(f"{self._ds.uri}: merge_insert on {self._on} has no when_ clause "
+                                    "(when_matched_update_all, when_not_matched_insert_all, ...): it would "
+                                    "change nothing")
+        check_schema(schema, "merge_insert execute(): schema")
+        if transaction_properties is not None:
+            string_map(transaction_properties, "merge_insert execute(): transaction_properties")
         src_schema, batches = to_batch_stream(data, schema)
         source = pa.Table.from_batches(list(batches), schema=src_schema)
         self._check_source(source)
@@ -165,13 +177,23 @@ class MergeInsertBuilder:
     # -- internals --------------------------------------------------------------------
 
     def _check_source(self, source: pa.Table) -> None:
-        names = self._ds.schema.names
+        target = self._ds.schema
+        names = target.names
         for k in self._on:
             if k not in source.schema.names:
                 raise InvalidInputError(f"merge_insert source lacks key column {k!r}")
         extra = [n for n in source.schema.names if n not in names]
         if extra:
             raise InvalidInputError(f"merge_insert source has columns {extra} that the dataset {names} lacks")
+        for field in source.schema:
+            want = target.field(field.name).type
+            # As pylance (the schema check of lance's merge_insert): a column's type must be the
+            # table's; a key of another type (a string id for an int64 one) would otherwise be
+            # cast, or its values silently become other keys. Nested types may be cast (pylance
+            # takes a subset of a struct's fields).
+            if not pa.types.is_nested(want) and field.type != want:
+                raise InvalidInputError(f"{self._ds.uri}: merge_insert source column {field.name!r} has type "
+                                        f"{field.type}, the dataset's has type {want}")
 
     def _run(self, ds: LanceDataset, source: pa.Table, properties: dict[str, str]) -> tuple[Any, MergeInsertResult]:
         target_schema = ds.schema
@@ -252,6 +274,17 @@ class MergeInsertBuilder:
         return manifest, MergeInsertResult(int(inserted_s.size), int(upd_t.size), int(deleted_t.size))
 
 
+def _join_keys(on: Any) -> list[str]:
+    """``on=`` as a list of distinct column names (pylance takes a name or an iterable of names)."""
+    if isinstance(on, str):
+        return [on]
+    if isinstance(on, (bytes, Mapping)) or not isinstance(on, Iterable):
+        raise InvalidInputError(f"merge_insert: on must be a column name or a list of them, got "
+                                f"{type(on).__name__} {on!r:.80}")
+    keys = string_list(list(on), "merge_insert: on")
+    return list(dict.fromkeys(keys))  # a key named twice is one key, as in pylance
+
+
 def _conform_source(source: pa.Table, target: pa.Schema) -> pa.Table:
     fields = [target.field(n) for n in source.schema.names]
     if source.schema.equals(pa.schema(fields)):
@@ -266,19 +299,45 @@ def _match(target: pa.Table, src: pa.Table, on: list[str]) -> pa.Table:
     """``(_TGT, _SRC)`` index pairs of rows equal on every key (nulls never match)."""
     if target.num_rows == 0 or src.num_rows == 0:
         return pa.table({_TGT: pa.array([], pa.int64()), _SRC: pa.array([], pa.int64())})
-    left = target.select([*on, _TGT])
-    right = src.select([*on, _SRC])
-    decoded = []
-    for k in on:  # joins cannot key on dictionaries: compare decoded values
-        if pa.types.is_dictionary(left.schema.field(k).type):
-            decoded.append(k)
-    for k in decoded:
-        vt = left.schema.field(k).type.value_type
-        left = left.set_column(left.schema.get_field_index(k), k, left.column(k).cast(vt))
-        right = right.set_column(right.schema.get_field_index(k), k, right.column(k).cast(vt))
+    left_cols: dict[str, pa.ChunkedArray] = {}
+    right_cols: dict[str, pa.ChunkedArray] = {}
+    for k in on:  # joins key neither on dictionaries nor on structs: compare decoded leaf values
+        _join_columns(f"k{len(left_cols)}", target.column(k), src.column(k), left_cols, right_cols)
+    keys = list(left_cols)
+    left = pa.table({**left_cols, _TGT: target.column(_TGT)})
+    right = pa.table({**right_cols, _SRC: src.column(_SRC)})
     # The hash table is built on the source (right); threads halve the probe of a large target.
-    joined = left.join(right, keys=on, join_type="inner", use_threads=True)
+    try:
+        joined = left.join(right, keys=keys, join_type="inner", use_threads=True)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+        raise InvalidInputError(f"merge_insert cannot join on {on}: {exc}") from exc
     return joined.select([_TGT, _SRC])
+
+
+def _join_columns(name: str, left: pa.ChunkedArray, right: pa.ChunkedArray, out_left: dict[str, pa.ChunkedArray],
+                  out_right: dict[str, pa.ChunkedArray]) -> None:
+    """Add the join columns of one key: itself, its decoded values, or a struct's leaf fields.
+
+    A null struct's fields read as null (``flatten`` applies the parent's validity), so it
+    matches nothing, as a null key of any other type.
+    """
+    typ = left.type
+    if pa.types.is_dictionary(typ):
+        left, right = left.cast(typ.value_type), right.cast(typ.value_type)
+        typ = typ.value_type
+    if not pa.types.is_struct(typ):
+        out_left[name], out_right[name] = left, right
+        return
+    lefts = _flatten(left)
+    rights = _flatten(right.cast(typ) if right.type != typ else right)
+    for i in range(typ.num_fields):
+        _join_columns(f"{name}_{i}", lefts[i], rights[i], out_left, out_right)
+
+
+def _flatten(column: pa.ChunkedArray) -> list[pa.ChunkedArray]:
+    chunks = [c.flatten() for c in column.chunks]
+    return [pa.chunked_array([c[i] for c in chunks], type=column.type.field(i).type)
+            for i in range(column.type.num_fields)]
 
 
 def _condition(text: str, target: pa.Table, src: pa.Table, tgt_i: npt.NDArray[np.int64],
@@ -315,6 +374,8 @@ def _fill_missing(table: pa.Table, schema: pa.Schema) -> pa.Table:
 def _updated_rows(ds: LanceDataset, src: pa.Table, target: pa.Table, upd_t: npt.NDArray[np.int64],
                   upd_s: npt.NDArray[np.int64]) -> pa.Table:
     schema = ds.schema
+    if not upd_s.size:  # nothing updated: the target holds only the key columns then
+        return schema.empty_table()
     rows = src.take(pa.array(upd_s)).drop_columns([_SRC])
     missing = [n for n in schema.names if n not in rows.column_names]
     if missing:  # partial source: the other columns keep the target's values

@@ -19,6 +19,7 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from lance_format.errors import InvalidInputError, NotSupportedError, SchemaError, VersionNotFoundError
+from lance_format.evolution.arguments import U64_MAX, integer
 from lance_format.schema import LanceSchema
 from lance_format.table.models import FragmentMetadata
 from lance_format.table.naming import data_file_key
@@ -35,9 +36,10 @@ def sample(ds: LanceDataset, num_rows: int, columns: Sequence[str] | Mapping[str
     Raises:
         InvalidInputError: if ``num_rows`` exceeds the live row count or is negative.
     """
+    num_rows = integer(num_rows, "sample(): num_rows", maximum=U64_MAX)
     total = ds.count_rows()
-    if not 0 <= num_rows <= total:
-        raise InvalidInputError(f"{ds.uri}: cannot sample {num_rows} rows from {total}")
+    if num_rows > total:
+        raise InvalidInputError(f"{ds.uri}: sample(): num_rows={num_rows} exceeds the {total} live rows")
     indices = random.sample(range(total), num_rows)
     if not randomize_order:
         indices.sort()
@@ -163,7 +165,15 @@ def version_asof(summaries: list[dict[str, Any]], asof: dt.datetime | str, where
     ``summaries`` are :func:`lance_format.table.versions.version_summaries` entries. A
     timezone-aware ``asof`` is converted to local time first (pylance cannot compare it).
     """
-    when = dt.datetime.fromisoformat(asof) if isinstance(asof, str) else asof
+    when: Any = asof
+    if isinstance(asof, str):
+        try:
+            when = dt.datetime.fromisoformat(asof)
+        except ValueError:
+            raise InvalidInputError(f"{where}: asof {asof!r:.80} is not an ISO 8601 timestamp") from None
+    if not isinstance(when, dt.datetime):
+        raise InvalidInputError(f"{where}: asof must be a datetime or an ISO 8601 string, got "
+                                f"{type(asof).__name__} {asof!r:.80}")
     if when.tzinfo is not None:
         when = when.astimezone().replace(tzinfo=None)
     found = [int(v["version"]) for v in summaries if local_time(int(v["timestamp_ns"])) < when]

@@ -69,6 +69,9 @@ def normalize_order_by(order_by: Sequence[Any] | None, names: Sequence[str]) -> 
         return ()
     if isinstance(order_by, (str, bytes)):
         order_by = [order_by]
+    if not isinstance(order_by, Sequence):
+        raise InvalidInputError(f"order_by must be a list of column names or ColumnOrdering, got "
+                                f"{type(order_by).__name__} {order_by!r:.80}")
     keys = []
     for item in order_by:
         if isinstance(item, str):

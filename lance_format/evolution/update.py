@@ -17,8 +17,9 @@ import pyarrow.compute as pc
 
 from lance_format.errors import InvalidInputError
 from lance_format.evolution import rowops
+from lance_format.evolution.arguments import U32_MAX, integer, string_map
 from lance_format.table.read import ROW_ADDR, ROW_ID
-from lance_format.table.scan import ScanOptions
+from lance_format.table.scan import ScanOptions, filter_expression
 
 if TYPE_CHECKING:
     from lance_format.dataset import LanceDataset
@@ -62,20 +63,24 @@ def update(ds: LanceDataset, updates: Mapping[str, str], where: str | pc.Express
     """
     from lance_format.evolution.sqlexpr import evaluate, value_expression
 
+    updates = string_map(updates, "update(): updates")
+    conflict_retries = integer(conflict_retries, "update(): conflict_retries", maximum=U32_MAX)
     if not updates:
-        raise InvalidInputError("update() needs at least one column to set")
+        raise InvalidInputError("update(): updates needs at least one column to set")
     names = ds.schema.names
     for col, text in updates.items():
         if col not in names:
             raise InvalidInputError(f"{ds.uri}: update of unknown column {col!r} (columns: {names})")
         value_expression(text, ds.schema)  # parse before anything is written
+    try:
+        filter_expression(where, ds.schema)
+    except InvalidInputError as exc:
+        raise InvalidInputError(f"{ds.uri}: update(): where={where!r:.80}: {exc}") from exc
     field_ids = [ds.lance_schema.field(c).id for c in updates]
     holder: list[int] = []
 
     def attempt(current: LanceDataset) -> Any:
-        from lance_format.table.scan import filter_expression as _filter_expression
-
-        expr = _filter_expression(where, current.schema)
+        expr = filter_expression(where, current.schema)
         stable = current.has_stable_row_ids
         # One pass over every column: fetching the matches by row afterwards (take) measured
         # slower at 1% selectivity than decoding the pages sequentially.

@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import os
+import re
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from lance_format.errors import InvalidInputError, UnsupportedSchemeError
 from lance_format.session import Session
@@ -45,6 +47,64 @@ def uri_scheme(uri: str) -> str:
     return uri.split("://", 1)[0].lower()
 
 
+#: Longest file or directory name most local file systems take (NAME_MAX); a longer one
+#: fails with ENAMETOOLONG half-way through a write.
+NAME_MAX = 255
+_URL_EDGE = "".join(chr(c) for c in range(0x21))  # C0 controls and space
+_URL_DROPPED = re.compile("[\t\n\r]")
+_CONTROL = re.compile("[\x00-\x1f\x7f]")
+
+
+def uri_text(uri: Any) -> str:
+    """A dataset URI argument (``str`` or path-like) as text, refused if it cannot name a dataset.
+
+    ``scheme://`` URIs are read as URLs are (the WHATWG rules lance's URL parser follows): C0
+    controls and spaces around them are dropped, and so are tabs and newlines inside, so
+    ``"file:///d\\x00"`` opens ``/d`` as pylance does. Any control character left (a NUL
+    inside a path, a tab in a plain path) is refused: no file system or object store key
+    takes it, and Python would fail with a bare ``ValueError``. Local path components
+    longer than :data:`NAME_MAX` bytes are refused before anything is written.
+
+    Raises:
+        InvalidInputError: naming the URI and what is wrong with it.
+    """
+    if isinstance(uri, os.PathLike):
+        uri = os.fspath(uri)
+    if not isinstance(uri, str):
+        raise InvalidInputError(f"dataset uri must be a str or Path, got {type(uri).__name__} {uri!r:.80}")
+    text: str = uri
+    if "://" in text.lstrip(_URL_EDGE):
+        text = _URL_DROPPED.sub("", text.strip(_URL_EDGE))
+    bad = _CONTROL.search(text)
+    if bad is not None:
+        what = "a NUL byte" if bad.group() == "\x00" else f"control character U+{ord(bad.group()):04X}"
+        raise InvalidInputError(f"dataset uri {redact_url(text)!r:.200} contains {what} at position {bad.start()}")
+    if uri_scheme(text) == "file":
+        for part in text.split("://", 1)[-1].split("/"):
+            if len(part.encode("utf-8", "surrogatepass")) > NAME_MAX:
+                raise InvalidInputError(f"dataset uri {redact_url(text)!r:.120}: path component {part[:40]!r}... is longer "
+                                        f"than {NAME_MAX} bytes")
+    return text
+
+
+def check_storage_options(options: Any) -> None:
+    """``storage_options`` must be ``None`` or a ``dict[str, str]``, as pylance requires.
+
+    Raises:
+        InvalidInputError: naming the offending key or value (values are not shown: they
+            may be credentials).
+    """
+    if options is None:
+        return
+    if not isinstance(options, Mapping):
+        raise InvalidInputError(f"storage_options must be a dict of strings, got {type(options).__name__}")
+    for key, value in options.items():
+        if not isinstance(key, str):
+            raise InvalidInputError(f"storage_options keys must be strings, got {type(key).__name__} {key!r:.40}")
+        if not isinstance(value, str):
+            raise InvalidInputError(f"storage_options[{key!r}] must be a string, got {type(value).__name__}")
+
+
 def open_store(uri: str, storage_options: Mapping[str, str] | None = None, *,
                session: Session | None = None) -> ObjectStore:
     """Return a store rooted at ``uri``.
@@ -56,10 +116,12 @@ def open_store(uri: str, storage_options: Mapping[str, str] | None = None, *,
             the process-wide default session when ``None``.
 
     Raises:
-        InvalidInputError: if ``uri`` is empty.
+        InvalidInputError: if ``uri`` is empty or malformed (see :func:`uri_text`), or
+            ``storage_options`` is not a ``dict[str, str]``.
         UnsupportedSchemeError: if no backend handles the URI's scheme.
     """
-    uri = str(uri)
+    uri = uri_text(uri)
+    check_storage_options(storage_options)
     if not uri.strip():
         # An empty path would resolve to "/" below: refuse it rather than write into the root.
         raise InvalidInputError(f"dataset URI must not be empty, got {uri!r}")
@@ -153,4 +215,6 @@ __all__ = [
     "register_scheme",
     "split_uri",
     "uri_scheme",
+    "uri_text",
+    "check_storage_options",
 ]

@@ -39,6 +39,9 @@ from lance_format.storage.base import ObjectStore
 from lance_format.table.naming import TAGS_DIR
 
 _U64_MAX = 2**64 - 1
+#: Longest name a local file system stores (NAME_MAX); a tag is the file ``{name}.json`` and a
+#: branch segment a directory, so longer names would fail half-way with ENAMETOOLONG.
+_NAME_MAX = 255
 _RFC3339 = re.compile(
     r"^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(Z|z|[+-]\d{2}:\d{2})$"
 )
@@ -75,8 +78,13 @@ def validate_tag_name(name: str) -> None:
             alphanumerics, ``.``, ``-``, ``_``, starts or ends with ``.``,
             ends with ``.lock`` or contains ``..``.
     """
-    if not isinstance(name, str) or not name:
+    if not isinstance(name, str):
+        raise TagError(f"invalid tag name {name!r}: must be a string, got {type(name).__name__}")
+    if not name:
         raise TagError(f"invalid tag name {name!r}: cannot be empty")
+    if len(name.encode("utf-8", "surrogatepass")) > _NAME_MAX - len(".json"):
+        raise TagError(f"invalid tag name {name[:40]!r}... ({len(name)} characters): longer than "
+                       f"{_NAME_MAX - len('.json')} bytes")
     if not all(c.isalnum() or c in ".-_" for c in name):
         raise TagError(f"invalid tag name {name!r}: only alphanumerics, '.', '-' and '_' are allowed")
     if name.startswith("."):
@@ -98,13 +106,17 @@ def validate_branch_name(name: str) -> None:
     Raises:
         TagError: naming the rule the name breaks.
     """
-    if not isinstance(name, str) or not name:
+    if not isinstance(name, str):
+        raise TagError(f"invalid branch name {name!r}: must be a string, got {type(name).__name__}")
+    if not name:
         raise TagError(f"invalid branch name {name!r}: cannot be empty")
     if name.startswith("/") or name.endswith("/"):
         raise TagError(f"invalid branch name {name!r}: cannot start or end with '/'")
     if "//" in name or ".." in name or "\\" in name:
         raise TagError(f"invalid branch name {name!r}: cannot contain '//', '..' or a backslash")
     for segment in name.split("/"):
+        if len(segment.encode("utf-8", "surrogatepass")) > _NAME_MAX:
+            raise TagError(f"invalid branch name {name[:40]!r}...: a segment is longer than {_NAME_MAX} bytes")
         if not all(c.isalnum() or c in ".-_" for c in segment):
             raise TagError(f"invalid branch name {name!r}: only alphanumerics, '.', '-', '_' and '/' are allowed")
     if name.endswith(".lock"):
