@@ -11,7 +11,7 @@ from lance_dagster.checks import HealthLimits, build_lance_asset_checks
 
 from .assets import clean_events, event_log, raw_events
 from .pipeline import daily_events, event_features, user_profiles
-from .settings import LANCE_ROOT
+from .settings import LANCE_ROOT, STORAGE_OPTIONS
 
 #: The maintenance-health limits of the checks (the health sensor in ``maintenance`` uses the same numbers).
 LIMITS = HealthLimits(max_fragments=16, small_fragment_rows=10_000, max_deleted_ratio=0.2, max_versions=50)
@@ -39,5 +39,5 @@ CHECKS = [
     one_row_per_user,
     # Schema (columns may only be added), row count and maintenance health, read by the health sensor.
     *build_lance_asset_checks([raw_events, clean_events, event_log, event_features, daily_events, user_profiles],
-                              root_uri=LANCE_ROOT, min_rows=1, health=LIMITS),
+                              root_uri=LANCE_ROOT, storage_options=STORAGE_OPTIONS, min_rows=1, health=LIMITS),
 ]

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +22,7 @@ from lance_format.maintenance.compaction import Compaction, CompactionTask
 from lance_format.storage.external import DynamoDBManifestStore, SQLiteManifestStore
 from lance_format.storage.redact import MASK, redact_url
 
+REPO = Path(__file__).resolve().parents[2]
 OPTS = {"aws_secret_access_key": "SECRET-123", "aws_access_key_id": "AKIA-SECRET", "aws_region": "us-east-1"}
 
 
@@ -197,3 +201,25 @@ def test_env_var_options_are_read_from_the_environment_outside_runs(make: Any, m
     monkeypatch.delenv("LANCE_TEST_KEY")
     with pytest.raises(InvalidInputError, match="LANCE_TEST_KEY.*is not set"):
         _ = settings.options
+
+
+def test_example_project_on_s3_passes_credentials_as_env_var_references() -> None:
+    # A fresh interpreter: the example reads its root and credentials when first imported.
+    script = """
+import json
+from example_project.definitions import defs
+for name in ("lance", "io_manager"):
+    schema = defs.resources[name].get_resource_definition().config_schema
+    print(json.dumps(json.loads(schema.default_value_as_json_str)["storage_options"], sort_keys=True))
+"""
+    env = {**os.environ, "LANCE_EXAMPLE_ROOT": "s3://bucket/lake", "AWS_ACCESS_KEY_ID": "AKIA-SECRET",
+           "AWS_SECRET_ACCESS_KEY": "SECRET-KEY", "AWS_REGION": "eu-west-1"}
+    env.pop("AWS_SESSION_TOKEN", None)
+    env.pop("AWS_ENDPOINT_URL", None)
+    proc = subprocess.run([sys.executable, "-c", script], cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    shown = [json.loads(line) for line in proc.stdout.splitlines()[-2:]]
+    expected = {"aws_access_key_id": {"env": "AWS_ACCESS_KEY_ID"},
+                "aws_secret_access_key": {"env": "AWS_SECRET_ACCESS_KEY"}, "aws_region": "eu-west-1"}
+    assert shown == [expected, expected]
