@@ -249,7 +249,7 @@ class LanceDataset:
 
     def cleanup_old_versions(self, older_than: dt.timedelta | None = None, retain_versions: int | None = None,
                              *, delete_unverified: bool = False, error_if_tagged_old_versions: bool = True,
-                             dry_run: bool = False) -> CleanupStats:
+                             dry_run: bool = False, commit_grace: dt.timedelta | None = None) -> CleanupStats:
         """Remove old versions and the files only they use (pylance semantics; see ``lance_format.cleanup``).
 
         Args:
@@ -258,6 +258,9 @@ class LanceDataset:
             delete_unverified: Also delete unreferenced files younger than 7 days.
             error_if_tagged_old_versions: Raise ``CleanupError`` if a tagged version is old.
             dry_run: Delete nothing; report the figures and the exact keys.
+            commit_grace: Keep every version that was the latest this recently, so commits in
+                flight find the version they read (not in pylance; default
+                ``$LANCE_FORMAT_COMMIT_GRACE`` or 5 minutes; ``timedelta(0)`` is pylance's behaviour).
         """
         from lance_format.maintenance.cleanup import cleanup_old_versions
 
@@ -268,7 +271,8 @@ class LanceDataset:
             retain_versions = _arg.integer(retain_versions, "cleanup_old_versions(): retain_versions",
                                            maximum=_arg.U64_MAX)
         return cleanup_old_versions(self, older_than, retain_versions, delete_unverified=delete_unverified,
-                                    error_if_tagged_old_versions=error_if_tagged_old_versions, dry_run=dry_run)
+                                    error_if_tagged_old_versions=error_if_tagged_old_versions, dry_run=dry_run,
+                                    commit_grace=commit_grace)
 
     def __len__(self) -> int:
         return self.count_rows()

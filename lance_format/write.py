@@ -6,6 +6,7 @@ The pipeline (input streaming, data files, target schema and read version) lives
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -13,8 +14,8 @@ import pyarrow as pa
 
 from lance_format.dataset import LanceDataset
 from lance_format.errors import InvalidInputError
+from lance_format.evolution.arguments import write_options
 from lance_format.storage import open_store
-from lance_format.storage.redact import redact_url
 from lance_format.table.apply import DEFAULT_DATA_STORAGE_VERSION
 from lance_format.table.commit import commit_transaction
 from lance_format.table.discard import discard_fragment_files
@@ -81,7 +82,17 @@ def write_dataset(
     """
     if isinstance(uri, LanceDataset):
         uri = uri.uri
-    props = _properties(redact_url(str(uri)), transaction_properties, commit_message)  # before writing files
+    elif not isinstance(uri, (str, os.PathLike)):
+        # str() of anything else (an int, bytes) would become a relative path nobody asked for.
+        raise InvalidInputError(f"write_dataset(): uri must be a str or a path, got {type(uri).__name__} {uri!r}")
+    # Checked before anything is written, as pylance converts them.
+    write_options(schema_arg=schema, max_rows_per_file=max_rows_per_file, max_rows_per_group=max_rows_per_group,
+                  max_bytes_per_file=max_bytes_per_file, data_storage_version=data_storage_version,
+                  commit_message=commit_message, transaction_properties=transaction_properties)
+    mode = _mode(mode)
+    props = dict(transaction_properties or {})
+    if commit_message is not None:
+        props[COMMIT_MESSAGE_KEY] = commit_message
     store = open_store(str(uri), storage_options)
     target, batches, data_schema, base, read_version, version, scheme = prepare_write_with_scheme(
         data, store, schema=schema, mode=mode, data_storage_version=data_storage_version)
@@ -107,20 +118,13 @@ def write_dataset(
     return LanceDataset._from_manifest(str(uri), store, manifest, storage_options)
 
 
-def _properties(uri: str, properties: Mapping[str, str] | None, message: str | None) -> dict[str, str]:
-    """The transaction properties of a write, checked as pylance does (str -> str; the message a str)."""
-    if properties is not None and not isinstance(properties, Mapping):
-        raise InvalidInputError(f"{uri}: transaction_properties must be a mapping of str to str, "
-                                f"got {type(properties).__name__}")
-    props = dict(properties or {})
-    bad = [(k, v) for k, v in props.items() if not isinstance(k, str) or not isinstance(v, str)]
-    if bad:
-        raise InvalidInputError(f"{uri}: transaction_properties must map str to str, got {bad[0]!r}")
-    if message is not None:
-        if not isinstance(message, str):
-            raise InvalidInputError(f"{uri}: commit_message must be a str, got {type(message).__name__}")
-        props[COMMIT_MESSAGE_KEY] = message
-    return props
+def _mode(mode: Any) -> WriteMode:
+    """pylance's reading of ``mode``: ``None`` is ``"create"``, and case does not matter."""
+    if mode is None:
+        return "create"
+    if isinstance(mode, str) and mode.lower() in ("create", "append", "overwrite"):
+        return mode.lower()  # type: ignore[return-value]
+    raise InvalidInputError(f"write_dataset(): mode must be 'create', 'append' or 'overwrite', got {mode!r}")
 
 
 __all__ = [

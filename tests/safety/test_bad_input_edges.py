@@ -474,22 +474,6 @@ STRICTER = {
     "cleanup-older_than-neg": "cleanup refuses an age below zero (pylance reads it as 'before tomorrow')",
 }
 
-#: Cases whose check belongs in write.py / table/writing.py (the cleanup work owns them now);
-#: ``lance_format.evolution.arguments.write_options`` holds the checks for write_dataset to call.
-WRITE_PY = "write_dataset argument check belongs in write.py (owned by the cleanup work)"
-NOT_YET = {
-    "write-uri-int": WRITE_PY + ": str(5) becomes the relative path '5'",
-    "write-uri-bytes": WRITE_PY + ": str(b'..') becomes a relative path",
-    "write-mode-none": WRITE_PY + ": pylance reads mode=None as 'create'",
-    "write-mode-upper": WRITE_PY + ": pylance reads the mode case-insensitively",
-    "write-data_storage_version-float": WRITE_PY,
-    "write-schema-str": WRITE_PY,
-    "append-max_rows_per_file-str": WRITE_PY,
-    **{f"write-{arg}-{name}": WRITE_PY for arg in ("max_rows_per_file", "max_rows_per_group", "max_bytes_per_file")
-       for name in ("str", "float", "u64")},
-}
-
-
 @dataclass
 class Outcome:
     result: Any
@@ -555,8 +539,7 @@ def _params(refused: bool) -> list[Any]:
     for case in CASES:
         if bool(case.arg) != refused:
             continue
-        marks = [pytest.mark.xfail(reason=NOT_YET[case.id], strict=True)] if case.id in NOT_YET else []
-        out.append(pytest.param(case, id=case.id, marks=marks))
+        out.append(pytest.param(case, id=case.id))
     return out
 
 
@@ -595,5 +578,5 @@ def test_the_table_is_broad() -> None:
     ids = [c.id for c in CASES]
     assert len(ids) == len(set(ids))
     assert len(ids) >= 400
-    assert set(STRICTER) | set(NOT_YET) <= set(ids)
+    assert set(STRICTER) <= set(ids)
     assert all(CASES[ids.index(i)].arg for i in STRICTER)

@@ -47,7 +47,8 @@ def _interfere(uri: str) -> None:
     """Compaction, an append and a cleanup at zero retention, in another handle."""
     _open(uri).optimize.compact_files(target_rows_per_fragment=1_000_000)
     lf.write_dataset(EXTRA, uri, mode="append", storage_options=OPTS.get(uri))
-    _open(uri).cleanup_old_versions(older_than=timedelta(0))
+    # A cleanup that runs after the grace protecting commits in flight has passed.
+    _open(uri).cleanup_old_versions(older_than=timedelta(0), commit_grace=timedelta(0))
 
 
 @contextlib.contextmanager
@@ -81,13 +82,6 @@ def _create(uri: str, opts: dict[str, str] | None) -> str:
     OPTS[uri] = opts
     lf.write_dataset(_table(), uri, max_rows_per_file=10, storage_options=opts)
     return uri
-
-
-@pytest.fixture(autouse=True)
-def _no_commit_grace(monkeypatch: pytest.MonkeyPatch) -> None:
-    # The cleanup here stands for one that ran after the grace protecting in-flight
-    # commits had passed (lance_format.maintenance.cleanup): it removes every old version.
-    monkeypatch.setenv("LANCE_FORMAT_COMMIT_GRACE", "0s")
 
 
 @pytest.fixture
@@ -222,3 +216,18 @@ def test_reserving_fragment_ids_over_cleaned_versions_still_works(uri: str) -> N
     txn = Transaction(ds.version, LanceOperation.ReserveFragments(3))
     manifest = commit_transaction(ds._store, txn, base=ds.manifest)
     assert manifest.version == _open(uri).version
+
+
+def test_default_commit_grace_keeps_what_a_commit_in_flight_read(uri: str) -> None:
+    ds = lf.dataset(uri)
+    read = ds.manifest
+    _open(uri).optimize.compact_files(target_rows_per_fragment=1_000_000)
+    lf.write_dataset(EXTRA, uri, mode="append")
+    stats = _open(uri).cleanup_old_versions(older_than=timedelta(0))  # default grace: 5 minutes
+    assert stats.old_versions == 0
+    # The versions since ``read`` are still there to check against: an ordinary retryable
+    # conflict with the compaction, not a refusal for versions that are gone.
+    txn = Transaction(read.version, LanceOperation.Delete([], [read.fragments[0].id], "id < 10"))
+    with pytest.raises(CommitConflictError, match="conflicts with rewrite") as caught:
+        commit_transaction(ds._store, txn, base=read)
+    assert not isinstance(caught.value, MissingVersionError)
