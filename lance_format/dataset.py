@@ -616,7 +616,8 @@ class LanceDataset:
                     batch_size: int | None = None, transaction_properties: Mapping[str, str] | None = None) -> None:
         """Add columns: ``{name: SQL}``, a function over record batches, or Arrow fields (all null).
 
-        Existing data files are kept; each fragment gets one new data file (one ``Merge`` commit)
+        An all-null struct field named like an existing struct adds its new children to it, as
+        pylance merges the schemas. Existing data files are kept; each fragment gets one new data file (one ``Merge`` commit)
         whose transaction carries ``transaction_properties``.
         """
         from lance_format.evolution.columns import add_columns
@@ -630,11 +631,15 @@ class LanceDataset:
 
         drop_columns(self, columns)
 
-    def alter_columns(self, *alterations: Mapping[str, Any]) -> None:
-        """Rename, change nullability or cast columns (dicts: ``path`` plus ``name``/``nullable``/``data_type``)."""
+    def alter_columns(self, *alterations: Mapping[str, Any],
+                      transaction_properties: Mapping[str, str] | None = None) -> None:
+        """Rename, change nullability or cast columns (dicts: ``path`` plus ``name``/``nullable``/``data_type``).
+
+        The commit's transaction carries ``transaction_properties`` (an extension: pylance 14 takes none).
+        """
         from lance_format.evolution.columns import alter_columns
 
-        alter_columns(self, *alterations)
+        alter_columns(self, *alterations, transaction_properties=transaction_properties)
 
     # -- branches and clones (lance_format.evolution.branches) --------------------------
 

@@ -137,13 +137,7 @@ def _add_columns(ds: LanceDataset, transforms: Transforms, read_columns: Sequenc
         transforms = [transforms]
     if isinstance(transforms, pa.Schema) or (isinstance(transforms, Sequence)
                                               and all(isinstance(f, pa.Field) for f in transforms)):
-        fields: list[pa.Field] = list(transforms)
-        _check_new_names(ds, [f.name for f in fields])
-        for f in fields:
-            if not f.nullable:
-                raise SchemaError(f"{ds.uri}: column {f.name!r} added without data must be nullable")
-        new = LanceSchema.from_arrow(pa.schema(fields), start_id=next_field_id(ds))
-        schema = LanceSchema(ds.lance_schema.fields + new.fields, ds.lance_schema.metadata)
+        schema = _with_null_fields(ds, list(transforms))
         _commit(ds, LanceOperation.Merge(list(ds.manifest.fragments), schema, preserves_nullability=True), (),
                 properties)
         return
@@ -177,6 +171,55 @@ def _add_columns(ds: LanceDataset, transforms: Transforms, read_columns: Sequenc
         _add_computed(ds, transforms, cols, step, sql=False, properties=properties)
         return
     raise InvalidInputError(f"add_columns: unsupported transforms {type(transforms).__name__}")
+
+
+def _with_null_fields(ds: LanceDataset, fields: Sequence[pa.Field]) -> LanceSchema:
+    """The schema after adding all-null ``fields``: new columns go last, and a struct field named like
+    an existing struct adds its new children to it (pylance 14 merges the schemas the same way).
+
+    Raises:
+        SchemaError: a field (or child) is not nullable, or its name is taken by a non-struct.
+    """
+    next_id = [next_field_id(ds)]
+    top = list(ds.lance_schema.fields)
+    names = [f.name for f in top]
+    added: list[pa.Field] = []
+    for f in fields:
+        if f.name in names and pa.types.is_struct(f.type) and top[names.index(f.name)].logical_type == "struct":
+            top[names.index(f.name)] = _merged_struct(ds, top[names.index(f.name)], f, next_id, f.name)
+        else:
+            added.append(f)
+    if added or not fields:
+        _check_new_names(ds, [f.name for f in added])
+    for f in added:
+        if not f.nullable:
+            raise SchemaError(f"{ds.uri}: column {f.name!r} added without data must be nullable")
+    new = LanceSchema.from_arrow(pa.schema(added), start_id=next_id[0])
+    return LanceSchema(tuple(top) + new.fields, ds.lance_schema.metadata)
+
+
+def _merged_struct(ds: LanceDataset, have: LanceField, add: pa.Field, next_id: list[int], path: str) -> LanceField:
+    """``have`` (a struct) with the children of ``add`` it lacks, as all-null fields with new ids."""
+    children = list(have.children)
+    names = [c.name for c in children]
+    if tuple(int(p) for p in ds.data_storage_version.split(".")) < (2, 2):
+        # pylance 14 refuses too ("add sub column is not supported in Lance file version 2.1").
+        raise NotSupportedError(f"{ds.uri}: column {path!r} is a struct; adding a field to a struct needs "
+                                f"data storage version 2.2 or later, the dataset has {ds.data_storage_version}")
+    for child in add.type:
+        where = f"{path}.{child.name}"
+        if child.name in names:
+            old = children[names.index(child.name)]
+            if not (pa.types.is_struct(child.type) and old.logical_type == "struct"):
+                raise SchemaError(f"{ds.uri}: cannot add column {where!r}: the name is taken")
+            children[names.index(child.name)] = _merged_struct(ds, old, child, next_id, where)
+            continue
+        if not child.nullable:
+            raise SchemaError(f"{ds.uri}: column {where!r} added without data must be nullable")
+        made = LanceSchema.from_arrow(pa.schema([child]), start_id=next_id[0]).fields[0]
+        next_id[0] = max(f.id for f in made.flat()) + 1
+        children.append(dataclasses.replace(made, parent_id=have.id))
+    return dataclasses.replace(have, children=tuple(children))
 
 
 def _check_new_names(ds: LanceDataset, names: Sequence[str]) -> None:
@@ -333,17 +376,22 @@ def _replace_field(fields: tuple[LanceField, ...], field_id: int, new: LanceFiel
     return tuple(out)
 
 
-def alter_columns(ds: LanceDataset, *alterations: Mapping[str, Any]) -> None:
+def alter_columns(ds: LanceDataset, *alterations: Mapping[str, Any],
+                  transaction_properties: Mapping[str, str] | None = None) -> None:
     """Rename columns, change nullability or cast types (pylance's ``alter_columns``).
 
     Each alteration is a dict with ``path`` and any of ``name``, ``nullable`` and
     ``data_type``. Without a type change the commit is a ``Project``; with one it is a
-    ``Merge`` that rewrites only the cast columns into new data files.
+    ``Merge`` that rewrites only the cast columns into new data files. The commit's
+    transaction carries ``transaction_properties`` (beyond pylance 14, whose
+    ``alter_columns`` takes none; add_columns does).
 
     Raises:
         SchemaError: unknown path, name clash, making a column with nulls non-nullable,
             or a cast that fails on the data.
     """
+    if transaction_properties is not None:
+        string_map(transaction_properties, "alter_columns(): transaction_properties")
     schema = ds.lance_schema
     casts: dict[int, pa.DataType] = {}
     fields = schema.fields
@@ -373,10 +421,11 @@ def alter_columns(ds: LanceDataset, *alterations: Mapping[str, Any]) -> None:
             casts[field.id] = alt["data_type"]
         fields = _replace_field(fields, field.id, new)
     if not casts:
-        _commit(ds, LanceOperation.Project(LanceSchema(fields, schema.metadata), preserves_nullability=True), ())
+        _commit(ds, LanceOperation.Project(LanceSchema(fields, schema.metadata), preserves_nullability=True), (),
+                transaction_properties)
         return
     renamed = LanceSchema(fields, schema.metadata)
-    _retrying(ds, lambda current: _cast_columns(current, renamed, casts))
+    _retrying(ds, lambda current: _cast_columns(current, renamed, casts, transaction_properties))
 
 
 def _check_alteration(alt: Any) -> None:
@@ -409,7 +458,8 @@ def _quoted(path: str) -> str:
     return ".".join(f"`{p}`" for p in path.split("."))
 
 
-def _cast_columns(ds: LanceDataset, renamed: LanceSchema, casts: dict[int, pa.DataType]) -> None:
+def _cast_columns(ds: LanceDataset, renamed: LanceSchema, casts: dict[int, pa.DataType],
+                  properties: Mapping[str, str] | None = None) -> None:
     from lance_format.write import write_fragment_files
 
     start = next_field_id(ds)
@@ -452,7 +502,7 @@ def _cast_columns(ds: LanceDataset, renamed: LanceSchema, casts: dict[int, pa.Da
     except BaseException:
         rowops.discard(ds, keys)
         raise
-    _commit(ds, LanceOperation.Merge(frags, final, preserves_nullability=True), keys)
+    _commit(ds, LanceOperation.Merge(frags, final, preserves_nullability=True), keys, properties)
 
 
 def _tombstoned(df: DataFile, ids: set[int]) -> DataFile:
