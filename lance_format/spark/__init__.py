@@ -19,7 +19,7 @@ imports ``pyspark``.
 
 from __future__ import annotations
 
-from lance_format.spark.dataframe import write_dataframe
+from lance_format.spark.dataframe import count_rows, write_dataframe
 from lance_format.spark.maintenance import cleanup_old_versions, compact_files, optimize_indices
 from lance_format.spark.runner import SparkRunner
 from lance_format.spark.session import local_session, register
@@ -30,6 +30,7 @@ __all__ = [
     "SparkRunner",
     "cleanup_old_versions",
     "compact_files",
+    "count_rows",
     "local_session",
     "optimize_indices",
     "register",

@@ -1,10 +1,17 @@
-"""``write_dataframe``: a DataFrame write that returns the Lance version it committed.
+"""DataFrame helpers: a write that returns its version, and a count the data source cannot push.
+
+``write_dataframe``: a DataFrame write that returns the Lance version it committed.
 
 ``df.write.format("lance")…save(uri)`` commits from a Spark-side Python worker, so the
 caller does not learn which version it produced (another writer may commit right after).
 This helper tags the commit with a unique write id in its transaction properties and finds
 that version afterwards — what an orchestrator (e.g. the Dagster IO manager) records as
 the data version of a materialization.
+
+``count_rows``: PySpark's Python data sources get no aggregate pushdown, so
+``spark.read.format("lance").load(uri).count()`` reads every row of every column; this
+counts from the manifest as pylance's ``count_rows`` does (a filtered count reads only
+the filter's columns, on the executors).
 """
 
 from __future__ import annotations
@@ -16,6 +23,9 @@ from typing import Any, Literal
 
 from lance_format.dataset import LanceDataset
 from lance_format.errors import LanceError
+from lance_format.scanner import referenced_columns
+from lance_format.spark.session import register
+from lance_format.sql import to_expression
 
 #: Transaction property carrying the id of one ``write_dataframe`` call.
 WRITE_ID_KEY = "lance.spark.write_id"
@@ -46,8 +56,6 @@ def write_dataframe(df: Any, uri: str, *, mode: Literal["append", "overwrite", "
     Raises:
         LanceError: the committed version cannot be found (it was cleaned up concurrently).
     """
-    from lance_format.spark.session import register
-
     register(df.sparkSession)
     write_id = uuid.uuid4().hex
     props = {**(transaction_properties or {}), WRITE_ID_KEY: write_id}
@@ -83,4 +91,33 @@ def find_write(uri: str, write_id: str, storage_options: Mapping[str, str] | Non
     raise LanceError(f"{uri}: no version carries write id {write_id}")
 
 
-__all__ = ["WRITE_ID_KEY", "find_write", "write_dataframe"]
+def count_rows(spark: Any, uri: str, filter: str | None = None, *, version: int | str | None = None,
+               storage_options: Mapping[str, str] | None = None) -> int:
+    """Live rows of the dataset at ``uri`` (matching the Lance SQL ``filter``), as pylance counts.
+
+    Without a filter the count comes from the manifest (no data is read); with one, a Spark
+    job reads only the columns the filter names.
+
+    Args:
+        spark: The SparkSession that runs a filtered count.
+        uri: Dataset location.
+        filter: A Lance SQL predicate (``"id > 5 AND cat = 'a'"``).
+        version: Version number or tag (latest when ``None``).
+        storage_options: Backend options (credentials, endpoint).
+    """
+    ds = LanceDataset(uri, version, storage_options=storage_options)
+    if filter is None:
+        return ds.count_rows()
+    expr = to_expression(filter, ds.schema)
+    assert expr is not None
+    columns = referenced_columns(expr, ds.schema.names) or ds.schema.names[:1]
+    register(spark)
+    reader = (spark.read.format("lance").option("version", str(ds.version)).option("filter", filter)
+              .option("columns", ",".join(columns)))
+    if storage_options:
+        reader = reader.option("storage_options", json.dumps(dict(storage_options)))
+    result: int = reader.load(uri).count()
+    return result
+
+
+__all__ = ["WRITE_ID_KEY", "count_rows", "find_write", "write_dataframe"]

@@ -1,17 +1,36 @@
 """The read side of the ``lance`` data source: planning input partitions and reading them.
 
-Planning (on the driver, once per query) pins the version, maps the schema and cuts the
-version's fragments into input partitions: one per fragment, or several row ranges when a
-fragment has more than ``max_rows_per_partition`` physical rows. Each task opens the
+Planning (on the driver, once per DataFrame) pins the version, resolves the columns and cuts
+the version's fragments into input partitions: one per fragment, or several row ranges when
+a fragment has more than ``max_rows_per_partition`` physical rows. Each task opens the
 pinned version (cached per Python worker), reads its row range ``batch_size`` rows at a
-time, drops deleted rows with the fragment's deletion vector, applies the pushed filters
+time, drops deleted rows with the fragment's deletion vector, applies the ``filter`` option
 and hands Arrow record batches to the JVM — so memory per task is one batch.
+
+What PySpark's Python data source API (4.3) lets a source see, and what this reader does
+about the rest:
+
+* **Filters.** ``DataSourceReader.pushFilters`` exists, but Spark keeps the reader planned
+  during pushdown on the relation (``PythonScanBuilder.pushFilters`` calls
+  ``PythonDataSourceV2.setReadInfo``), and a later query of the *same DataFrame* whose
+  filters cannot be serialized (none, an ``OR``, ...) reuses that filtered reader: it
+  silently misses rows. No reader state can tell the two queries apart, so this reader
+  takes no filters from Spark; Spark evaluates every ``df.filter`` itself (always
+  correct, NaN and nulls included). The ``filter`` option filters inside the scan: it is
+  part of the DataFrame's own options, so no other query can inherit it.
+* **Columns.** There is no column-pruning hook (``SupportsPushDownRequiredColumns``):
+  ``select`` never reaches the source. The ``columns`` option, or a user schema
+  (``spark.read.schema("id bigint, x double")``), is the projection that is read.
+* **Limit and aggregates.** No ``SupportsPushDownLimit`` / ``SupportsPushDownAggregates``:
+  ``df.limit(n)`` and ``count()`` read every row. The ``limit`` option reads the first
+  ``n`` rows in dataset order (pylance's ``limit``) and
+  :func:`lance_format.spark.count_rows` counts from the manifest.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,21 +38,30 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
 from lance_format.dataset import LanceDataset
-from lance_format.errors import InvalidInputError
+from lance_format.errors import InvalidInputError, SchemaError
 from lance_format.scanner import DEFAULT_BATCH_SIZE
-from lance_format.spark import filters as _filters
 from lance_format.spark.options import ReadOptions
-from lance_format.spark.types import spark_arrow_schema, to_spark_batch
+from lance_format.spark.types import spark_arrow_schema, spark_schema, to_spark_batch
+from lance_format.sql import to_expression
+from lance_format.table.models import FragmentMetadata
 from lance_format.table.scan import Scan, ScanOptions
 
 
 @dataclass(frozen=True)
 class RangePartition(InputPartition):
-    """Physical rows ``[start, stop)`` of fragment ``fragment_id`` (one Spark input partition)."""
+    """Physical rows ``[start, stop)`` of fragment ``fragment_id`` (one Spark input partition).
+
+    Attributes:
+        limit: At most this many live rows are read (the ``limit`` option's last partition).
+        version: Read the fragment as it is in this version instead of the reader's
+            (streaming reads plan partitions of several versions).
+    """
 
     fragment_id: int
     start: int
     stop: int
+    limit: int | None = None
+    version: int | None = None
 
     @property
     def value(self) -> tuple[int, int, int]:
@@ -41,10 +69,30 @@ class RangePartition(InputPartition):
         return (self.fragment_id, self.start, self.stop)
 
 
-def open_dataset(opts: ReadOptions) -> LanceDataset:
-    """Open the version (or tag) ``opts`` asks for, or the latest."""
-    version: int | str | None = opts.version if opts.version is not None else opts.tag
-    return LanceDataset(opts.uri, version, storage_options=dict(opts.storage_options) or None)
+@dataclass(frozen=True)
+class OrderedPartition(InputPartition):
+    """Fragments read one after the other until ``limit`` rows matched (a filtered ``limit``).
+
+    Which fragments hold the first matching rows is only known by reading them, so a
+    filtered limit is one task, exactly as pylance's ``to_table(filter=..., limit=n)``.
+    """
+
+    fragment_ids: tuple[int, ...]
+    limit: int
+
+    @property
+    def value(self) -> tuple[tuple[int, ...], int]:
+        """``(fragment_ids, limit)``."""
+        return (self.fragment_ids, self.limit)
+
+
+def open_dataset(opts: ReadOptions, version: int | None = None) -> LanceDataset:
+    """Open ``version`` if given, else the version (or tag) ``opts`` asks for, else the latest."""
+    storage = dict(opts.storage_options) or None
+    if version is not None:
+        return LanceDataset(opts.uri, version, storage_options=storage)
+    return LanceDataset(opts.uri, opts.version if opts.version is not None else opts.tag,
+                        storage_options=storage)
 
 
 def projected_schema(ds: LanceDataset, columns: Sequence[str] | None) -> pa.Schema:
@@ -62,18 +110,64 @@ def projected_schema(ds: LanceDataset, columns: Sequence[str] | None) -> pa.Sche
     return pa.schema([schema.field(c) for c in columns])
 
 
-@functools.lru_cache(maxsize=4)
+def schema_projection(ds: LanceDataset, spark_fields: Any) -> pa.Schema:
+    """The stored columns named by the Spark schema a query reads (a user schema prunes).
+
+    Raises:
+        InvalidInputError: a name is not a column of the dataset.
+        SchemaError: a column's Spark type is not the one its Arrow type maps to.
+    """
+    names = [f.name for f in spark_fields]
+    projected = projected_schema(ds, names)
+    expected = spark_schema(projected)
+    for got, want in zip(spark_fields, expected.fields, strict=True):
+        if got.dataType != want.dataType:
+            raise SchemaError(f"{ds.uri}: column {got.name!r} is read as {want.dataType.simpleString()}, "
+                              f"not {got.dataType.simpleString()} (fix the schema given to spark.read)")
+    return projected
+
+
+@functools.lru_cache(maxsize=8)
 def _cached(uri: str, version: int, storage: tuple[tuple[str, str], ...]) -> LanceDataset:
     # Python workers are reused across tasks: decode each pinned manifest once per worker.
     return LanceDataset(uri, version, storage_options=dict(storage) or None)
 
 
-def plan_partitions(ds: LanceDataset, max_rows: int) -> list[RangePartition]:
-    """One partition per fragment, fragments above ``max_rows`` physical rows cut into ranges."""
-    parts: list[RangePartition] = []
-    for frag in ds.manifest.fragments:
-        if frag.num_rows == 0:
-            continue
+def _fragments(ds: LanceDataset, fragment_ids: Sequence[int] | None) -> list[FragmentMetadata]:
+    if fragment_ids is None:
+        return list(ds.manifest.fragments)
+    frags = []
+    for fid in fragment_ids:
+        frag = ds.manifest.fragment(fid)
+        if frag is None:
+            raise InvalidInputError(f"{ds.uri}: version {ds.version} has no fragment {fid} (fragments: "
+                                    f"{[f.id for f in ds.manifest.fragments]})")
+        frags.append(frag)
+    return frags
+
+
+def plan_partitions(ds: LanceDataset, max_rows: int, *, limit: int | None = None, filtered: bool = False,
+                    fragment_ids: Sequence[int] | None = None) -> list[InputPartition]:
+    """Input partitions of a scan of ``ds``.
+
+    One partition per fragment, fragments above ``max_rows`` physical rows cut into equal
+    ranges. Under a ``limit`` without a filter, only the leading fragments holding the first
+    ``limit`` live rows (the last one capped); with a filter, one :class:`OrderedPartition`.
+    """
+    frags = [f for f in _fragments(ds, fragment_ids) if f.num_rows]
+    if limit is not None:
+        if filtered:
+            return [OrderedPartition(tuple(f.id for f in frags), limit)] if frags and limit else []
+        parts: list[InputPartition] = []
+        left = limit
+        for frag in frags:
+            if left <= 0:
+                break
+            parts.append(RangePartition(frag.id, 0, frag.physical_rows, min(left, frag.num_rows)))
+            left -= frag.num_rows
+        return parts
+    parts = []
+    for frag in frags:
         rows = frag.physical_rows
         pieces = max(1, -(-rows // max_rows))
         step = -(-rows // pieces)  # equal ranges rather than a short tail
@@ -101,92 +195,78 @@ def default_batch_rows(frag: Any, columns: int, total_columns: int) -> int:
     return int(min(MAX_BATCH_ROWS, max(MIN_BATCH_ROWS, TARGET_BATCH_BYTES // max(1.0, per_row))))
 
 
-def read_range(ds: LanceDataset, part: RangePartition, columns: Sequence[str], filter: Any,
+def read_range(ds: LanceDataset, part: InputPartition, columns: Sequence[str], filter: Any,
                batch_size: int | None = None) -> Iterator[pa.RecordBatch]:
     """Live rows of ``part`` with ``columns``, ``batch_size`` physical rows at a time, filtered.
 
     Raises:
-        InvalidInputError: the fragment is not in the dataset version.
+        InvalidInputError: a fragment of the partition is not in the dataset version.
     """
-    frag = ds.manifest.fragment(part.fragment_id)
-    if frag is None:
-        raise InvalidInputError(f"{ds.uri}: version {ds.version} has no fragment {part.fragment_id}")
+    if isinstance(part, OrderedPartition):
+        frags = _fragments(ds, part.fragment_ids)
+        options = ScanOptions(list(columns), filter=filter, limit=part.limit,
+                              batch_size=batch_size or DEFAULT_BATCH_SIZE, fragments=frags)
+        yield from Scan(ds._ctx, options).to_batches()
+        return
+    assert isinstance(part, RangePartition)
+    frag = _fragments(ds, [part.fragment_id])[0]
     if batch_size is None:
         batch_size = default_batch_rows(frag, len(columns), len(ds.schema.names))
     # The table layer's scan (deletions, filter, projection) restricted to the partition's rows.
-    options = ScanOptions(list(columns), filter=filter, batch_size=batch_size, fragments=[frag],
+    options = ScanOptions(list(columns), filter=filter, limit=part.limit, batch_size=batch_size, fragments=[frag],
                           row_range=(part.start, part.stop))
     yield from Scan(ds._ctx, options).to_batches()
 
 
+def sql_filter(text: str, table: pa.Schema) -> Any:
+    """The ``filter`` option (Lance SQL over any column of the table) as an Arrow expression.
+
+    Raises:
+        InvalidInputError: the predicate does not parse or names unknown columns.
+    """
+    return to_expression(text, table)
+
+
 class LanceReader(DataSourceReader):
-    """Reads one pinned version of a Lance dataset (created by ``LanceDataSource.reader``)."""
+    """Reads one pinned version of a Lance dataset (created by ``LanceDataSource.reader``).
 
-    def __init__(self, options: Mapping[str, str]) -> None:
-        opts = ReadOptions.parse(options)
-        ds = open_dataset(opts)
-        self.options = opts
-        self.version = ds.version  # pinned: later commits do not change what this query reads
-        self.schema = projected_schema(ds, opts.columns)
-        self.pushed: list[Any] = []  # Spark Filter objects (picklable); translated on executors
-        self._partitions = plan_partitions(ds, opts.max_rows_per_partition)
+    Args:
+        options: Parsed read options.
+        spark_fields: The fields of the schema Spark reads (inferred, or the user's: a
+            projection).
+        version: The version to read (pinned when the DataFrame was created), else the
+            options' version, tag or the latest.
+    """
 
-    def partitions(self) -> list[RangePartition]:
+    def __init__(self, options: ReadOptions, spark_fields: Any, version: int | None = None) -> None:
+        ds = open_dataset(options, version)
+        self.options = options
+        self.version = ds.version  # pinned: later commits do not change what this DataFrame reads
+        self.schema = schema_projection(ds, spark_fields)
+        if options.filter:
+            sql_filter(options.filter, ds.schema)  # a bad predicate fails the query, not a task
+        self._partitions = plan_partitions(ds, options.max_rows_per_partition, limit=options.limit,
+                                           filtered=bool(options.filter))
+
+    def partitions(self) -> list[InputPartition]:
         """The input partitions (fragments or fragment row ranges) of the pinned version."""
         return list(self._partitions)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """Stream the partition's live, filtered rows as Arrow batches in Spark's schema."""
-        if not isinstance(partition, RangePartition):
-            return iter(())  # an empty dataset: Spark substitutes one empty partition
+        if not isinstance(partition, (RangePartition, OrderedPartition)):
+            return iter(())  # no rows: Spark substitutes one empty partition
         return self._read(partition)
 
-    def _read(self, partition: RangePartition) -> Iterator[pa.RecordBatch]:
+    def _read(self, partition: RangePartition | OrderedPartition) -> Iterator[pa.RecordBatch]:
         opts = self.options
-        ds = _cached(opts.uri, self.version, tuple(sorted(opts.storage_options.items())))
+        version = partition.version if isinstance(partition, RangePartition) and partition.version else self.version
+        ds = _cached(opts.uri, version, tuple(sorted(opts.storage_options.items())))
         target = spark_arrow_schema(self.schema)
-        exprs = [e for e in (_filters.to_expression(f, self.schema) for f in self.pushed) if e is not None]
-        if opts.filter:
-            exprs.append(sql_filter(opts.filter, ds.schema, self.schema))
-        expr = _filters.conjunction(exprs)
+        expr = sql_filter(opts.filter, ds.schema) if opts.filter else None
         for batch in read_range(ds, partition, self.schema.names, expr, opts.batch_size):
             yield to_spark_batch(batch, target)
 
 
-class FilterPushdownReader(LanceReader):
-    """``LanceReader`` that also takes the filters Spark offers (option ``filter_pushdown=true``).
-
-    PySpark 4.3 keeps the read planned during filter pushdown on the relation, not on the
-    scan (``PythonScanBuilder.pushFilters`` calls ``PythonDataSourceV2.setReadInfo``): a later
-    query on the *same DataFrame* without pushable filters reuses the filtered read and
-    silently misses rows. Upstream Spark has since scoped the read to the scan. Until the
-    installed Spark has that fix, pushdown is opt-in; the ``filter`` option (a SQL predicate
-    given with the read) is the safe way to filter inside the scan.
-    """
-
-    def pushFilters(self, filters: list[Any]) -> Iterator[Any]:  # noqa: N802  (Spark's name)
-        """Keep the filters Arrow evaluates exactly as Spark does; yield the rest back to Spark."""
-        for flt in filters:
-            if _filters.to_expression(flt, self.schema) is None:
-                yield flt
-            else:
-                self.pushed.append(flt)
-
-
-def sql_filter(text: str, table: pa.Schema, projected: pa.Schema) -> Any:
-    """The ``filter`` option (Lance SQL over the projected columns) as an Arrow expression.
-
-    Raises:
-        InvalidInputError: the predicate does not parse or names columns outside the projection.
-    """
-    from lance_format.scanner import referenced_columns
-    from lance_format.sql import to_expression
-
-    expr = to_expression(text, table)
-    outside = [c for c in referenced_columns(expr, table.names) if c not in projected.names]
-    if outside:
-        raise InvalidInputError(f"filter {text!r} uses column(s) {outside} that the 'columns' option leaves out")
-    return expr
-
-
-__all__ = ["FilterPushdownReader", "default_batch_rows", "LanceReader", "RangePartition", "open_dataset", "plan_partitions", "projected_schema", "read_range"]
+__all__ = ["LanceReader", "OrderedPartition", "RangePartition", "default_batch_rows", "open_dataset",
+           "plan_partitions", "projected_schema", "read_range", "schema_projection", "sql_filter"]

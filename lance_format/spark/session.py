@@ -13,6 +13,8 @@ import sys
 import weakref
 from typing import Any
 
+from lance_format.spark.source import LanceDataSource
+
 _REGISTERED: weakref.WeakSet[Any] = weakref.WeakSet()
 
 
@@ -44,7 +46,8 @@ def local_session(master: str = "local[2]", *, app_name: str = "lance-format", s
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
-        # Filters Spark offers the source are pushed only when this is on (off by default).
+        # On, as on many clusters: the data source takes no filters from Spark, so a reused
+        # DataFrame stays correct either way (lance_format/spark/reader.py says why).
         .config("spark.sql.python.filterPushdown.enabled", "true")
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
     )
@@ -63,7 +66,5 @@ def register(spark: Any) -> None:
     """
     if spark in _REGISTERED:
         return
-    from lance_format.spark.source import LanceDataSource
-
     spark.dataSource.register(LanceDataSource)
     _REGISTERED.add(spark)

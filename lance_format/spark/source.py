@@ -15,7 +15,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSource
 
 from lance_format.spark.options import ReadOptions, WriteOptions
-from lance_format.spark.reader import FilterPushdownReader, LanceReader, open_dataset, projected_schema
+from lance_format.spark.reader import LanceReader, open_dataset, projected_schema
 from lance_format.spark.streaming import LanceStreamWriter
 from lance_format.spark.types import spark_schema
 from lance_format.spark.writer import LanceBatchWriter
@@ -36,6 +36,10 @@ class LanceDataSource(DataSource):
         """Format name: ``spark.read.format("lance")``."""
         return "lance"
 
+    #: The version ``schema()`` read, so the DataFrame's rows come from the version its schema
+    #: came from (Spark pickles this instance after ``schema()`` and plans reads with it).
+    pinned_version: int | None = None
+
     def schema(self) -> Any:
         """Spark schema of the requested version and columns.
 
@@ -43,14 +47,13 @@ class LanceDataSource(DataSource):
             UnsupportedTypeError: a column has no lossless Spark type (named in the message).
         """
         opts = ReadOptions.parse(self.options)
-        return spark_schema(projected_schema(open_dataset(opts), opts.columns))
+        ds = open_dataset(opts)
+        self.pinned_version = ds.version
+        return spark_schema(projected_schema(ds, opts.columns))
 
     def reader(self, schema: Any) -> LanceReader:
-        """A reader pinned to the requested (or latest) version."""
-        options = dict(self.options)
-        if ReadOptions.parse(options).filter_pushdown:
-            return FilterPushdownReader(options)
-        return LanceReader(options)
+        """A reader of the pinned version; the fields of ``schema`` are the columns read."""
+        return LanceReader(ReadOptions.parse(self.options), schema.fields, self.pinned_version)
 
     def writer(self, schema: Any, overwrite: bool) -> LanceBatchWriter:
         """A batch writer: tasks write files, the driver commits one transaction."""

@@ -89,20 +89,100 @@ def test_filter_option_is_applied_in_the_scan(spark: Any, history: str) -> None:
     assert sorted(r.id for r in df.collect()) == sorted(expected.column("id").to_pylist())
 
 
-def test_filter_pushdown_pushes_exact_filters_and_leaves_the_rest_to_spark(spark: Any, history: str) -> None:
-    def load() -> Any:
-        return spark.read.format("lance").option("filter_pushdown", "true").load(history)
+@pytest.fixture
+def awkward(tmp_path: Path) -> str:
+    """70 rows over 4 fragments with deletions, NaN and null floats, null strings and dates."""
+    uri = str(tmp_path / "awkward.lance")
+    n = 80
+    x = [float("nan") if i % 11 == 0 else None if i % 13 == 0 else i * 0.25 - 5 for i in range(n)]
+    tbl = pa.table({
+        "id": pa.array(range(n), pa.int64()),
+        "x": pa.array(x, pa.float64()),
+        "f": pa.array([None if v is None else v for v in x], pa.float32()),
+        "s": pa.array([None if i % 7 == 0 else f"k{i % 5}" for i in range(n)]),
+        "d": pa.array([dt.date(2024, 1, 1 + i % 28) for i in range(n)], pa.date32()),
+    })
+    lance.write_dataset(tbl, uri, max_rows_per_file=20)
+    lance.dataset(uri).delete("id % 8 = 3")
+    return uri
 
-    pushed = load().filter("id >= 3 AND category IN ('c0', 'c2') AND category LIKE 'c%' AND NOT id = 8")
-    assert "Filter (" not in plan_text(pushed)
-    expected = lance.dataset(history).to_table(
-        filter="id >= 3 AND category IN ('c0', 'c2') AND id != 8").column("id").to_pylist()
-    assert sorted(r.id for r in pushed.collect()) == sorted(expected)
-    # Floating point comparisons differ for NaN, so Spark keeps them.
-    kept = load().filter("x > 3.0")
-    assert "Filter (" in plan_text(kept)
-    assert sorted(r.id for r in kept.collect()) == sorted(
-        lance.dataset(history).to_table(filter="x > 3.0").column("id").to_pylist())
+
+#: Filters of every shape Spark hands a source (comparisons, IN, LIKE, null tests, NOT, OR,
+#: floats with NaN and null, dates) and shapes it does not (OR, arithmetic, functions).
+FILTER_SHAPES = [
+    "id < 8", "id >= 70 AND s = 'k1'", "x > 3.0", "x <= -1.5", "x = 'NaN'", "NOT x > 0", "f < 2.5",
+    "x IS NULL", "x IS NOT NULL", "isnan(x)", "s IN ('k0', 'k2')", "NOT s IN ('k0')", "s LIKE 'k%'",
+    "s LIKE '%3'", "s IS NULL", "id < 5 OR x > 10", "id % 3 = 0", "d = DATE'2024-01-05'", "d > DATE'2024-01-20'",
+    "x <=> NULL", "NOT (x < 0 OR s = 'k4')",
+]
+
+
+def test_a_reused_dataframe_answers_every_filter_and_then_every_row(spark: Any, awkward: str) -> None:
+    # Spark's semantics on pylance's rows are the oracle: the same filter over a DataFrame
+    # made from pylance's table (Spark orders NaN above numbers, NaN = NaN is true).
+    expected = lance.dataset(awkward).to_table()
+    oracle = spark.createDataFrame(expected)  # Arrow keeps nulls apart from NaN (pandas would not)
+    total = lance.dataset(awkward).count_rows()
+    assert total == 70
+    df = spark.read.format("lance").load(awkward)
+    for shape in FILTER_SHAPES:
+        got = sorted(r.id for r in df.filter(shape).select("id").collect())
+        assert got == sorted(r.id for r in oracle.filter(shape).select("id").collect()), shape
+        assert df.count() == total, f"the unfiltered count after {shape!r}"
+    assert sorted(r.id for r in df.collect()) == sorted(expected.column("id").to_pylist())
+
+
+def test_a_scan_filter_is_part_of_its_own_dataframe_only(spark: Any, awkward: str) -> None:
+    pred = "x > 3.0 AND s = 'k1'"
+    expected = lance.dataset(awkward).to_table(filter=pred).column("id").to_pylist()
+    filtered = spark.read.format("lance").option("filter", pred).load(awkward)
+    plain = spark.read.format("lance").load(awkward)
+    for _ in range(2):
+        assert sorted(r.id for r in filtered.collect()) == sorted(expected)
+        assert filtered.filter("id > 40").count() == len([i for i in expected if i > 40])
+        assert plain.count() == 70
+    # The filter may name columns the projection leaves out, as in pylance.
+    narrow = spark.read.format("lance").option("columns", "id").option("filter", pred).load(awkward)
+    assert narrow.columns == ["id"] and sorted(r.id for r in narrow.collect()) == sorted(expected)
+
+
+def test_filter_pushdown_option_is_refused_with_the_reason(spark: Any, awkward: str) -> None:
+    with pytest.raises(Exception, match="reuses a reader planned"):
+        spark.read.format("lance").option("filter_pushdown", "true").load(awkward).collect()
+
+
+def test_a_user_schema_is_the_projection_read(spark: Any, history: str) -> None:
+    df = spark.read.format("lance").schema("x double, id bigint").load(history)
+    assert df.columns == ["x", "id"]
+    scan = next(line for line in plan_text(df).splitlines() if "BatchScan lance" in line)
+    assert "vec" not in scan and "category" not in scan
+    expected = lance.dataset(history).to_table(columns=["x", "id"])
+    assert spark_table(df).equals(expected.sort_by("id"))
+    with pytest.raises(Exception, match="'id' is read as bigint, not int"):
+        spark.read.format("lance").schema("id int").load(history).collect()
+    with pytest.raises(Exception, match="nope"):
+        spark.read.format("lance").schema("id bigint, nope string").load(history).collect()
+
+
+def test_limit_option_reads_pylances_first_rows(spark: Any, history: str) -> None:
+    ds = lance.dataset(history)
+    for limit in (0, 1, 7, 8, 1000):
+        df = spark.read.format("lance").option("limit", limit).load(history)
+        assert [r.id for r in df.collect()] == ds.to_table(limit=limit).column("id").to_pylist()
+    df = spark.read.format("lance").option("limit", 3).option("filter", "category = 'c1'").load(history)
+    assert df.rdd.getNumPartitions() == 1
+    assert [r.id for r in df.collect()] == ds.to_table(filter="category = 'c1'", limit=3).column("id").to_pylist()
+    few = spark.read.format("lance").option("limit", 4).load(history)
+    assert few.rdd.getNumPartitions() == 1  # only the first fragment is planned
+
+
+def test_count_rows_answers_from_the_manifest_or_the_filter_columns(spark: Any, history: str) -> None:
+    from lance_format.spark import count_rows
+
+    ds = lance.dataset(history)
+    assert count_rows(spark, history) == ds.count_rows()
+    assert count_rows(spark, history, "x > 3 AND category != 'c0'") == ds.count_rows("x > 3 AND category != 'c0'")
+    assert count_rows(spark, history, "id > 2", version=2) == lance.dataset(history, version=2).count_rows("id > 2")
 
 
 def test_unsigned_and_wide_types_map_losslessly(spark: Any, tmp_path: Path) -> None:
