@@ -16,7 +16,8 @@ from .masking import env_resolved_options
 WriteMode = Literal["overwrite", "append", "merge", "error", "ignore"]
 WRITE_MODES: tuple[str, ...] = get_args(WriteMode)
 
-#: ``strict`` refuses a schema change; ``merge`` adds new columns (old rows read them as null);
+#: ``strict`` refuses a schema change (columns or types); ``merge`` adds new columns (old rows read them
+#: as null) and widens columns by safe promotion (:mod:`lance_dagster.schema_types`);
 #: ``overwrite`` replaces the schema (only with write mode ``overwrite`` of a whole table).
 SchemaMode = Literal["strict", "merge", "overwrite"]
 SCHEMA_MODES: tuple[str, ...] = get_args(SchemaMode)

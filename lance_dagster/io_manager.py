@@ -49,7 +49,9 @@ class LanceIOManager(MaskedCredentials, ConfigurableIOManagerFactory):  # type: 
     * ``mode``: ``overwrite`` (default), ``append``, ``merge`` (upsert on ``merge_on`` keys, with
       ``when_matched_update`` / ``when_not_matched_insert`` / ``when_not_matched_by_source_delete``),
       ``error`` or ``ignore`` (refuse / skip when the target already has rows);
-    * ``schema_mode``: ``strict`` (default), ``merge`` (add new columns) or ``overwrite``;
+    * ``schema_mode``: ``strict`` (default: same columns and types, anything else refused),
+      ``merge`` (add new columns and struct fields, widen columns by safe promotion such as
+      int32→int64) or ``overwrite``;
     * ``partition_expr`` (required for partitioned assets): the column holding the partition, or a
       dict of dimension -> column. A partition materialization replaces exactly that partition's
       rows in one commit; a partitioned load reads only its partitions' rows.

@@ -31,7 +31,7 @@ from .config import LanceSettings, MergeOptions, SchemaMode, WriteMode
 from .lineage import COMMIT_MESSAGE, CommitInfo, read_commit
 from .partitions import PartitionSlice
 from .reader import open_dataset
-from .schema_modes import align_to_schema, plan_schema
+from .schema_modes import SchemaPlan, align_to_schema, plan_schema
 
 ArrowData: TypeAlias = pa.Table | pa.RecordBatchReader
 
@@ -170,15 +170,16 @@ def commit_arrow(
     keys = _merge_keys(existing, data.schema, merge or MergeOptions(), where) if mode == "merge" else ()
     plan = plan_schema(existing, data.schema, schema_mode=schema_mode, mode=mode, where=where,
                        partitioned=partition is not None)
-    if plan.new_columns and isinstance(data, pa.RecordBatchReader):
-        data = data.read_all()  # check every row before the schema commit, not after it
+    if plan.evolves and isinstance(data, pa.RecordBatchReader):
+        data = data.read_all()  # check every row before the schema commits, not after them
     if expr is not None:
         data = _checked(data, expr, where)
-    if plan.new_columns:
-        assert existing is not None
-        existing = _add_columns(existing, plan.new_columns, properties)
     if existing is not None and plan.cast_to is not None:
-        data = align_to_schema(data, plan.cast_to)
+        # A table is converted here, so a value that does not fit fails before any commit.
+        data = align_to_schema(data, plan.cast_to, where=where)
+    if plan.evolves:
+        assert existing is not None
+        existing = _evolve(existing, plan, properties)
     if mode == "merge" and existing is not None:
         return _merge(existing, uri, data, keys, merge or MergeOptions(), expr, properties, commit_message,
                       before)
@@ -212,10 +213,18 @@ class _Before:
         return cls(None, 0) if ds is None else cls(int(ds.version), int(ds.count_rows()))
 
 
-def _add_columns(ds: LanceDataset, fields: Sequence[pa.Field], properties: Mapping[str, str]) -> LanceDataset:
-    # All-null columns: existing rows read them as null (lance_format.evolution.columns); the
-    # commit carries the run's lineage, so it is not mistaken for an outside commit.
-    ds.add_columns(pa.schema(list(fields)), transaction_properties=dict(properties))
+def _evolve(ds: LanceDataset, plan: SchemaPlan, properties: Mapping[str, str]) -> LanceDataset:
+    """Widen the promoted columns, then add the new columns and struct fields (all null).
+
+    Each is one commit carrying the run's lineage, so none is mistaken for an outside commit.
+    Widening rewrites only the promoted columns (pylance's ``alter_columns``); added columns are
+    schema-only (old rows read them as null).
+    """
+    if plan.promotions:
+        ds.alter_columns(*[{"path": name, "data_type": typ} for name, typ in plan.promotions],
+                         transaction_properties=dict(properties))
+    if plan.new_columns:
+        ds.add_columns(pa.schema(list(plan.new_columns)), transaction_properties=dict(properties))
     return ds.checkout_latest()
 
 

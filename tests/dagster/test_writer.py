@@ -39,10 +39,14 @@ def test_commit_arrow_append_casts_to_table_types(tmp_path: Path) -> None:
     uri = settings.uri_for("vectors")
     typed = pa.table({"v": pa.array([[1.0, 2.0]], pa.list_(pa.float32(), 2))})
     commit_arrow(settings, uri, typed, mode="append", properties={})
-    loose = pa.table({"v": pa.array([[3.0, 4.0]], pa.list_(pa.float64()))})
+    loose = pa.table({"v": pa.array([[3.0, 4.0]], pa.list_(pa.float32()))})  # as pandas hands it back
     result = commit_arrow(settings, uri, loose, mode="append", properties={})
     assert result.dataset.schema == typed.schema
     assert result.dataset.to_table().column("v").to_pylist() == [[1.0, 2.0], [3.0, 4.0]]
+    # another element type is a type change, which strict refuses (issue 26 item 1) instead of casting
+    wider = pa.table({"v": pa.array([[5.0, 6.0]], pa.list_(pa.float64()))})
+    with pytest.raises(lance_format.errors.SchemaError, match="column 'v' has type list<item: double>"):
+        commit_arrow(settings, uri, wider, mode="append", properties={})
     with pytest.raises(lance_format.errors.LanceError):
         commit_arrow(settings, uri, pa.table({"other": [1]}), mode="append", properties={})
     assert lance_format.dataset(uri).version == 2
