@@ -19,8 +19,26 @@ from lance_format.errors import (
     TagNotFoundError,
 )
 from lance_format.evolution import arguments as _arg
-from lance_format.evolution.scan_options import ColumnOrdering
+from lance_format.evolution.bases import DatasetBasePath
+from lance_format.evolution.branches import (
+    Branches,
+    create_branch,
+    delete_branch,
+    list_branches,
+    read_branch,
+    shallow_clone,
+)
+from lance_format.evolution.columns import add_columns, alter_columns, drop_columns
+from lance_format.evolution.merge_insert import MergeInsertBuilder
+from lance_format.evolution.reading import merge_dataset, sample, take_projected, take_row_ids, version_asof
+from lance_format.evolution.scan_options import ColumnOrdering, check_unsupported, normalize_order_by
+from lance_format.evolution.update import update
 from lance_format.fragment import LanceFragment
+from lance_format.index.api import DatasetStats, describe_indices, list_indices
+from lance_format.index.build import create_scalar_index, drop_index
+from lance_format.maintenance.cleanup import auto_cleanup, cleanup_old_versions
+from lance_format.optimize import Optimize
+from lance_format.projection import ProjectedScanner, plan
 from lance_format.scanner import (
     DEFAULT_BATCH_SIZE,
     LanceScanner,
@@ -45,6 +63,7 @@ from lance_format.table.versions import (
     load_manifest,
     load_transaction,
     local_time,
+    manifest_key_of,
     version_summaries,
 )
 
@@ -82,7 +101,6 @@ def dataset(uri: UriLike, version: int | str | None = None, *,
     """
     ds = LanceDataset(uri, version, storage_options=storage_options, session=session)
     if asof is not None and version is None:
-        from lance_format.evolution.reading import version_asof
 
         return ds.checkout_version(version_asof(version_summaries(ds._store), asof, ds.uri))
     return ds
@@ -243,7 +261,6 @@ class LanceDataset:
     @property
     def optimize(self) -> Optimize:
         """Maintenance verbs: ``ds.optimize.compact_files(...)`` (see ``lance_format.optimize``)."""
-        from lance_format.optimize import Optimize
 
         return Optimize(self)
 
@@ -262,7 +279,6 @@ class LanceDataset:
                 flight find the version they read (not in pylance; default
                 ``$LANCE_FORMAT_COMMIT_GRACE`` or 5 minutes; ``timedelta(0)`` is pylance's behaviour).
         """
-        from lance_format.maintenance.cleanup import cleanup_old_versions
 
         if older_than is not None and not isinstance(older_than, dt.timedelta):
             raise InvalidInputError(f"{self.uri}: cleanup_old_versions(): older_than must be a datetime.timedelta, "
@@ -298,7 +314,6 @@ class LanceDataset:
         return load_transaction(self._store, m)
 
     def _manifest_size(self, version: int) -> int:
-        from lance_format.table.versions import manifest_key_of
 
         return self._store.size(manifest_key_of(self._store, version))
 
@@ -402,7 +417,6 @@ class LanceDataset:
         ``full_text_query``, ...) raise :class:`NotSupportedError`. Unknown names are a
         ``TypeError``.
         """
-        from lance_format.evolution.scan_options import check_unsupported, normalize_order_by
 
         check_unsupported({"nearest": nearest, "full_text_query": full_text_query,
                            "include_deleted_rows": include_deleted_rows, "blob_handling": blob_handling,
@@ -410,7 +424,6 @@ class LanceDataset:
                            "scan_stats_callback": scan_stats_callback, "row_addr_allowlist": row_addr_allowlist,
                            "row_addr_blocklist": row_addr_blocklist, "with_fragments": with_fragments,
                            "substrait_filter": substrait_filter})
-        from lance_format.projection import ProjectedScanner, plan
 
         names = self.schema.names
         # Types and ranges as pylance converts them (i64 limit/offset, u32 batch size, bools),
@@ -478,13 +491,11 @@ class LanceDataset:
                 unknown or duplicated columns.
         """
         if columns is not None:
-            from lance_format.projection import plan
 
             _arg.columns(columns)
             plan(self.schema, columns)  # unknown / duplicated names fail here, before any read
         if isinstance(columns, Mapping) or (columns is not None and any(c not in self.schema.names
                                                                           for c in columns)):
-            from lance_format.evolution.reading import take_projected
 
             return take_projected(self, indices, columns)
         cols = list(columns) if columns is not None else list(self.schema.names)
@@ -493,20 +504,17 @@ class LanceDataset:
     def sample(self, num_rows: int, columns: Sequence[str] | Mapping[str, str] | None = None,
                randomize_order: bool = True) -> pa.Table:
         """``num_rows`` distinct random live rows."""
-        from lance_format.evolution.reading import sample
 
         return sample(self, num_rows, columns, randomize_order)
 
     def _take_rows(self, row_ids: Sequence[int] | pa.Array | np.ndarray[Any, Any],
                    columns: Sequence[str] | Mapping[str, str] | None = None) -> pa.Table:
         """Rows by row id (stable row ids, else row addresses); deleted or unknown ids are skipped."""
-        from lance_format.evolution.reading import take_row_ids
 
         return take_row_ids(self, row_ids, columns)
 
     def merge(self, data_obj: Any, left_on: str, right_on: str | None = None) -> None:
         """Add the other columns of ``data_obj``, left-joined on ``left_on`` = ``right_on`` (one ``Merge``)."""
-        from lance_format.evolution.reading import merge_dataset
 
         merge_dataset(self, data_obj, left_on, right_on)
 
@@ -526,7 +534,6 @@ class LanceDataset:
         Raises:
             InvalidInputError: unknown column; ``UnsupportedIndexTypeError`` / ``IndexExistsError`` subclasses.
         """
-        from lance_format.index.build import create_scalar_index
 
         if isinstance(column, (list, tuple)):  # pylance takes a one-column list too
             if len(column) != 1:
@@ -543,19 +550,16 @@ class LanceDataset:
 
     def list_indices(self) -> list[Any]:
         """Index segments of this version (``IndexInfo`` values, pylance's keys)."""
-        from lance_format.index.api import list_indices
 
         return list(list_indices(self))
 
     def describe_indices(self) -> list[Any]:
         """One ``IndexDescription`` per index name."""
-        from lance_format.index.api import describe_indices
 
         return list(describe_indices(self))
 
     def drop_index(self, name: str) -> LanceDataset:
         """Remove index ``name`` in a new version (``IndexNotFoundError`` if absent)."""
-        from lance_format.index.build import drop_index
 
         self._set_manifest(drop_index(self, name).manifest)
         return self
@@ -563,7 +567,6 @@ class LanceDataset:
     @property
     def stats(self) -> Any:
         """Index statistics (``ds.stats.index_stats(name)``, as pylance)."""
-        from lance_format.index.api import DatasetStats
 
         return DatasetStats(self)
 
@@ -597,7 +600,6 @@ class LanceDataset:
         and ``when_not_matched_by_source_delete(expr=None)``, then ``execute(data)``, which
         commits one version and returns the counts.
         """
-        from lance_format.evolution.merge_insert import MergeInsertBuilder
 
         return MergeInsertBuilder(self, on)
 
@@ -608,7 +610,6 @@ class LanceDataset:
         Returns:
             The count, also readable as pylance's ``{"num_rows_updated": n}``.
         """
-        from lance_format.evolution.update import update
 
         return update(self, updates, where, conflict_retries=conflict_retries)
 
@@ -620,14 +621,12 @@ class LanceDataset:
         pylance merges the schemas. Existing data files are kept; each fragment gets one new data file (one ``Merge`` commit)
         whose transaction carries ``transaction_properties``.
         """
-        from lance_format.evolution.columns import add_columns
 
         add_columns(self, transforms, read_columns, batch_size=batch_size,
                     transaction_properties=transaction_properties)
 
     def drop_columns(self, columns: Sequence[str]) -> None:
         """Drop columns (``"struct.field"`` paths allowed) with a schema-only ``Project`` commit."""
-        from lance_format.evolution.columns import drop_columns
 
         drop_columns(self, columns)
 
@@ -637,7 +636,6 @@ class LanceDataset:
 
         The commit's transaction carries ``transaction_properties`` (an extension: pylance 14 takes none).
         """
-        from lance_format.evolution.columns import alter_columns
 
         alter_columns(self, *alterations, transaction_properties=transaction_properties)
 
@@ -657,7 +655,6 @@ class LanceDataset:
         Returns:
             The dataset checked out on the new branch.
         """
-        from lance_format.evolution.branches import create_branch
 
         return create_branch(self, branch, reference)
 
@@ -665,7 +662,6 @@ class LanceDataset:
         """This dataset on ``branch`` (``None``/``"main"`` = main) at ``version`` (latest by default)."""
         name = None if branch in (None, "main") else branch
         if name is not None:
-            from lance_format.evolution.branches import read_branch
 
             read_branch(self._root_store, name)
         store = _tags.branch_store(self._root_store, name)
@@ -674,34 +670,31 @@ class LanceDataset:
     @property
     def branches(self) -> Branches:
         """Branch management as pylance's ``ds.branches`` (``list()``, ``delete(name)``)."""
-        from lance_format.evolution.branches import Branches
 
         return Branches(self)
 
     def base_paths(self) -> dict[int, DatasetBasePath]:
         """Base paths of this version by id (multi-base datasets, branches, shallow clones)."""
-        from lance_format.evolution.bases import DatasetBasePath
 
         return {b.id: DatasetBasePath(b.path, b.name, b.is_dataset_root, b.id) for b in self._manifest.base_paths}
 
     def list_branches(self) -> dict[str, Any]:
         """Every branch by name (values also readable with pylance's dict keys)."""
-        from lance_format.evolution.branches import list_branches
 
         return dict(list_branches(self._root_store))
 
     def delete_branch(self, branch: str) -> None:
         """Delete ``branch`` (its own files under ``tree/{branch}/`` and its branch file)."""
-        from lance_format.evolution.branches import delete_branch
 
         delete_branch(self, branch)
 
     def shallow_clone(self, target_path: UriLike, reference: int | str | tuple[str | None, int | None] | None = None,
                       *, storage_options: Mapping[str, str] | None = None) -> LanceDataset:
         """A new dataset at ``target_path`` starting at ``reference``; only a manifest is written."""
-        from lance_format.evolution.branches import shallow_clone
 
-        return shallow_clone(self, str(target_path), reference, storage_options=storage_options)
+        store, manifest = shallow_clone(self, str(target_path), reference, storage_options=storage_options)
+        options = storage_options if storage_options is not None else self._storage_options
+        return LanceDataset._from_manifest(str(target_path), store, manifest, options)
 
     @staticmethod
     def commit(
@@ -759,9 +752,7 @@ def _auto_cleanup(store: ObjectStore, manifest: Manifest) -> None:
     # Every commit honours ``lance.auto_cleanup.*`` as lance does (the table layer's commit
     # loop calls this; cleanup itself lives above it, in lance_format/maintenance/cleanup.py).
     if "lance.auto_cleanup.interval" in manifest.config:
-        from lance_format.maintenance.cleanup import auto_cleanup
-
-        auto_cleanup(store, manifest)
+        auto_cleanup(LanceDataset._from_manifest(store.uri(""), store, manifest))
 
 
 def _fragment_list(fragments: Any) -> list[FragmentMetadata]:

@@ -11,13 +11,13 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Union
 
-import numpy as np
-import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_format.errors import InvalidInputError
 from lance_format.evolution.arguments import integer
+from lance_format.evolution.fragment_ops import update_fragment_columns
+from lance_format.evolution.reading import merge_fragment
 from lance_format.scanner import LanceScanner
 from lance_format.storage import open_store
 from lance_format.table import delete as _delete
@@ -72,9 +72,7 @@ def write_fragments(
     Raises:
         SchemaError: appending data with an incompatible schema.
     """
-    from lance_format.dataset import LanceDataset
-
-    if isinstance(dataset_uri, LanceDataset):
+    if not isinstance(dataset_uri, (str, Path)):  # an open dataset: its location and options
         storage_options = storage_options or dataset_uri._storage_options
         dataset_uri = dataset_uri.uri
     store = open_store(str(dataset_uri), storage_options)
@@ -195,7 +193,6 @@ class LanceFragment:
         Returns:
             ``(new fragment metadata, the full new LanceSchema)``.
         """
-        from lance_format.evolution.reading import merge_fragment
 
         data = data_obj if schema is None else pa.Table.from_batches(list(data_obj), schema=schema) \
             if not isinstance(data_obj, pa.Table) else data_obj.cast(schema)
@@ -212,7 +209,6 @@ class LanceFragment:
         Returns:
             ``(new fragment metadata, modified field ids)``.
         """
-        from lance_format.evolution.fragment_ops import update_fragment_columns
 
         return update_fragment_columns(self._ds, self._meta, data_obj, left_on, right_on)
 
@@ -233,23 +229,6 @@ def delete_from_fragment(ds: LanceDataset, frag: FragmentMetadata, expr: pc.Expr
     See :func:`lance_format.table.delete.delete_from_fragment`.
     """
     return _delete.delete_from_fragment(ds._ctx, frag, expr)
-
-
-def apply_deletions(ds: LanceDataset, frag: FragmentMetadata, new: npt.NDArray[np.uint32] | None
-                    ) -> tuple[FragmentMetadata | None, int]:
-    """Add the (live) row offsets ``new`` to ``frag``'s deletion vector and write its file.
-
-    See :func:`lance_format.table.delete.apply_deletions`.
-    """
-    return _delete.apply_deletions(ds._ctx, frag, new)
-
-
-def matching_offsets(ds: LanceDataset, expr: pc.Expression) -> Iterator[tuple[int, npt.NDArray[np.uint32]]]:
-    """Yield ``(fragment id, sorted live row offsets matching expr)`` for fragments with matches.
-
-    See :func:`lance_format.table.delete.matching_offsets`.
-    """
-    return _delete.matching_offsets(ds._ctx, expr)
 
 
 __all__ = ["DataFile", "DeletionFile", "FragmentMetadata", "LanceFragment", "write_fragments"]

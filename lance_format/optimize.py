@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from lance_format.errors import InvalidInputError
 from lance_format.evolution.arguments import U64_MAX, flag, integer, optional_integer, real
+from lance_format.index.optimize import optimize_indices
 from lance_format.maintenance.compaction import (
     Compaction,
     CompactionMetrics,
@@ -100,7 +101,6 @@ class Optimize:
         See :func:`lance_format.index.optimize.optimize_indices` (INDEX owns it); the
         dataset handle moves to the new version when something was committed.
         """
-        from lance_format.index.optimize import optimize_indices
 
         optimize_indices(self._ds, index_names=index_names, runner=runner)
 

@@ -24,7 +24,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_format.errors import InvalidInputError
+from lance_format.evolution.sqlexpr import value_expression
 from lance_format.scanner import ROW_ADDR, ROW_ID, LanceScanner, ReadContext, ScanOptions, referenced_columns
+from lance_format.table.rowids import decode_versions
 
 CREATED = "_row_created_at_version"
 UPDATED = "_row_last_updated_at_version"
@@ -72,7 +74,6 @@ def plan(schema: pa.Schema, columns: Sequence[str] | Mapping[str, str] | None) -
             seen.add(c)
     outputs: list[Output] = []
     if isinstance(columns, Mapping):
-        from lance_format.evolution.sqlexpr import value_expression
 
         for out, text in columns.items():
             if text in SPECIAL:
@@ -199,7 +200,6 @@ class ProjectedScanner(LanceScanner):
                                            for a, f in zip(arrays, self._out, strict=True)], schema=self._out)
 
     def _lineage(self, addresses: npt.NDArray[np.uint64], kind: str) -> pa.Array:
-        from lance_format.table.rowids import decode_versions
 
         out = np.ones(addresses.size, dtype=np.uint64)
         frag_ids = (addresses >> np.uint64(32)).astype(np.int64)

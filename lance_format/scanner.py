@@ -14,6 +14,7 @@ from collections.abc import Iterator
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lance_format.index.scan import explain, scan_batches
 from lance_format.table.count import count_matching, counts_directly
 from lance_format.table.models import FragmentMetadata
 from lance_format.table.read import (
@@ -52,7 +53,6 @@ class LanceScanner(Scan):
         if not self._ctx.manifest.indices:  # nothing to use: skip importing the index machinery
             yield from super()._stream(frags)
             return
-        from lance_format.index.scan import scan_batches  # uses an index where one covers a fragment
 
         yield from scan_batches(self, frags)
 
@@ -87,7 +87,6 @@ class LanceScanner(Scan):
 
     def explain_plan(self, verbose: bool = False) -> str:
         """Describe the scan; says ``ScalarIndexQuery`` when a scalar index answers the filter."""
-        from lance_format.index.scan import explain
 
         return explain(self)
 

@@ -7,14 +7,15 @@ The pipeline (input streaming, data files, target schema and read version) lives
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
 
 import pyarrow as pa
 
 from lance_format.dataset import LanceDataset
 from lance_format.errors import InvalidInputError
 from lance_format.evolution.arguments import write_options
+from lance_format.evolution.bases import DatasetBasePath, write_into_bases
 from lance_format.storage import open_store
 from lance_format.table.apply import DEFAULT_DATA_STORAGE_VERSION
 from lance_format.table.commit import commit_transaction
@@ -118,6 +119,27 @@ def write_dataset(
     return LanceDataset._from_manifest(str(uri), store, manifest, storage_options)
 
 
+def write_dataset_with_bases(data: Any, uri: str, *, mode: Literal["create", "append"] = "create",
+                             initial_bases: Sequence[DatasetBasePath] | None = None,
+                             target_bases: Sequence[str] | None = None,
+                             storage_options: Mapping[str, str] | None = None,
+                             data_storage_version: str | None = None,
+                             max_rows_per_file: int = 1024 * 1024,
+                             enable_stable_row_ids: bool = False) -> LanceDataset:
+    """Create a multi-base dataset, or append to one, writing data files into a target base.
+
+    See :func:`lance_format.evolution.bases.write_into_bases` for the arguments; an append
+    without ``target_bases`` is an ordinary :func:`write_dataset` append.
+    """
+    if mode == "append" and target_bases is None and not initial_bases:
+        return write_dataset(data, uri, mode="append", storage_options=storage_options)
+    store, manifest = write_into_bases(data, uri, mode=mode, initial_bases=initial_bases, target_bases=target_bases,
+                                       storage_options=storage_options, data_storage_version=data_storage_version,
+                                       max_rows_per_file=max_rows_per_file,
+                                       enable_stable_row_ids=enable_stable_row_ids)
+    return LanceDataset._from_manifest(uri, store, manifest, storage_options)
+
+
 def _mode(mode: Any) -> WriteMode:
     """pylance's reading of ``mode``: ``None`` is ``"create"``, and case does not matter."""
     if mode is None:
@@ -138,5 +160,6 @@ __all__ = [
     "prepare_write",
     "to_batch_stream",
     "write_dataset",
+    "write_dataset_with_bases",
     "write_fragment_files",
 ]

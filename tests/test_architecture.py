@@ -43,15 +43,17 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
               "lance_format.session")),
     ("storage", ("lance_format.storage", "lance_format.storage.")),
     ("schema", ("lance_format.schema", "lance_format.schema_codec", "lance_format.sql", "lance_format.sql_core",
-                "lance_format.sql_fast", "lance_format.sql_program")),
+                "lance_format.sql_fast", "lance_format.sql_program",
+                "lance_format.evolution.sqlexpr")),  # SQL -> Arrow expressions, whatever evaluates them
     ("file", ("lance_format.file", "lance_format.file.")),
     ("table", ("lance_format.table", "lance_format.table.")),
     ("index", ("lance_format.index", "lance_format.index.")),
+    # Scans over table and index layers; what evolution and maintenance read through.
+    ("scan", ("lance_format.scanner", "lance_format.projection")),
     ("maintenance", ("lance_format.maintenance", "lance_format.maintenance.",
                      "lance_format.evolution", "lance_format.evolution.")),
-    ("facade", ("lance_format", "lance_format.dataset", "lance_format.scanner", "lance_format.write",
-                "lance_format.fragment", "lance_format.optimize", "lance_format.cleanup",
-                "lance_format.projection")),
+    ("facade", ("lance_format", "lance_format.dataset", "lance_format.write",
+                "lance_format.fragment", "lance_format.optimize", "lance_format.cleanup")),
     ("spark", ("lance_format.spark", "lance_format.spark.")),
 )
 

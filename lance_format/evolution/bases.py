@@ -17,13 +17,20 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from lance_format.errors import InvalidInputError
+from lance_format.evolution.branches import write_first_version
+from lance_format.schema import LanceSchema
 from lance_format.storage import ObjectStore, open_store
+from lance_format.table.commit import build_manifest, commit_transaction
 from lance_format.table.discard import discard_fragment_files
+from lance_format.table.manifest import Manifest
 from lance_format.table.models import BasePath, FragmentMetadata
 from lance_format.table.naming import DATA_DIR
+from lance_format.table.transaction import LanceOperation, Transaction
+from lance_format.table.versions import load_manifest
+from lance_format.table.writing import prepare_write, write_fragment_files
 
 if TYPE_CHECKING:
-    from lance_format.dataset import LanceDataset
+    pass
 
 
 @dataclass(frozen=True)
@@ -68,7 +75,6 @@ def _pick(bases: Sequence[DatasetBasePath], target: str, where: str) -> DatasetB
 
 def _write_into(base: DatasetBasePath, data: Any, schema_store: ObjectStore, options: Mapping[str, str] | None,
                 mode: str, version: str | None, max_rows_per_file: int) -> tuple[list[FragmentMetadata], str, Any]:
-    from lance_format.write import prepare_write, write_fragment_files
 
     target, batches, lance_schema, _base, _rv, storage = prepare_write(
         data, schema_store, schema=None, mode=cast(Any, mode), data_storage_version=version)
@@ -81,13 +87,13 @@ def _write_into(base: DatasetBasePath, data: Any, schema_store: ObjectStore, opt
     return out, storage, (lance_schema, data_store)
 
 
-def write_dataset_with_bases(data: Any, uri: str, *, mode: Literal["create", "append"] = "create",
-                             initial_bases: Sequence[DatasetBasePath] | None = None,
-                             target_bases: Sequence[str] | None = None,
-                             storage_options: Mapping[str, str] | None = None,
-                             data_storage_version: str | None = None,
-                             max_rows_per_file: int = 1024 * 1024,
-                             enable_stable_row_ids: bool = False) -> LanceDataset:
+def write_into_bases(data: Any, uri: str, *, mode: Literal["create", "append"] = "create",
+                     initial_bases: Sequence[DatasetBasePath] | None = None,
+                     target_bases: Sequence[str] | None = None,
+                     storage_options: Mapping[str, str] | None = None,
+                     data_storage_version: str | None = None,
+                     max_rows_per_file: int = 1024 * 1024,
+                     enable_stable_row_ids: bool = False) -> tuple[ObjectStore, Manifest]:
     """Create a multi-base dataset, or append to one, writing data files into a target base.
 
     Args:
@@ -105,33 +111,31 @@ def write_dataset_with_bases(data: Any, uri: str, *, mode: Literal["create", "ap
     Raises:
         InvalidInputError: unknown target bases, duplicate ids/names, or bases on append.
         DatasetAlreadyExistsError: ``mode="create"`` on an existing dataset.
-    """
-    from lance_format.dataset import LanceDataset
-    from lance_format.table.commit import build_manifest, commit_transaction
-    from lance_format.table.transaction import LanceOperation, Transaction
 
+    Returns:
+        The dataset's store and the committed manifest (``lance_format.write.write_dataset_with_bases``
+        opens it). An append without ``target_bases`` is an ordinary append: the caller writes it.
+    """
     if target_bases is not None and len(target_bases) != 1:
         raise InvalidInputError(f"{uri}: exactly one target base is supported, got {list(target_bases)}")
     store = open_store(uri, storage_options)
     if mode == "append":
         if initial_bases:
             raise InvalidInputError(f"{uri}: initial_bases can only be given when creating a dataset")
-        ds = LanceDataset(uri, storage_options=storage_options)
-        registered = [DatasetBasePath(bp.path, bp.name, bp.is_dataset_root, bp.id) for bp in ds.manifest.base_paths]
+        current = load_manifest(store)
+        registered = [DatasetBasePath(bp.path, bp.name, bp.is_dataset_root, bp.id) for bp in current.base_paths]
         if target_bases is None:
-            from lance_format import write_dataset
-
-            return write_dataset(data, uri, mode="append", storage_options=storage_options)
+            raise InvalidInputError(f"{uri}: an append into a base needs target_bases")
         base = _pick(registered, target_bases[0], uri)
         frags, _v, (_s, data_store) = _write_into(base, data, store, storage_options, "append",
                                                   data_storage_version, max_rows_per_file)
         try:
-            manifest = commit_transaction(store, Transaction(ds.version, LanceOperation.Append(frags)),
-                                          base=ds.manifest)
+            manifest = commit_transaction(store, Transaction(current.version, LanceOperation.Append(frags)),
+                                          base=current)
         except BaseException:
             discard_fragment_files(data_store, frags, in_data_dir=False)
             raise
-        return LanceDataset._from_manifest(uri, store, manifest, storage_options)
+        return store, manifest
     if mode != "create":
         raise InvalidInputError(f"mode must be 'create' or 'append', got {mode!r}")
     bases = _assign_ids(list(initial_bases or []), uri)
@@ -145,13 +149,12 @@ def write_dataset_with_bases(data: Any, uri: str, *, mode: Literal["create", "ap
     try:
         manifest = build_manifest(None, txn, version=1, data_storage_version=storage,
                                   enable_stable_row_ids=enable_stable_row_ids)
-        from lance_format.evolution.branches import write_first_version
 
         written, _size = write_first_version(store, manifest, txn)
     except BaseException:
         discard_fragment_files(data_store, frags, in_data_dir=False)
         raise
-    return LanceDataset._from_manifest(uri, store, written, storage_options)
+    return store, written
 
 
 def _assign_ids(bases: list[DatasetBasePath], where: str) -> list[DatasetBasePath]:
@@ -173,6 +176,5 @@ def _assign_ids(bases: list[DatasetBasePath], where: str) -> list[DatasetBasePat
 
 
 def _empty_schema() -> Any:
-    from lance_format.schema import LanceSchema
 
     return LanceSchema(())

@@ -40,7 +40,7 @@ from lance_format.table import tags as _tags
 from lance_format.table.codec.manifest import encode_manifest
 from lance_format.table.codec.transaction import clone_operation, encode_transaction
 from lance_format.table.external_commit import put_manifest
-from lance_format.table.manifest import Manifest, compute_feature_flags
+from lance_format.table.manifest import OUR_WRITER_VERSION, Manifest, compute_feature_flags
 from lance_format.table.models import BasePath, FragmentMetadata
 from lance_format.table.naming import (
     BRANCHES_DIR,
@@ -230,7 +230,6 @@ def write_first_version(target: ObjectStore, manifest: Manifest, txn: Transactio
     Raises:
         DatasetAlreadyExistsError: if that version exists in ``target``.
     """
-    from lance_format.table.manifest import OUR_WRITER_VERSION
 
     reader, writer = compute_feature_flags(manifest, manifest.reader_feature_flags)
     manifest = manifest.replace(timestamp_ns=time.time_ns(), writer_version=OUR_WRITER_VERSION,
@@ -298,17 +297,18 @@ def delete_branch(ds: LanceDataset, name: str) -> None:
 
 
 def shallow_clone(ds: LanceDataset, target_uri: str, reference: Reference = None, *,
-                  storage_options: Mapping[str, str] | None = None) -> LanceDataset:
+                  storage_options: Mapping[str, str] | None = None) -> tuple[ObjectStore, Manifest]:
     """Write a new dataset at ``target_uri`` whose first version is ``reference`` of ``ds``.
 
     Only a manifest and a transaction are written; every data file stays in (and is
     read from) the source dataset through a base path.
 
+    Returns:
+        The new dataset's store and first manifest (``LanceDataset.shallow_clone`` opens it).
+
     Raises:
         DatasetAlreadyExistsError: if ``target_uri`` holds a dataset.
     """
-    from lance_format.dataset import LanceDataset
-
     source_branch, source = resolve(ds, reference)
     ref_path = _tags.branch_store(ds._root_store, source_branch).uri("").rstrip("/")
     options = storage_options if storage_options is not None else ds._storage_options
@@ -318,4 +318,4 @@ def shallow_clone(ds: LanceDataset, target_uri: str, reference: Reference = None
     manifest = _with_base(source, ref_path, source_branch, None)
     txn = _clone_transaction(source.version, source_branch, ref_path, None)
     written, _size = write_first_version(target, manifest, txn)
-    return LanceDataset._from_manifest(str(target_uri), target, written, options)
+    return target, written

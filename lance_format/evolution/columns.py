@@ -34,10 +34,15 @@ from lance_format.errors import (
 )
 from lance_format.evolution import rowops
 from lance_format.evolution.arguments import U32_MAX, optional_integer, string, string_list, string_map
+from lance_format.evolution.sqlexpr import compile_expressions, evaluate, value_expression
+from lance_format.scanner import FragmentScan, referenced_columns
 from lance_format.schema import LanceField, LanceSchema
+from lance_format.table.commit import commit_transaction
 from lance_format.table.models import DataFile, FragmentMetadata
 from lance_format.table.naming import data_file_key
+from lance_format.table.rowids import encode_uniform_versions
 from lance_format.table.transaction import LanceOperation, Transaction
+from lance_format.table.writing import write_fragment_files
 
 if TYPE_CHECKING:
     from lance_format.dataset import LanceDataset
@@ -65,7 +70,6 @@ def next_field_id(ds: LanceDataset) -> int:
 
 def _commit(ds: LanceDataset, op: LanceOperation.BaseOperation, keys: Sequence[str],
             properties: Mapping[str, str] | None = None) -> None:
-    from lance_format.table.commit import commit_transaction
 
     txn = Transaction(ds.version, op, transaction_properties=dict(properties or {}))
     try:
@@ -143,11 +147,9 @@ def _add_columns(ds: LanceDataset, transforms: Transforms, read_columns: Sequenc
         return
     step = max(1, batch_size or _BATCH)
     if isinstance(transforms, Mapping):
-        from lance_format.evolution.sqlexpr import compile_expressions, evaluate, value_expression
 
         exprs = {str(k): str(v) for k, v in transforms.items()}
         _check_new_names(ds, list(exprs))
-        from lance_format.scanner import referenced_columns
 
         cols: list[str] = []
         for text in exprs.values():  # parsed now: a bad expression fails before any file is written
@@ -235,7 +237,6 @@ def _check_new_names(ds: LanceDataset, names: Sequence[str]) -> None:
 def _physical_batches(ds: LanceDataset, frag: FragmentMetadata, cols: Sequence[str], step: int
                       ) -> Iterator[pa.RecordBatch]:
     """Every physical row of ``frag`` (deleted ones too), ``step`` rows at a time."""
-    from lance_format.scanner import FragmentScan
 
     read = list(cols) or ds.schema.names[:1]  # zero columns would lose the row count
     scan = FragmentScan(ds._ctx, frag, read)
@@ -246,7 +247,6 @@ def _physical_batches(ds: LanceDataset, frag: FragmentMetadata, cols: Sequence[s
 
 def _add_computed(ds: LanceDataset, fn: Callable[[pa.RecordBatch], pa.RecordBatch], cols: Sequence[str],
                   step: int, *, sql: bool, properties: Mapping[str, str] | None = None) -> None:
-    from lance_format.write import write_fragment_files
 
     out_schema: pa.Schema | None = None
     lance_new: LanceSchema | None = None
@@ -281,8 +281,6 @@ def _add_computed(ds: LanceDataset, fn: Callable[[pa.RecordBatch], pa.RecordBatc
         keys.extend(data_file_key(df.path) for w in written for df in w.files)
         new_frag = dataclasses.replace(frag, files=frag.files + tuple(df for w in written for df in w.files))
         if stable:  # every row of the fragment now has new values (as pylance records it)
-            from lance_format.table.rowids import encode_uniform_versions
-
             new_frag = dataclasses.replace(new_frag, last_updated_at_version_meta=encode_uniform_versions(
                 frag.physical_rows, ds.version + 1))
         return new_frag
@@ -460,7 +458,6 @@ def _quoted(path: str) -> str:
 
 def _cast_columns(ds: LanceDataset, renamed: LanceSchema, casts: dict[int, pa.DataType],
                   properties: Mapping[str, str] | None = None) -> None:
-    from lance_format.write import write_fragment_files
 
     start = next_field_id(ds)
     new_fields: dict[int, LanceField] = {}
@@ -494,7 +491,6 @@ def _cast_columns(ds: LanceDataset, renamed: LanceSchema, casts: dict[int, pa.Da
             kept = tuple(df for df in files if any(f != TOMBSTONE for f in df.fields))
             new_frag = dataclasses.replace(frag, files=kept + tuple(df for w in written for df in w.files))
             if ds.has_stable_row_ids:
-                from lance_format.table.rowids import encode_uniform_versions
 
                 new_frag = dataclasses.replace(new_frag, last_updated_at_version_meta=encode_uniform_versions(
                     frag.physical_rows, ds.version + 1))

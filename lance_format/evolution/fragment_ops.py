@@ -19,8 +19,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_format.errors import InvalidInputError, SchemaError
+from lance_format.evolution.columns import TOMBSTONE, _physical_batches, _tombstoned
 from lance_format.table.models import FragmentMetadata
 from lance_format.table.read import ROW_ID
+from lance_format.table.writing import to_batch_stream, write_fragment_files
 
 if TYPE_CHECKING:
     from lance_format.dataset import LanceDataset
@@ -42,8 +44,6 @@ def update_fragment_columns(ds: LanceDataset, frag: FragmentMetadata, data: Any,
     Raises:
         SchemaError: unknown or non-top-level columns, or a missing join column.
     """
-    from lance_format.evolution.columns import TOMBSTONE, _physical_batches, _tombstoned
-    from lance_format.write import to_batch_stream, write_fragment_files
 
     right_on = right_on or left_on
     schema, batches = to_batch_stream(data)

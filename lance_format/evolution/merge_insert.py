@@ -34,6 +34,8 @@ from lance_format.evolution.arguments import U32_MAX, integer, string, string_li
 from lance_format.evolution.arguments import schema as check_schema
 from lance_format.table.read import ROW_ADDR, ROW_ID
 from lance_format.table.scan import ScanOptions, apply_filter, referenced_columns
+from lance_format.table.scan import filter_expression as _filter_expression
+from lance_format.table.writing import to_batch_stream
 
 if TYPE_CHECKING:
     from lance_format.dataset import LanceDataset
@@ -149,7 +151,6 @@ class MergeInsertBuilder:
             InvalidInputError: ambiguous matches, missing key columns or unknown columns.
             CommitConflictError: an incompatible concurrent commit (or retries ran out).
         """
-        from lance_format.write import to_batch_stream
 
         if self._matched == "keep" and not self._insert and not self._delete:
             raise InvalidInputError(f"{self._ds.uri}: merge_insert on {self._on} has no when_ clause "
@@ -203,7 +204,6 @@ class MergeInsertBuilder:
         need_full = update and (self._update_condition is not None or src.num_columns - 1 < len(target_schema))
         tgt_cols = list(target_schema.names) if need_full else list(self._on)
         if self._delete and self._delete_expr is not None:
-            from lance_format.table.scan import filter_expression as _filter_expression
 
             dexpr = _filter_expression(self._delete_expr, target_schema)
             assert dexpr is not None
@@ -342,6 +342,7 @@ def _flatten(column: pa.ChunkedArray) -> list[pa.ChunkedArray]:
 
 def _condition(text: str, target: pa.Table, src: pa.Table, tgt_i: npt.NDArray[np.int64],
                src_i: npt.NDArray[np.int64], schema: pa.Schema) -> npt.NDArray[np.bool_]:
+    # Start-up cost: lance_format.sql loads sqlglot, only needed once a condition is given.
     from lance_format.sql import to_expression
 
     t = target.take(pa.array(tgt_i)).select(schema.names)

@@ -19,11 +19,17 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from lance_format.errors import InvalidInputError, NotSupportedError, SchemaError, VersionNotFoundError
+from lance_format.evolution import rowops
 from lance_format.evolution.arguments import U64_MAX, integer
+from lance_format.evolution.columns import _commit, _physical_batches, next_field_id
+from lance_format.projection import _evaluate, plan
+from lance_format.scanner import FragmentScan, take_rows
 from lance_format.schema import LanceSchema
 from lance_format.table.models import FragmentMetadata
 from lance_format.table.naming import data_file_key
+from lance_format.table.transaction import LanceOperation
 from lance_format.table.versions import local_time
+from lance_format.table.writing import to_batch_stream, write_fragment_files
 
 if TYPE_CHECKING:
     from lance_format.dataset import LanceDataset
@@ -49,8 +55,6 @@ def sample(ds: LanceDataset, num_rows: int, columns: Sequence[str] | Mapping[str
 def take_projected(ds: LanceDataset, indices: Sequence[int] | npt.NDArray[Any],
                    columns: Sequence[str] | Mapping[str, str] | None) -> pa.Table:
     """``take`` with pylance's column forms (names, ``"s.x"`` paths, ``{name: SQL}``)."""
-    from lance_format.projection import plan
-    from lance_format.scanner import take_rows
 
     projection = plan(ds.schema, columns)
     table = take_rows(ds._ctx, indices, projection.read_columns)
@@ -62,7 +66,6 @@ def _derive(table: pa.Table, projection: Any) -> pa.Table:
         return table
     import pyarrow.compute as pc
 
-    from lance_format.projection import _evaluate
 
     cols: dict[str, pa.Array | pa.ChunkedArray] = {}
     for o in projection.outputs:
@@ -127,8 +130,6 @@ def address_of_row_ids(ds: LanceDataset, row_ids: npt.NDArray[np.uint64]) -> npt
 def take_row_ids(ds: LanceDataset, row_ids: Sequence[int] | pa.Array | npt.NDArray[Any],
                  columns: Sequence[str] | Mapping[str, str] | None = None) -> pa.Table:
     """Rows by row id (stable ids, else row addresses) in the given order; deleted/unknown ids are skipped."""
-    from lance_format.projection import plan
-    from lance_format.scanner import FragmentScan
 
     ids = np.asarray(row_ids.to_numpy(zero_copy_only=False) if isinstance(row_ids, (pa.Array, pa.ChunkedArray))
                      else row_ids, dtype=np.uint64)
@@ -201,8 +202,6 @@ _MERGE_POS = "__lf_merge_pos"
 
 def _merge_right(ds: LanceDataset, data: Any, left_on: str, right_on: str | None,
                  start_field_id: int | None) -> _MergeRight:
-    from lance_format.evolution.columns import next_field_id
-    from lance_format.write import to_batch_stream
 
     right_on = right_on or left_on
     schema, batches = to_batch_stream(data)
@@ -223,8 +222,6 @@ def _merge_right(ds: LanceDataset, data: Any, left_on: str, right_on: str | None
 
 def _merge_one(ds: LanceDataset, frag: FragmentMetadata, left_on: str, m: _MergeRight
                ) -> tuple[FragmentMetadata, LanceSchema]:
-    from lance_format.evolution.columns import _physical_batches
-    from lance_format.write import write_fragment_files
 
     right_keys = m.right.select([m.right_on, _MERGE_POS])
     values = m.right.select(m.new_cols)
@@ -266,9 +263,6 @@ def merge_fragment(ds: LanceDataset, frag: FragmentMetadata, data: Any, left_on:
 
 def merge_dataset(ds: LanceDataset, data: Any, left_on: str, right_on: str | None = None) -> None:
     """pylance's ``LanceDataset.merge``: add the columns of ``data`` joined on a key, one ``Merge`` commit."""
-    from lance_format.evolution import rowops
-    from lance_format.evolution.columns import _commit
-    from lance_format.table.transaction import LanceOperation
 
     prepared = _merge_right(ds, data, left_on, right_on, None)  # once, not per fragment
     frags: list[FragmentMetadata] = []

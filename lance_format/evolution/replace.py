@@ -22,8 +22,14 @@ import pyarrow.compute as pc
 
 from lance_format.errors import InvalidInputError, SchemaError
 from lance_format.evolution import rowops
-from lance_format.table.manifest import Manifest
+from lance_format.scanner import apply_filter
+from lance_format.table.delete import matching_offsets
+from lance_format.table.discard import discard_fragment_files
+from lance_format.table.manifest import Manifest, check_feature_flags
 from lance_format.table.models import FragmentMetadata
+from lance_format.table.scan import filter_expression as _filter_expression
+from lance_format.table.transaction import COMMIT_MESSAGE_KEY
+from lance_format.table.writing import to_batch_stream, write_fragment_files
 
 if TYPE_CHECKING:
     from lance_format.dataset import LanceDataset
@@ -56,7 +62,6 @@ def checked_batches(batches: Iterable[pa.RecordBatch], expr: pc.Expression, *, w
         InvalidInputError: naming ``where`` and the number of rows of the first offending
             batch that do not satisfy ``expr`` (null counts as not satisfied).
     """
-    from lance_format.scanner import apply_filter
 
     for batch in batches:
         if batch.num_rows:
@@ -96,10 +101,6 @@ def replace_where(ds: LanceDataset, predicate: str | pc.Expression, data: Any, *
         CommitConflictError: for an incompatible concurrent commit. Nothing written by
             this call is left behind.
     """
-    from lance_format.table.manifest import check_feature_flags
-    from lance_format.table.scan import filter_expression as _filter_expression
-    from lance_format.table.transaction import COMMIT_MESSAGE_KEY
-    from lance_format.write import to_batch_stream, write_fragment_files
 
     expr = _filter_expression(predicate, ds.schema)
     if expr is None:
@@ -139,14 +140,12 @@ def replace_with_fragments(ds: LanceDataset, expr: pc.Expression, fragments: Seq
         CommitConflictError: for an incompatible concurrent commit; the fragments' data files
             are deleted then, as nothing references them.
     """
-    from lance_format.fragment import matching_offsets
-    from lance_format.table.discard import discard_fragment_files
 
     props = dict(transaction_properties or {})
 
     def attempt(current: LanceDataset) -> tuple[Manifest, int]:
         parts = [(np.uint64(fid) << np.uint64(32)) | offs.astype(np.uint64)
-                 for fid, offs in matching_offsets(current, expr)]
+                 for fid, offs in matching_offsets(current._ctx, expr)]
         addresses = np.concatenate(parts) if parts else np.empty(0, dtype=np.uint64)
         updated, removed, keys = rowops.delete_addresses(current, addresses)
         # Only the deletion files are this attempt's own: the data files are kept for a retry.

@@ -19,13 +19,16 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from lance_format.errors import LanceError, RetryableCommitConflictError
+from lance_format.scanner import LanceScanner
 from lance_format.table.commit import commit_transaction
+from lance_format.table.delete import apply_deletions
 from lance_format.table.manifest import Manifest, check_feature_flags
 from lance_format.table.models import FragmentMetadata
 from lance_format.table.naming import DELETIONS_DIR, data_file_key
 from lance_format.table.rebase import DeletionRebase
 from lance_format.table.rowids import decode_versions, encode_row_ids, encode_versions
 from lance_format.table.transaction import LanceOperation, Transaction
+from lance_format.table.writing import write_fragment_files
 
 if TYPE_CHECKING:
     from lance_format.dataset import LanceDataset
@@ -56,7 +59,6 @@ def delete_addresses(ds: LanceDataset, addresses: npt.NDArray[np.uint64]
     Returns:
         ``(updated fragments, ids of fragments now fully deleted, written keys)``.
     """
-    from lance_format.fragment import apply_deletions
 
     updated: list[FragmentMetadata] = []
     removed: list[int] = []
@@ -71,7 +73,7 @@ def delete_addresses(ds: LanceDataset, addresses: npt.NDArray[np.uint64]
         frag = ds.manifest.fragment(fid)
         assert frag is not None, f"row address of unknown fragment {fid}"
         offsets = (part & np.uint64(0xFFFFFFFF)).astype(np.uint32)
-        meta, _n = apply_deletions(ds, frag, offsets)
+        meta, _n = apply_deletions(ds._ctx, frag, offsets)
         if meta is None:
             removed.append(fid)
         else:
@@ -93,7 +95,6 @@ def write_rows(ds: LanceDataset, table: pa.Table, *, row_ids: npt.NDArray[np.uin
     Returns:
         ``(fragments, written keys relative to the dataset root)``.
     """
-    from lance_format.write import write_fragment_files
 
     if table.num_rows == 0:
         return [], []
@@ -231,7 +232,6 @@ def scan_fragments_concurrently(ds: LanceDataset, opts: Any) -> pa.Table:
     import dataclasses
     from concurrent.futures import ThreadPoolExecutor
 
-    from lance_format.scanner import LanceScanner
 
     frags = list(ds.manifest.fragments) if opts.fragments is None else list(opts.fragments)
     if len(frags) <= 1:

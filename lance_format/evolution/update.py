@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 from lance_format.errors import InvalidInputError
 from lance_format.evolution import rowops
 from lance_format.evolution.arguments import U32_MAX, integer, string_map
+from lance_format.evolution.sqlexpr import evaluate, value_expression
 from lance_format.table.read import ROW_ADDR, ROW_ID
 from lance_format.table.scan import ScanOptions, filter_expression
 
@@ -61,7 +62,6 @@ def update(ds: LanceDataset, updates: Mapping[str, str], where: str | pc.Express
     Raises:
         InvalidInputError: unknown columns or bad expressions.
     """
-    from lance_format.evolution.sqlexpr import evaluate, value_expression
 
     updates = string_map(updates, "update(): updates")
     conflict_retries = integer(conflict_retries, "update(): conflict_retries", maximum=U32_MAX)

@@ -70,6 +70,7 @@ from lance_format.errors import (
 # re-exported: decoders and tests take ByteSource from here (it lives in bytesource.py)
 from lance_format.file.bytesource import Buf as Buf
 from lance_format.file.bytesource import ByteSource as ByteSource
+from lance_format.file.legacy.format import parse_tail
 from lance_format.pbwire import check_varints
 
 FOOTER_SIZE = 40
@@ -413,7 +414,6 @@ def read_file_metadata(source: ByteSource) -> FileMetadata:
 
 def _legacy_metadata(source: ByteSource, version: tuple[int, int]) -> FileMetadata:
     """Metadata of a legacy (v1) file: the parsed tail rides along as ``legacy``."""
-    from lance_format.file.legacy.format import parse_tail
 
     tail = parse_tail(lambda pos, n: bytes(source.read_range(pos, n, "legacy metadata")), source.size,
                       source.path)

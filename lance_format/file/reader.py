@@ -24,7 +24,10 @@ from lance_format.file.container import (
     has_dictionary,
     read_file_metadata,
 )
+from lance_format.file.legacy.reader import LegacyFileDecoder
 from lance_format.file.utf8 import check_utf8, string_columns
+from lance_format.file.v2_0 import FileDecoder20
+from lance_format.file.v2_1 import FileDecoder21
 from lance_format.schema import LanceSchema
 from lance_format.schema_codec import schema_from_pb
 from lance_format.session import CacheKind, default_session
@@ -88,14 +91,11 @@ def _guarded(path: str, fn: Callable[..., T], *args: Any) -> T:
 
 def _decoder_class(meta: FileMetadata) -> Any:
     if meta.legacy is not None:
-        from lance_format.file.legacy.reader import LegacyFileDecoder
 
         return LegacyFileDecoder
     if meta.version == V2_0:
-        from lance_format.file.v2_0 import FileDecoder20
 
         return FileDecoder20
-    from lance_format.file.v2_1 import FileDecoder21  # imported on first use of a 2.1+ file
 
     return FileDecoder21
 

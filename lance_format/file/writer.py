@@ -10,6 +10,9 @@ import pyarrow as pa
 
 from lance_format.errors import InvalidInputError, LanceError
 from lance_format.file.container import V2_0, ContainerWriter, parse_version_string
+from lance_format.file.legacy.writer import LegacyFileEncoder
+from lance_format.file.v2_0 import FileEncoder20
+from lance_format.file.v2_1 import FileEncoder21
 from lance_format.schema import LanceSchema
 from lance_format.schema_codec import schema_to_pb
 from lance_format.storage import ObjectStore, open_store, split_uri
@@ -17,10 +20,8 @@ from lance_format.storage import ObjectStore, open_store, split_uri
 
 def _encoder_class(version: tuple[int, int]) -> Any:
     if version == V2_0:
-        from lance_format.file.v2_0 import FileEncoder20
 
         return FileEncoder20
-    from lance_format.file.v2_1 import FileEncoder21  # imported on first 2.1+ write
 
     return FileEncoder21
 
@@ -96,7 +97,6 @@ class LanceFileWriter:
         self.schema = schema
         self._stream = self._store.open_writer(self._key)
         if self.file_version[0] == 0:
-            from lance_format.file.legacy.writer import LegacyFileEncoder
 
             try:
                 self._encoder = LegacyFileEncoder(self._stream, self.path, self._lance_schema, schema)

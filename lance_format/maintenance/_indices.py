@@ -21,6 +21,11 @@ from typing import Any
 
 from pyroaring import BitMap
 
+from lance_format.index import frag_reuse
+from lance_format.index.models import stores_addresses as _stores
+from lance_format.table.commit import build_manifest
+from lance_format.table.transaction import LanceOperation, Transaction
+
 #: pylance's fragment-reuse system index (``FRAG_REUSE_INDEX_NAME``).
 FRAG_REUSE_INDEX = "__lance_frag_reuse"
 #: Other system indices (MemWAL), which cover no data.
@@ -81,7 +86,6 @@ def effective_coverage(manifest: Any, store: Any = None) -> list[frozenset[int]]
     entry = next((i.entry for i in reversed(index_infos(manifest)) if i.name == FRAG_REUSE_INDEX), None)
     if entry is None or manifest.uses_stable_row_ids:
         return [i.fragment_ids for i in infos if i.fragment_ids is not None]
-    from lance_format.index import frag_reuse
 
     versions = frag_reuse.decode_details(_model(entry), store)
     return [frag_reuse.covered_after(i.fragment_ids, versions, int(_model(i.entry).dataset_version))
@@ -115,7 +119,6 @@ def can_remap(info: IndexInfo) -> bool:
 
 def stores_addresses(info: IndexInfo, stable_row_ids: bool) -> bool:
     """Whether the segment holds row addresses (which a compaction must remap) rather than stable row ids."""
-    from lance_format.index.models import stores_addresses as _stores
 
     return bool(_stores(_model(info.entry), stable_row_ids))
 
@@ -133,8 +136,6 @@ def _probe_bitmaps_follow(manifest: Any, info: IndexInfo, remapped: bool) -> boo
     """Dry-run the table layer's ``Rewrite`` on one covered fragment: does the index bitmap move?"""
     import dataclasses
 
-    from lance_format.table.commit import build_manifest
-    from lance_format.table.transaction import LanceOperation, Transaction
 
     assert info.fragment_ids
     old = next((f for f in manifest.fragments if f.id in info.fragment_ids), None)

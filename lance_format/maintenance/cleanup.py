@@ -74,6 +74,8 @@ from lance_format.errors import (
     VersionNotFoundError,
 )
 from lance_format.maintenance import _indices
+from lance_format.maintenance.runner import LocalRunner
+from lance_format.scanner import is_low_latency
 from lance_format.storage import ObjectStore, open_store
 from lance_format.storage.redact import redact_options, redact_url
 from lance_format.table.manifest import Manifest
@@ -289,7 +291,6 @@ def _is_referenced(key: str, kind: FileKind, refs: set[str]) -> bool:
 
 def _load_all(store: ObjectStore, versions: Sequence[int]) -> Iterator[Manifest]:
     """Every manifest, in order; fetched concurrently from a remote store (latency-bound)."""
-    from lance_format.scanner import is_low_latency
 
     if is_low_latency(store) or len(versions) < 4:
         return (load_manifest(store, v) for v in versions)
@@ -601,10 +602,8 @@ def execute_cleanup(plan: CleanupPlan, *, runner: Runner | None = None, batch_si
     plan = refresh_plan(plan)
     store = store if store is not None else _store_of(plan.uri, plan.storage_options)
     manifests = _delete(store, [f.key for f in plan.manifests])
-    from lance_format.scanner import is_low_latency
 
     if runner is None and not is_low_latency(store):
-        from lance_format.maintenance.runner import LocalRunner
 
         runner, batch_size = LocalRunner(16), min(batch_size, 64)
     batches = plan.batches(batch_size)
@@ -645,13 +644,14 @@ def parse_duration(text: str) -> dt.timedelta:
     return dt.timedelta(seconds=seconds)
 
 
-def auto_cleanup(store: ObjectStore, manifest: Manifest) -> CleanupStats | None:
-    """Run the cleanup ``lance.auto_cleanup.*`` asks for after the commit of ``manifest``.
+def auto_cleanup(ds: LanceDataset) -> CleanupStats | None:
+    """Run the cleanup ``lance.auto_cleanup.*`` asks for after the commit of ``ds``'s version.
 
     As lance's ``auto_cleanup_hook``: only when ``lance.auto_cleanup.interval`` is set and
     divides the new version; ``older_than`` / ``retain_versions`` come from the config.
     A failing cleanup never fails the commit that triggered it (it is logged).
     """
+    manifest, store = ds.manifest, ds._store
     cfg = manifest.config
     interval = cfg.get("lance.auto_cleanup.interval")
     if interval is None:
@@ -662,9 +662,6 @@ def auto_cleanup(store: ObjectStore, manifest: Manifest) -> CleanupStats | None:
             return None
         older = cfg.get("lance.auto_cleanup.older_than")
         retain = cfg.get("lance.auto_cleanup.retain_versions")
-        from lance_format.dataset import LanceDataset
-
-        ds = LanceDataset._from_manifest(store.uri(""), store, manifest)
         return cleanup_old_versions(ds, parse_duration(older) if older else None,
                                     int(retain) if retain else None, error_if_tagged_old_versions=False,
                                     current_version=manifest.version - 1)

@@ -20,8 +20,10 @@ import numpy as np
 import numpy.typing as npt
 
 from lance_format.errors import InvalidInputError
-from lance_format.index.remap import RowAddressMap
+from lance_format.index import frag_reuse
+from lance_format.index.remap import RowAddressMap, remap_indices
 from lance_format.maintenance import _indices
+from lance_format.maintenance.compaction_models import CompactionMetrics, CompactionOptions, RewriteResult
 from lance_format.table import conflicts
 from lance_format.table.commit import commit_transaction, newer_transactions
 from lance_format.table.discard import discard_fragment_files
@@ -33,7 +35,6 @@ U64 = npt.NDArray[np.uint64]
 if TYPE_CHECKING:
     from lance_format.dataset import LanceDataset
     from lance_format.index.frag_reuse import ReuseVersion
-    from lance_format.maintenance.compaction import CompactionMetrics, CompactionOptions, RewriteResult
     from lance_format.table.index_metadata import IndexMetadata
 
 
@@ -86,7 +87,6 @@ def row_address_map(ds: LanceDataset, results: Sequence[RewriteResult],
 
 
 def _through_reuse(old: U64, new: U64, reuse: Sequence[ReuseVersion]) -> tuple[U64, U64]:
-    from lance_format.index import frag_reuse
 
     r_old, r_new = frag_reuse.address_map(reuse)
     keys = np.concatenate([r_old, old])
@@ -147,8 +147,6 @@ def _check_indices(ds: LanceDataset, results: Sequence[RewriteResult], opts: Com
 def _remap(ds: LanceDataset, assigned: Sequence[RewriteResult]) -> list[LanceOperation.RewrittenIndex]:
     """Rewrite the indices through this compaction's map (and any pending deferred ones)."""
 
-    from lance_format.index import frag_reuse
-    from lance_format.index.remap import remap_indices
 
     entry = None if ds.manifest.uses_stable_row_ids else frag_reuse.current_entry(ds.manifest.indices)
     reuse = frag_reuse.decode_details(entry, ds._store) if entry is not None else ()
@@ -170,7 +168,6 @@ def _remap(ds: LanceDataset, assigned: Sequence[RewriteResult]) -> list[LanceOpe
 
 def _frag_reuse_entry(ds: LanceDataset, assigned: Sequence[RewriteResult]) -> IndexMetadata:
     """The ``__lance_frag_reuse`` entry of a deferred compaction (one group per result)."""
-    from lance_format.index import frag_reuse
 
     groups = []
     for res in assigned:
@@ -195,7 +192,6 @@ def _precheck(latest: LanceDataset, txn: Transaction) -> None:
 def commit_compaction(ds: LanceDataset, results: Sequence[RewriteResult], opts: CompactionOptions,
                       transaction_properties: Mapping[str, str] | None = None) -> CompactionMetrics:
     """Commit ``results`` as one ``Rewrite`` (see the module docstring); ``ds`` moves to the new version."""
-    from lance_format.maintenance.compaction import CompactionMetrics
 
     results = list(results)
     if not results:

@@ -18,33 +18,42 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from lance_format.errors import InvalidInputError, UnsupportedVersionError
+from lance_format.maintenance.compaction_models import CompactionMetrics, RewriteResult
+from lance_format.scanner import LanceScanner
+from lance_format.storage import open_store
 from lance_format.table.discard import discard_fragment_files
 from lance_format.table.models import FragmentMetadata
+from lance_format.table.read import DEFAULT_BATCH_SIZE, ReadContext
 from lance_format.table.rowids import decode_row_ids, decode_versions, encode_row_ids, encode_versions
+from lance_format.table.scan import ScanOptions
+from lance_format.table.versions import load_manifest
+from lance_format.table.writing import DEFAULT_MAX_BYTES_PER_FILE, write_fragment_files
 
 if TYPE_CHECKING:
     from lance_format.dataset import LanceDataset
-    from lance_format.maintenance.compaction import CompactionTask, RewriteResult
+    from lance_format.maintenance.compaction import CompactionTask
     from lance_format.storage import ObjectStore
 
 
-def _open_at(task: CompactionTask, ds: LanceDataset | None) -> LanceDataset:
-    from lance_format.dataset import LanceDataset
+def _context_at(task: CompactionTask, ds: LanceDataset | None) -> ReadContext:
+    """A read context on the task's read version: the handle's own when it is there already
+    (its cached deletion vectors serve the scan), else one opened from the task."""
+    if ds is not None and ds.version == task.read_version:
+        return ds._ctx
+    store = ds._store if ds is not None else open_store(task.uri, task.storage_options)
+    options = dict(task.storage_options) if task.storage_options is not None else None
+    return ReadContext(store, load_manifest(store, task.read_version), options)
 
-    if ds is None:
-        return LanceDataset(task.uri, task.read_version, storage_options=task.storage_options)
-    return ds.checkout_version(task.read_version)
 
-
-def _check_sources(task: CompactionTask, ds: LanceDataset) -> None:
+def _check_sources(task: CompactionTask, ctx: ReadContext) -> None:
     # A task must describe fragments exactly as its read version holds them; anything
     # else means it was planned on another dataset (or edited), and rewriting it would
     # commit rows that are not there.
     for frag in task.fragments:
-        have = ds.manifest.fragment(frag.id)
+        have = ctx.manifest.fragment(frag.id)
         if have is None or have.files != frag.files or have.deletion_file != frag.deletion_file \
                 or have.physical_rows != frag.physical_rows:
-            raise InvalidInputError(f"{ds.uri}: compaction task for fragments {list(task.fragment_ids)} does "
+            raise InvalidInputError(f"{task.uri}: compaction task for fragments {list(task.fragment_ids)} does "
                                     f"not match version {task.read_version} (fragment {frag.id} differs); "
                                     "plan again on the current version")
 
@@ -116,35 +125,33 @@ def rechunk_stable_row_ids(store: ObjectStore, old: Sequence[FragmentMetadata],
 
 def rewrite_task(task: CompactionTask, ds: LanceDataset | None) -> RewriteResult:
     """Execute ``task`` (see :meth:`CompactionTask.execute`)."""
-    from lance_format.maintenance.compaction import CompactionMetrics, RewriteResult
-    from lance_format.write import DEFAULT_MAX_BYTES_PER_FILE, write_fragment_files
-
     opts = task.options
-    ds = _open_at(task, ds)
-    _check_sources(task, ds)
-    # the handle's read context: deletion files in other bases are found, and the scan below
+    ctx = _context_at(task, ds)
+    _check_sources(task, ctx)
+    # the read context: deletion files in other bases are found, and the scan below
     # reuses what it read
-    deletions = [ds._ctx.deleted_offsets(f) for f in task.fragments]
-    store = ds._store
+    deletions = [ctx.deleted_offsets(f) for f in task.fragments]
+    store = ctx.store
     live = sum(f.physical_rows - int(d.size) for f, d in zip(task.fragments, deletions, strict=True))
     counts = output_row_counts(live, opts.target_rows_per_fragment)
-    schema = ds.schema
-    scanner = ds.scanner(batch_size=opts.batch_size, fragments=list(task.fragments))
-    batches = iter(scanner.to_batches())
+    schema = ctx.arrow_schema
+    scan_opts = ScanOptions(list(schema.names), batch_size=opts.batch_size or DEFAULT_BATCH_SIZE,
+                            fragments=list(task.fragments))
+    batches = iter(LanceScanner(ctx, scan_opts).to_batches())
     pending: list[pa.RecordBatch] = []
     new: list[FragmentMetadata] = []
     try:
         for n in counts:
             new.extend(write_fragment_files(
-                store, schema, _take(batches, pending, n), ds.lance_schema,
+                store, schema, _take(batches, pending, n), ctx.schema,
                 max_rows_per_file=n, max_rows_per_group=opts.max_rows_per_group,
                 max_bytes_per_file=opts.max_bytes_per_file or DEFAULT_MAX_BYTES_PER_FILE,
-                data_storage_version=ds.data_storage_version))
+                data_storage_version=ctx.manifest.data_storage_version))
         written = sum(f.physical_rows for f in new)
         if written != live or next(batches, None) is not None:
-            raise InvalidInputError(f"{ds.uri}: compaction of fragments {list(task.fragment_ids)} read "
+            raise InvalidInputError(f"{task.uri}: compaction of fragments {list(task.fragment_ids)} read "
                                     f"{written} rows where the metadata says {live} live rows")
-        if ds.manifest.uses_stable_row_ids:
+        if ctx.manifest.uses_stable_row_ids:
             new = rechunk_stable_row_ids(store, task.fragments, deletions, new)
     except BaseException:
         discard_fragment_files(store, new)

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from lance_format.errors import InvalidInputError, UnsupportedSchemeError
 from lance_format.session import Session
 from lance_format.storage.base import ObjectInfo, ObjectStore, normalize_key
+from lance_format.storage.external import DynamoDBManifestStore, SQLiteManifestStore
 from lance_format.storage.local import LocalStore
 from lance_format.storage.redact import redact_url
 
@@ -170,7 +171,6 @@ def _external_store(uri: str, opts: dict[str, str]) -> ExternalManifestStore | N
         spec = f"dynamodb://{table}"
     if spec is None:
         return None
-    from lance_format.storage.external import DynamoDBManifestStore, SQLiteManifestStore
 
     kind, sep, rest = str(spec).partition("://")
     if sep and kind == "sqlite" and rest:

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, BinaryIO
 
-from lance_format.errors import PathEscapeError
+from lance_format.errors import ObjectNotFoundError, PathEscapeError
 from lance_format.session import Session, default_session
 
 if TYPE_CHECKING:
@@ -113,7 +113,6 @@ class ObjectStore(abc.ABC):
 
     def exists(self, key: str) -> bool:
         """Return whether the object exists."""
-        from lance_format.errors import ObjectNotFoundError
 
         try:
             self.size(key)

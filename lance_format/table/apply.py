@@ -34,6 +34,14 @@ from lance_format.table.manifest import (
     compute_feature_flags,
 )
 from lance_format.table.models import BasePath, FragmentMetadata, check_data_path
+from lance_format.table.rowids import (
+    decode_row_ids,
+    decode_versions,
+    encode_row_id_range,
+    encode_row_ids,
+    encode_uniform_versions,
+    encode_version_runs,
+)
 from lance_format.table.transaction import LanceOperation, Transaction, data_files_of
 
 #: Default data storage version for new datasets: 2.2, pylance 14.0.2's "stable" default.
@@ -385,7 +393,6 @@ def _assign_row_ids(frags: tuple[FragmentMetadata, ...], next_row_id: int, versi
     # Fragments new in this commit get the next contiguous range of stable row ids
     # (done here, at build time, so a retried commit re-assigns them; ``Transaction::assign_row_ids``
     # in rust/lance/src/dataset/transaction.rs).
-    from lance_format.table.rowids import encode_row_id_range, encode_uniform_versions
 
     out = []
     for frag in frags:
@@ -410,13 +417,6 @@ def _complete_moved_rows(frag: FragmentMetadata, next_row_id: int, version: int
     # fragment carries; every row was last updated by this version.
     import numpy as np
 
-    from lance_format.table.rowids import (
-        decode_row_ids,
-        decode_versions,
-        encode_row_ids,
-        encode_uniform_versions,
-        encode_version_runs,
-    )
 
     assert frag.row_id_meta is not None
     ids = decode_row_ids(frag.row_id_meta, where=f"fragment {frag.id} row ids")

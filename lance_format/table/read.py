@@ -19,9 +19,11 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from lance_format.errors import InvalidInputError, LanceError, SchemaError
+from lance_format.file import LanceFileReader
 from lance_format.schema import LanceField, LanceSchema
 from lance_format.storage import LocalStore, ObjectStore, open_store
 from lance_format.table import deletion as _deletion
+from lance_format.table import rowids
 from lance_format.table.manifest import Manifest, arrow_schema
 from lance_format.table.models import DataFile, FragmentMetadata
 
@@ -81,7 +83,6 @@ class ReadContext:
         changed = False
         for frag in manifest.fragments:
             if frag.physical_rows == 0 and frag.files:
-                from lance_format.file import LanceFileReader
 
                 df = frag.files[0]
                 rows = LanceFileReader(None, store=self.data_store(df), key=df.path,
@@ -141,7 +142,6 @@ class ReadContext:
             data = self.store.read_range(ext.path, ext.offset, ext.size)
         if data is None:
             return None
-        from lance_format.table import rowids
 
         return rowids.decode_row_ids(data, where=f"fragment {frag.id} row ids", expected_len=frag.physical_rows)
 
@@ -191,7 +191,6 @@ class FragmentScan:
     def _reader(self, entry: _FileColumns) -> Any:
         reader = self._readers.get(entry.data_file.path)
         if reader is None:
-            from lance_format.file import LanceFileReader
 
             df = entry.data_file
             store = self.ctx.data_store(df)

@@ -20,6 +20,7 @@ from lance_format.errors import (
     SchemaError,
     UnsupportedVersionError,
 )
+from lance_format.file import LanceFileWriter
 from lance_format.schema import LanceSchema
 from lance_format.storage import ObjectStore
 from lance_format.table.apply import DEFAULT_DATA_STORAGE_VERSION
@@ -123,7 +124,6 @@ class _FileSink:
 
     def __init__(self, data_store: ObjectStore, lance_schema: LanceSchema, arrow_schema: pa.Schema, version: str,
                  max_page_bytes: int | None):
-        from lance_format.file import LanceFileWriter
 
         self.store = data_store
         self.name = new_data_file_name()

@@ -11,7 +11,8 @@ import pytest
 
 import lance_format
 from lance_format.errors import DatasetAlreadyExistsError, InvalidInputError
-from lance_format.evolution.bases import DatasetBasePath, write_dataset_with_bases
+from lance_format.evolution.bases import DatasetBasePath
+from lance_format.write import write_dataset_with_bases
 
 from ._util import files_under
 

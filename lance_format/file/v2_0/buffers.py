@@ -156,3 +156,13 @@ def bitmap(valid: np.ndarray) -> pa.Buffer:
 def unpack_bits(data: np.ndarray, bit_offset: int, count: int) -> np.ndarray:
     """``count`` bools from an LSB-first bitmap starting at ``bit_offset``."""
     return np.unpackbits(data, bitorder="little")[bit_offset : bit_offset + count].astype(bool)
+
+
+def fixed_width(typ: pa.DataType) -> int | None:
+    """Byte width of a fixed-width, byte-aligned type (``None`` otherwise)."""
+    if pa.types.is_boolean(typ) or pa.types.is_dictionary(typ) or pa.types.is_null(typ):
+        return None
+    try:
+        return int(typ.byte_width)
+    except ValueError:
+        return None

@@ -17,7 +17,8 @@ import numpy as np
 import pyarrow as pa
 
 from lance_format.errors import CorruptFileError, UnsupportedEncodingError
-from lance_format.file.v2_0.buffers import PageCtx, Sel
+from lance_format.file.v2_0.buffers import PageCtx, Sel, fixed_width
+from lance_format.file.v2_1.bitpack import unpack_blocks
 
 #: Refuse to inflate a buffer beyond this many times its compressed size (corrupt size prefixes).
 _MAX_RATIO = 1 << 14
@@ -74,21 +75,6 @@ def whole_buffer(flat: Any, ctx: PageCtx) -> np.ndarray:
     return hit
 
 
-def decode_fsst(fsst: Any, ctx: PageCtx, sel: Sel, typ: pa.DataType) -> pa.Array:
-    """FSST-compressed strings."""
-    from lance_format.file.v2_0.page_decode import decode_array, make_binary
-    from lance_format.file.v2_1 import fsst as fsst_codec
-    comp = decode_array(fsst.binary, ctx, sel, pa.large_binary())
-    bufs = comp.buffers()
-    offsets = np.frombuffer(bufs[1], dtype=np.int64)[comp.offset : comp.offset + len(comp) + 1]
-    data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else np.empty(0, np.uint8)
-    data = data[int(offsets[0]) : int(offsets[-1])]
-    table = fsst_codec.SymbolTable(bytes(fsst.symbol_table))
-    out, out_offsets = fsst_codec.decode(table, data, offsets - offsets[0])
-    valid = np.asarray(comp.is_valid()) if comp.null_count else None
-    return make_binary(typ, np.asarray(out_offsets, dtype=np.int64), np.asarray(out, dtype=np.uint8), valid)
-
-
 def _span(ctx: PageCtx, buf: Any, sel: Sel, bits: int) -> tuple[np.ndarray, int]:
     """Bytes covering the bits of rows ``[sel.start, sel.stop)`` and the bit offset of row ``start``."""
     first_bit = sel.start * bits
@@ -119,7 +105,6 @@ def decode_bitpacked(bp: Any, ctx: PageCtx, sel: Sel, typ: pa.DataType) -> pa.Ar
 
 def decode_bitpacked_non_neg(bp: Any, ctx: PageCtx, sel: Sel, typ: pa.DataType) -> pa.Array:
     """FastLanes bit-packed non-negative integers (blocks of 1024 values)."""
-    from lance_format.file.v2_1.bitpack import unpack_blocks
 
     bits, full = int(bp.compressed_bits_per_value), int(bp.uncompressed_bits_per_value)
     if not (0 < bits <= full) or full not in (8, 16, 32, 64):
@@ -134,8 +119,6 @@ def decode_bitpacked_non_neg(bp: Any, ctx: PageCtx, sel: Sel, typ: pa.DataType) 
 
 
 def _as_type(values: np.ndarray, typ: pa.DataType) -> pa.Array:
-    from lance_format.file.v2_0.page_decode import fixed_width
-
     if fixed_width(typ) == values.dtype.itemsize:
         return pa.Array.from_buffers(typ, len(values), [None, pa.py_buffer(values)])
     return pa.array(values).cast(typ)
@@ -145,7 +128,6 @@ __all__ = [
     "compress",
     "decode_bitpacked",
     "decode_bitpacked_non_neg",
-    "decode_fsst",
     "decompress",
     "whole_buffer",
 ]

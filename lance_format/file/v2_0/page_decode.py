@@ -11,9 +11,18 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+import lance_format.file.v2_0.compressed as compressed
 from lance_format.errors import UnsupportedEncodingError
-from lance_format.file.v2_0 import compressed
-from lance_format.file.v2_0.buffers import PageCtx, Sel, bitmap, gather_fixed, gather_var, unpack_bits
+from lance_format.file.v2_0.buffers import (
+    PageCtx,
+    Sel,
+    bitmap,
+    fixed_width,
+    gather_fixed,
+    gather_var,
+    unpack_bits,
+)
+from lance_format.file.v2_1 import fsst as fsst_codec
 
 _BINARY_TYPES = (pa.types.is_string, pa.types.is_large_string, pa.types.is_binary, pa.types.is_large_binary)
 
@@ -21,16 +30,6 @@ _BINARY_TYPES = (pa.types.is_string, pa.types.is_large_string, pa.types.is_binar
 def is_binary_like(typ: pa.DataType) -> bool:
     """Whether ``typ`` is (large) string or (large) binary."""
     return any(check(typ) for check in _BINARY_TYPES)
-
-
-def fixed_width(typ: pa.DataType) -> int | None:
-    """Byte width of a fixed-width, byte-aligned type (``None`` otherwise)."""
-    if pa.types.is_boolean(typ) or pa.types.is_dictionary(typ) or pa.types.is_null(typ):
-        return None
-    try:
-        return int(typ.byte_width)
-    except ValueError:
-        return None
 
 
 def _is_large(typ: pa.DataType) -> bool:
@@ -57,7 +56,7 @@ def decode_array(enc: Any, ctx: PageCtx, sel: Sel, typ: pa.DataType) -> pa.Array
     if kind == "constant":
         return _decode_constant(enc.constant, sel, typ)
     if kind == "fsst":
-        return compressed.decode_fsst(enc.fsst, ctx, sel, typ)
+        return decode_fsst(enc.fsst, ctx, sel, typ)
     if kind == "bitpacked":
         return compressed.decode_bitpacked(enc.bitpacked, ctx, sel, typ)
     if kind == "bitpacked_for_non_neg":
@@ -379,3 +378,16 @@ def _decode_constant(const: Any, sel: Sel, typ: pa.DataType) -> pa.Array:
     if width and len(value) == width:
         return pa.Array.from_buffers(typ, n, [None, pa.py_buffer(value * n)])
     raise UnsupportedEncodingError(f"constant encoding of {len(value)} bytes for type {typ}")
+
+
+def decode_fsst(fsst: Any, ctx: PageCtx, sel: Sel, typ: pa.DataType) -> pa.Array:
+    """FSST-compressed strings."""
+    comp = decode_array(fsst.binary, ctx, sel, pa.large_binary())
+    bufs = comp.buffers()
+    offsets = np.frombuffer(bufs[1], dtype=np.int64)[comp.offset : comp.offset + len(comp) + 1]
+    data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else np.empty(0, np.uint8)
+    data = data[int(offsets[0]) : int(offsets[-1])]
+    table = fsst_codec.SymbolTable(bytes(fsst.symbol_table))
+    out, out_offsets = fsst_codec.decode(table, data, offsets - offsets[0])
+    valid = np.asarray(comp.is_valid()) if comp.null_count else None
+    return make_binary(typ, np.asarray(out_offsets, dtype=np.int64), np.asarray(out, dtype=np.uint8), valid)

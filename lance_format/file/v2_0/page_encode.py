@@ -18,8 +18,9 @@ import pyarrow.compute as pc
 
 from lance_format._pb import encodings_v2_0_pb2 as pb
 from lance_format.errors import UnsupportedTypeError
+from lance_format.file.v2_0.buffers import fixed_width
 from lance_format.file.v2_0.compressed import compress
-from lance_format.file.v2_0.page_decode import fixed_width, is_binary_like
+from lance_format.file.v2_0.page_decode import is_binary_like
 
 #: Pages of at least this many rows may switch ``string`` to dictionary encoding.
 DICT_MIN_ROWS = 100

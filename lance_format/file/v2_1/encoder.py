@@ -10,7 +10,7 @@ import pyarrow as pa
 
 from lance_format._pb import encodings_v2_1_pb2 as pb
 from lance_format.errors import InvalidInputError, UnsupportedTypeError
-from lance_format.file.container import DEFAULT_PAGE_BYTES
+from lance_format.file.container import DEFAULT_PAGE_BYTES, make_column_metadata
 from lance_format.file.v2_1.fullzip_enc import encode_fullzip, encode_packed_fullzip
 from lance_format.file.v2_1.miniblock import ValueChunks, serialize
 from lance_format.file.v2_1.pagequeue import PageQueue
@@ -191,7 +191,6 @@ class Encoder21:
 
     def finish(self) -> list[Any]:
         """Flush everything; returns the ColumnMetadata protobufs by column index."""
-        from lance_format.file.container import make_column_metadata
 
         try:
             for fi in range(len(self.schema)):

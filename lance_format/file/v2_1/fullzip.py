@@ -15,8 +15,7 @@ from lance_format.file.v2_1 import compression as comp
 from lance_format.file.v2_1.blocks import Block, Fixed, Fsl, Var, VarPackedStruct
 from lance_format.file.v2_1.fsst import SymbolTable
 from lance_format.file.v2_1.fsst import decode as fsst_decode
-from lance_format.file.v2_1.layout import PageData
-from lance_format.file.v2_1.repdef import layers_from_pb
+from lance_format.file.v2_1.repdef import PageData, layers_from_pb
 
 
 def control_word_bytes(bits: int) -> int:

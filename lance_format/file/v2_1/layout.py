@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from lance_format._pb import encodings_v2_1_pb2 as pb
@@ -21,19 +19,8 @@ from lance_format.file.v2_1.blocks import (
     fixed_to_uint,
 )
 from lance_format.file.v2_1.chunkset import decode_chunkset
-from lance_format.file.v2_1.repdef import Layer, layers_from_pb
-
-
-@dataclass
-class PageData:
-    """A decoded page: visible leaf values plus the rep/def levels that give them structure."""
-
-    values: Block
-    rep: np.ndarray | None
-    defs: np.ndarray | None
-    layers: list[Layer]
-    num_rows: int
-    dictionary: Block | None = None
+from lance_format.file.v2_1.fullzip import decode_fullzip
+from lance_format.file.v2_1.repdef import Layer, PageData, layers_from_pb
 
 
 def decode_page(layout: pb.PageLayout, buffers: list[np.ndarray], num_rows: int) -> PageData:
@@ -44,8 +31,6 @@ def decode_page(layout: pb.PageLayout, buffers: list[np.ndarray], num_rows: int)
     if kind == "constant_layout":
         return _decode_constant(layout.constant_layout, buffers, num_rows)
     if kind == "full_zip_layout":
-        from lance_format.file.v2_1.fullzip import decode_fullzip
-
         return decode_fullzip(layout.full_zip_layout, buffers, num_rows)
     if kind == "blob_layout":
         return _decode_blob(layout.blob_layout, buffers, num_rows)

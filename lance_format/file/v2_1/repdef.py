@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from lance_format.errors import CorruptFileError
+from lance_format.file.v2_1.blocks import Block
 
 
 class Layer(IntEnum):
@@ -139,3 +140,15 @@ def unravel(
         outs[k] = LayerOut(validity, offsets)
         pos = child
     return outs, num_levels if pos is None else len(pos)
+
+
+@dataclass
+class PageData:
+    """A decoded page: visible leaf values plus the rep/def levels that give them structure."""
+
+    values: Block
+    rep: np.ndarray | None
+    defs: np.ndarray | None
+    layers: list[Layer]
+    num_rows: int
+    dictionary: Block | None = None
