@@ -164,6 +164,37 @@ class ReadOptions:
 
 
 @dataclass(frozen=True)
+class StreamReadOptions:
+    """Parsed ``spark.readStream.format("lance")`` options (see :mod:`lance_format.spark.stream_reader`)."""
+
+    uri: str
+    columns: tuple[str, ...] | None = None
+    filter: str | None = None
+    batch_size: int | None = None
+    max_rows_per_partition: int = DEFAULT_MAX_ROWS_PER_PARTITION
+    storage_options: Mapping[str, str] = field(default_factory=dict)
+    starting_version: int | None = None
+    skip_change_commits: bool = False
+    max_rows_per_trigger: int | None = None
+
+    @classmethod
+    def parse(cls, options: Mapping[str, str]) -> StreamReadOptions:
+        """Parse Spark's option mapping.
+
+        Raises:
+            InvalidInputError: a malformed option, or a batch-only one (``version``, ``limit``...).
+        """
+        batch_only = [k for k in ("version", "tag", "timestamp", "limit") if _get(options, k) is not None]
+        if batch_only:
+            raise InvalidInputError(f"lance streaming source: option(s) {batch_only} apply to batch reads only; "
+                                    "a stream starts at 'starting_version' (or with a snapshot of the latest)")
+        read = ReadOptions.parse(options)
+        return cls(read.uri, read.columns, read.filter, read.batch_size, read.max_rows_per_partition,
+                   read.storage_options, _int(options, "starting_version", None),
+                   _bool(options, "skip_change_commits"), _int(options, "max_rows_per_trigger", None))
+
+
+@dataclass(frozen=True)
 class WriteOptions:
     """Parsed write options (see the module docstring)."""
 
@@ -208,4 +239,5 @@ def as_dict(options: Any) -> dict[str, str]:
     return {str(k): str(v) for k, v in dict(options).items()}
 
 
-__all__ = ["DEFAULT_MAX_ROWS_PER_PARTITION", "STORAGE_KEYS", "ReadOptions", "WriteOptions", "storage_options"]
+__all__ = ["DEFAULT_MAX_ROWS_PER_PARTITION", "STORAGE_KEYS", "ReadOptions", "StreamReadOptions", "WriteOptions",
+           "storage_options"]

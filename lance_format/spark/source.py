@@ -1,9 +1,11 @@
-"""``LanceDataSource``: the ``lance`` format for ``spark.read``, ``df.write`` and ``df.writeStream``.
+"""``LanceDataSource``: the ``lance`` format for ``spark.read``, ``spark.readStream``, ``df.write``
+and ``df.writeStream``.
 
 Register it once per session with :func:`lance_format.spark.register` (or build a session
 with :func:`lance_format.spark.local_session`). Options are documented in
 :mod:`lance_format.spark.options`; the read path in :mod:`lance_format.spark.reader`, the
-write path in :mod:`lance_format.spark.writer`, the streaming sink in
+write path in :mod:`lance_format.spark.writer`, the streaming source in
+:mod:`lance_format.spark.stream_reader`, the streaming sink in
 :mod:`lance_format.spark.streaming`, the type mapping in :mod:`lance_format.spark.types`.
 """
 
@@ -14,8 +16,9 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource
 
-from lance_format.spark.options import ReadOptions, WriteOptions
+from lance_format.spark.options import ReadOptions, StreamReadOptions, WriteOptions
 from lance_format.spark.reader import LanceReader, open_dataset, projected_schema
+from lance_format.spark.stream_reader import LanceStreamReader
 from lance_format.spark.streaming import LanceStreamWriter
 from lance_format.spark.types import spark_schema
 from lance_format.spark.writer import LanceBatchWriter
@@ -29,7 +32,7 @@ def _arrow_input_schema(schema: Any) -> pa.Schema:
 
 
 class LanceDataSource(DataSource):
-    """The ``lance`` Python data source (batch read, batch write, streaming write)."""
+    """The ``lance`` Python data source (batch and streaming reads and writes)."""
 
     @classmethod
     def name(cls) -> str:
@@ -54,6 +57,10 @@ class LanceDataSource(DataSource):
     def reader(self, schema: Any) -> LanceReader:
         """A reader of the pinned version; the fields of ``schema`` are the columns read."""
         return LanceReader(ReadOptions.parse(self.options), schema.fields, self.pinned_version)
+
+    def streamReader(self, schema: Any) -> LanceStreamReader:  # noqa: N802  (Spark's name)
+        """A micro-batch reader whose offsets are versions (appended rows, exactly once)."""
+        return LanceStreamReader(StreamReadOptions.parse(self.options), schema.fields)
 
     def writer(self, schema: Any, overwrite: bool) -> LanceBatchWriter:
         """A batch writer: tasks write files, the driver commits one transaction."""
