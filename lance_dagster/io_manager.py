@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, cast
 
+import pyarrow as pa
 from dagster import (
     ConfigurableIOManagerFactory,
     DagsterInvariantViolationError,
@@ -25,7 +26,7 @@ from .lineage import transaction_properties
 from .masking import MaskedCredentials, env_resolved
 from .metadata import input_versions_metadata, load_metadata, write_metadata
 from .partitions import PartitionSlice, build_slice, partition_expr_of
-from .reader import ArrowSource, ReadSpec, open_dataset
+from .reader import ArrowSource, ReadSpec, declared_schema, open_dataset
 from .writer import commit_arrow
 
 #: Extra materialization metadata written by this module (besides lance_dagster.metadata's keys).
@@ -129,9 +130,17 @@ def output_slice(context: OutputContext, where: str) -> PartitionSlice | None:
 
 
 def input_slice(context: InputContext, where: str) -> PartitionSlice | None:
-    """The partition slice of the upstream a partitioned load reads (``None``: every row)."""
+    """The partition slice of the upstream a partitioned load reads (``None``: every row).
+
+    A partition mapping may map to no upstream partition: the first partition of a self-dependent
+    asset (``TimeWindowPartitionMapping(start_offset=-1, end_offset=-1)``) reads the day before
+    the first one. That is :meth:`PartitionSlice.nothing`, which loads no rows (as Dagster's
+    ``DbIOManager`` integrations load an empty table).
+    """
     if not context.has_asset_partitions or context.upstream_output is None:
         return None
+    if not context.asset_partition_keys:
+        return PartitionSlice.nothing()
     return build_slice(context.asset_partitions_def, context.asset_partition_keys,
                        partition_expr_of(context.upstream_output.definition_metadata),
                        where=f"{where} (upstream)")
@@ -230,6 +239,8 @@ class LanceStorageIOManager(IOManager):
         except VersionNotFoundError as exc:
             raise VersionNotFoundError(f"{where}: {uri} has no version {spec.pin!r}: {exc}") from exc
         except DatasetNotFoundError as exc:
+            if part is not None and not part.keys:
+                return self._load_nothing(context, handler, uri, spec, where)
             raise DatasetNotFoundError(
                 f"{where}: no Lance dataset at {uri}; materialize the upstream asset first"
             ) from exc
@@ -250,6 +261,21 @@ class LanceStorageIOManager(IOManager):
                          + (f" columns {list(spec.columns)}" if spec.columns else "")
                          + (f" rows where {source.row_filter}" if source.row_filter is not None else ""))
         return value
+
+    def _load_nothing(self, context: InputContext, handler: FrameHandler, uri: str, spec: ReadSpec,
+                      where: str) -> Any:
+        """No upstream partition of a dataset not written yet: an empty frame of the declared schema.
+
+        The schema is the upstream's ``dagster/column_schema`` definition metadata (no columns when
+        it declares none). Nothing was read, so no version is recorded.
+        """
+        upstream = context.upstream_output
+        schema = declared_schema(upstream.definition_metadata if upstream is not None else None,
+                                 where=f"{where} (upstream)")
+        source = ArrowSource.missing(uri, schema if schema is not None else pa.schema([]), spec)
+        context.log.info(f"Lance read: {uri} does not exist yet and no upstream partition is mapped; "
+                         f"loading an empty input of the {'declared' if schema is not None else 'empty'} schema")
+        return handler.from_arrow(source, context.dagster_type.typing_type)
 
     def _record_read(self, context: InputContext, asset: str, version: int) -> None:
         try:

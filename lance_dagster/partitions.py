@@ -129,19 +129,29 @@ class PartitionSlice:
     keys: tuple[str, ...]
     terms: tuple[tuple[PartitionDimension, ...], ...]
 
+    @classmethod
+    def nothing(cls) -> PartitionSlice:
+        """The slice of no partition: what a partition mapping gives the first partition of a
+        self-dependent asset (``TimeWindowPartitionMapping(start_offset=-1, end_offset=-1)``)."""
+        return cls((), ())
+
     @property
     def columns(self) -> tuple[str, ...]:
         """The partition columns, in dimension order."""
         return tuple(d.column for d in self.terms[0]) if self.terms else ()
 
     def expression(self, schema: pa.Schema, *, where: str) -> pc.Expression:
-        """The filter selecting the slice's rows of a table with ``schema``."""
+        """The filter selecting the slice's rows of a table with ``schema`` (always false for no partition)."""
+        if not self.terms:
+            return pc.scalar(False)
         conj = [reduce(lambda a, b: a & b, [d.expression(schema, where=where) for d in term])
                 for term in self.terms]
         return reduce(lambda a, b: a | b, conj)
 
     def sql(self, schema: pa.Schema, *, where: str) -> str:
         """The same filter as Lance SQL text."""
+        if not self.terms:
+            return "false"
         conj = [" AND ".join(d.sql(schema, where=where) for d in term) for term in self.terms]
         return conj[0] if len(conj) == 1 else " OR ".join(f"({c})" for c in conj)
 

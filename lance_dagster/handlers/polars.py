@@ -67,4 +67,4 @@ def _lazy_scan(pl: Any, source: ArrowSource) -> Any:
                 return
 
     return register_io_source(scan, schema=schema, explain_name="lance",
-                              explain_detail=f"{source.dataset.uri} version {source.version}")
+                              explain_detail=f"{source.uri} version {source.version}")

@@ -103,9 +103,16 @@ class SparkHandler(FrameHandler):
         return out
 
     def from_arrow(self, source: ArrowSource, tp: Any) -> Any:
-        """A Spark DataFrame of the pinned version: selected columns, partition filter in the scan."""
+        """A Spark DataFrame of the pinned version: selected columns, partition filter in the scan.
+
+        A dataset not written yet (the first partition of a self-dependent asset) is an empty
+        DataFrame of the declared schema.
+        """
         spark = _session()
-        ds = source.dataset
+        if not source.exists:
+            from pyspark.sql.pandas.types import from_arrow_schema
+
+            return spark.createDataFrame([], schema=from_arrow_schema(source.schema))
         reader = spark.read.format("lance").option("version", str(source.version))
         if source.storage_options:
             reader = reader.option("storage_options", json.dumps(source.storage_options))
@@ -117,5 +124,5 @@ class SparkHandler(FrameHandler):
             reader = reader.option("columns", ",".join(scanned))
         if predicate is not None:
             reader = reader.option("filter", predicate)
-        frame = reader.load(ds.uri)
+        frame = reader.load(source.uri)
         return frame.select(*columns) if columns is not None else frame
