@@ -24,11 +24,9 @@ from lance_format.index import frag_reuse
 from lance_format.index.remap import RowAddressMap, remap_indices
 from lance_format.maintenance import _indices
 from lance_format.maintenance.compaction_models import CompactionMetrics, CompactionOptions, RewriteResult
-from lance_format.table import conflicts
-from lance_format.table.commit import commit_transaction, newer_transactions
+from lance_format.table.commit import check_transaction, commit_transaction
 from lance_format.table.discard import discard_fragment_files
 from lance_format.table.transaction import LanceOperation, Transaction
-from lance_format.table.versions import load_manifest
 
 U64 = npt.NDArray[np.uint64]
 
@@ -178,17 +176,6 @@ def _frag_reuse_entry(ds: LanceDataset, assigned: Sequence[RewriteResult]) -> In
     return frag_reuse.build_frag_reuse_entry(previous, ds.version, groups, ds._store)
 
 
-def _precheck(latest: LanceDataset, txn: Transaction) -> None:
-    store = latest._store
-    base_files = {f.id: f.files for f in load_manifest(store, txn.read_version).fragments}
-    for v, _manifest, theirs in newer_transactions(store, txn.read_version, latest.version):
-        if theirs is None:
-            continue
-        outcome = conflicts.check(txn, theirs, base_files)
-        if outcome not in (conflicts.Outcome.COMPATIBLE, conflicts.Outcome.REBASE_DELETIONS):
-            conflicts.raise_for(outcome, txn, theirs, v)
-
-
 def commit_compaction(ds: LanceDataset, results: Sequence[RewriteResult], opts: CompactionOptions,
                       transaction_properties: Mapping[str, str] | None = None) -> CompactionMetrics:
     """Commit ``results`` as one ``Rewrite`` (see the module docstring); ``ds`` moves to the new version."""
@@ -213,8 +200,9 @@ def commit_compaction(ds: LanceDataset, results: Sequence[RewriteResult], opts: 
     # Refuse a doomed rewrite before reserving ids or writing index files. The commit loop
     # checks again (for commits that land after this point) and carries deletes and updates
     # of rewritten fragments over to the new fragments (lance_format.table.rebase.RewriteRebase).
-    _precheck(latest, Transaction(read_version, LanceOperation.Rewrite(
-        [LanceOperation.RewriteGroup(r.original_fragments, r.new_fragments) for r in results])))
+    check_transaction(latest._store, Transaction(read_version, LanceOperation.Rewrite(
+        [LanceOperation.RewriteGroup(r.original_fragments, r.new_fragments) for r in results])),
+        upto=latest.version)
     remap, _ = _check_indices(latest, results, opts)
     n_new = sum(len(r.new_fragments) for r in results)
     new_ids = iter(_reserve_ids(latest, n_new, transaction_properties or {}) if n_new else [])

@@ -34,6 +34,7 @@ from lance_format.table.rebase import Rebase, rebaser_for
 from lance_format.table.transaction import LanceOperation, Transaction
 from lance_format.table.versions import (
     find_latest,
+    latest_version,
     load_manifest,
     load_transaction,
     manifest_key_of,
@@ -73,6 +74,33 @@ def newer_transactions(store: ObjectStore, after: int, upto: int
                 "(cleaned up meanwhile), so this commit cannot be checked for conflicts against it; "
                 "retry the operation on the latest version") from None
         yield v, manifest, load_transaction(store, manifest)
+
+
+def _outcome(store: ObjectStore, txn: Transaction, version: int, theirs: Transaction | None,
+             base_files: dict[int, Any]) -> tuple[conflicts.Outcome, Transaction]:
+    if theirs is None:
+        raise CommitConflictError(f"{store.uri('')}: version {version} has no transaction; "
+                                  f"cannot check {txn.operation.kind} for conflicts")
+    return conflicts.check(txn, theirs, base_files), theirs
+
+
+def check_transaction(store: ObjectStore, txn: Transaction, *, upto: int | None = None) -> None:
+    """Run the commit loop's conflict check for ``txn`` now, without committing anything.
+
+    For work that is costly to undo (compaction reserves fragment ids and writes index
+    files before it commits): a transaction this refuses would be refused by
+    :func:`commit_transaction` too. A conflict a rebase would resolve passes; commits that
+    land after this check are checked again by the commit itself.
+
+    Raises:
+        CommitConflictError: as :func:`commit_transaction` would (MissingVersionError included).
+    """
+    latest = upto if upto is not None else (latest_version(store) or 0)
+    base_files = {f.id: f.files for f in load_manifest(store, txn.read_version).fragments}
+    for v, _manifest, theirs in newer_transactions(store, txn.read_version, latest):
+        outcome, committed = _outcome(store, txn, v, theirs, base_files)
+        if outcome is not conflicts.Outcome.REBASE_DELETIONS:
+            conflicts.raise_for(outcome, txn, committed, v)
 
 
 def _gone(store: ObjectStore, after: int, upto: int) -> bool:
@@ -176,12 +204,9 @@ def commit_transaction(
                 checked = latest
             for v, theirs_manifest, theirs in newer_transactions(store, checked, latest):
                 seen = theirs_manifest
-                if theirs is None:
-                    raise CommitConflictError(f"{store.uri('')}: version {v} has no transaction; "
-                                              f"cannot check {txn.operation.kind} for conflicts")
                 if base_files is None:
                     base_files = {f.id: f.files for f in base_read.fragments} if base_read is not None else {}
-                outcome = conflicts.check(txn, theirs, base_files)
+                outcome, committed = _outcome(store, txn, v, theirs, base_files)
                 if outcome is conflicts.Outcome.REBASE_DELETIONS:
                     if rebase_deletions is None and base_read is not None:
                         rebase_deletions = rebaser_for(txn, base_read)
@@ -191,7 +216,7 @@ def commit_transaction(
                         assert base_read is not None
                         txn = rebase_deletions(store, txn, theirs_manifest, base_read)
                         continue
-                conflicts.raise_for(outcome, txn, theirs, v)
+                conflicts.raise_for(outcome, txn, committed, v)
             checked = latest
             if scheme is None:
                 scheme = NamingScheme.V2 if enable_v2_manifest_paths else NamingScheme.V1
@@ -254,4 +279,4 @@ def commit_transaction(
 
 
 __all__ = ["DEFAULT_DATA_STORAGE_VERSION", "DEFAULT_MAX_RETRIES", "AfterCommit", "DeletionRebaser",
-           "MissingVersionError", "build_manifest", "commit_transaction", "newer_transactions", "register_after_commit"]
+           "MissingVersionError", "build_manifest", "check_transaction", "commit_transaction", "newer_transactions", "register_after_commit"]
