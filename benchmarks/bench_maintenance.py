@@ -96,7 +96,10 @@ def child(op: str, engine: str, uri: str) -> None:
         check = {"rows": after.count_rows(), "fragments": len(after.get_fragments()),
                  "fragments_removed": metrics.fragments_removed}
     else:
-        seconds, stats = timed(lambda: ds.cleanup_old_versions(older_than=dt.timedelta(0)))
+        # Ours keeps versions superseded within its commit grace (commits in flight); the
+        # benchmark compares the removal pylance does, so the grace is 0 here.
+        extra = {"commit_grace": dt.timedelta(0)} if engine == "ours" else {}
+        seconds, stats = timed(lambda: ds.cleanup_old_versions(older_than=dt.timedelta(0), **extra))
         check = {"old_versions": stats.old_versions, "bytes_removed": stats.bytes_removed,
                  "versions_left": len(mod.dataset(uri).versions())}
     emit({"seconds": seconds, **check})
