@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any, cast
 
@@ -20,7 +21,7 @@ from pydantic import Field
 
 from lance_format.errors import DatasetNotFoundError, InvalidInputError, VersionNotFoundError
 
-from .config import LanceSettings, SchemaMode, WriteMode, make_settings, resolve_write_options
+from .config import LanceSettings, SchemaMode, WriteMode, make_settings, raw_value, resolve_write_options
 from .handlers import FrameHandler, default_handlers, handler_for_type, handler_for_value
 from .lineage import transaction_properties
 from .masking import MaskedCredentials, env_resolved
@@ -34,12 +35,17 @@ PARTITION_FILTER = "lance/partition_filter"
 ROWS_DELETED = "lance/rows_deleted"
 SKIPPED = "lance/skipped"
 SCHEMA_MODE = "lance/schema_mode"
+#: Output metadata naming an op output's dataset, and a prefix in front of it.
+TABLE_KEY = "table"
+KEY_PREFIX_KEY = "key_prefix"
 
 
 class LanceIOManager(MaskedCredentials, ConfigurableIOManagerFactory):  # type: ignore[type-arg]
     """IO manager that stores every asset as a Lance dataset under ``root_uri``.
 
-    The dataset of asset ``["a", "b"]`` is ``{root_uri}/a/b.lance``. Outputs may be ``pyarrow.Table``
+    The dataset of asset ``["a", "b"]`` is ``{root_uri}/a/b.lance``; an op output's is
+    ``{root_uri}/<op>/<output>.lance`` or the ``Out(metadata={"table": ...})`` name, the same in
+    every run (:func:`op_output_path`). Outputs may be ``pyarrow.Table``
     / ``RecordBatchReader``, ``pandas.DataFrame`` or ``polars.DataFrame`` / ``LazyFrame``; inputs are
     loaded as whatever the parameter is annotated with (``pyarrow.Table`` when untyped), including
     ``lance_format.LanceDataset`` for a lazy handle pinned to the version read.
@@ -107,8 +113,48 @@ def _key_path(context: OutputContext | InputContext) -> list[str]:
     if context.has_asset_key:
         return list(context.asset_key.path)
     if isinstance(context, InputContext):
-        return list(context.upstream_output.get_identifier()) if context.upstream_output else []
-    return list(context.get_identifier())
+        if context.upstream_output is None:
+            raise InvalidInputError(f"{_describe(context)}: no upstream output to load (LanceIOManager loads "
+                                    "asset and op outputs only)")
+        return op_output_path(context.upstream_output)
+    return op_output_path(context)
+
+
+def op_output_path(context: OutputContext) -> list[str]:
+    """The dataset path of an op output: stable across runs, so append, merge and ignore act on one table.
+
+    ``Out(metadata={"table": "a/b"})`` names it; otherwise it is ``<op>/<output>`` (the op's
+    node path inside graphs, without a dynamic mapping key: mapped copies write to one table).
+    ``Out(metadata={"key_prefix": ...})`` (a string or a list) goes in front, as an asset's
+    ``key_prefix`` does. Like dagster-deltalake's and dagster-iceberg's table per output, and
+    unlike the run-scoped paths of Dagster's filesystem IO manager.
+
+    Raises:
+        InvalidInputError: ``table`` or ``key_prefix`` is not a string (or list of strings).
+    """
+    meta = context.definition_metadata or {}
+    where = f"output {context.name!r}"
+    table = raw_value(meta.get(TABLE_KEY))
+    if table is not None:
+        if not isinstance(table, str) or not table.strip("/"):
+            raise InvalidInputError(f"{where}: metadata {TABLE_KEY!r} must be a dataset name or 'a/b' path, "
+                                    f"got {table!r}")
+        path = [p for p in table.split("/") if p]
+    else:
+        node = context.step_key if context.step_key else context.op_def.name
+        path = [*re.sub(r"\[.*\]$", "", node).split("."), context.name]
+    return _prefix(meta.get(KEY_PREFIX_KEY), where) + path
+
+
+def _prefix(value: Any, where: str) -> list[str]:
+    raw = raw_value(value)
+    if raw is None:
+        return []
+    parts = [raw] if isinstance(raw, str) else raw
+    if not isinstance(parts, list | tuple) or not all(isinstance(p, str) and p for p in parts):
+        raise InvalidInputError(f"{where}: metadata {KEY_PREFIX_KEY!r} must be a string or a list of strings, "
+                                f"got {raw!r}")
+    return [q for p in parts for q in p.split("/") if q]
 
 
 def _describe(context: OutputContext | InputContext) -> str:

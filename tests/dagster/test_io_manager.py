@@ -229,30 +229,6 @@ def test_pandas_and_reader_round_trip(root: str, io_manager: LanceIOManager, ins
     assert lance_format.dataset(f"{root}/streamed.lance").count_rows() == 3
 
 
-def test_op_outputs_use_run_scoped_datasets(root: str, io_manager: LanceIOManager,
-                                            instance: DagsterInstance) -> None:
-    from dagster import job, op
-
-    @op
-    def produce() -> pa.Table:
-        return _table(0)
-
-    seen: list[int] = []
-
-    @op
-    def consume(t: pa.Table) -> None:
-        seen.append(t.num_rows)
-
-    @job(resource_defs={"io_manager": io_manager})
-    def pipeline() -> None:
-        consume(produce())
-
-    result = pipeline.execute_in_process(instance=instance)
-    assert result.success and seen == [3]
-    ds = lance_format.dataset(f"{root}/{result.run_id}/produce/result.lance")
-    assert version_history(ds)[0].run_id == result.run_id
-
-
 def test_data_storage_version_config(root: str, instance: DagsterInstance) -> None:
     io = LanceIOManager(root_uri=root, data_storage_version="2.0")
     _run([snapshot], io, instance)
