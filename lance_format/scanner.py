@@ -19,7 +19,6 @@ from lance_format.table.count import count_matching, counts_directly
 from lance_format.table.models import FragmentMetadata
 from lance_format.table.read import (
     DEFAULT_BATCH_SIZE,
-    DELETION_CACHE_BYTES,
     ROW_ADDR,
     ROW_ID,
     FragmentScan,
@@ -119,7 +118,6 @@ class LanceScanner(Scan):
 
 __all__ = [
     "DEFAULT_BATCH_SIZE",
-    "DELETION_CACHE_BYTES",
     "PREFETCH_FRAGMENTS",
     "ROW_ADDR",
     "ROW_ID",

@@ -36,25 +36,28 @@ BITMAP_THRESHOLD = 5000
 
 ROW_ID_SCHEMA = pa.schema([pa.field("row_id", pa.uint32(), nullable=False)])
 
-#: Decoded deletion vectors in the store's session, keyed by file URI, kind and row count. A
-#: deletion file is never rewritten in a dataset (its name carries a random id and writes are
-#: create-only), so a hit is answered without reading the file again, as lance's cache does.
+#: Decoded deletion vectors in the store's session, keyed by file URI and kind: the one cache of
+#: them (dataset handles read through :func:`deletion_vector` too). A deletion file is never
+#: rewritten in a dataset (its name carries a random id and writes are create-only), so a hit is
+#: answered without reading the file again, as lance's cache does. Entries are read-only arrays.
 DELETION_VECTOR: CacheKind[npt.NDArray[np.uint32]] = CacheKind("deletion_vector")
 
 
-def _cache_put(store: ObjectStore, path: str, kind: str, rows: int, offsets: npt.NDArray[np.uint32]) -> None:
+def _cache_put(store: ObjectStore, path: str, kind: str, offsets: npt.NDArray[np.uint32]) -> None:
+    """Keep ``offsets`` (made read-only: every later reader shares the array)."""
+    offsets.flags.writeable = False
     cache = store.session.metadata_cache
     cost = offsets.nbytes + len(path)
     if cost > cache.capacity_bytes // 8:  # one huge vector must not flush everything else
         return
-    kept = offsets.copy()
-    kept.flags.writeable = False
-    cache.put(DELETION_VECTOR, (path, kind, rows), kept, cost)
+    cache.put(DELETION_VECTOR, (path, kind), offsets, cost)
 
 
 def _cache_get(store: ObjectStore, path: str, kind: str, rows: int) -> npt.NDArray[np.uint32] | None:
-    hit = store.session.metadata_cache.get(DELETION_VECTOR, (path, kind, rows))
-    return None if hit is None else hit.copy()
+    hit = store.session.metadata_cache.get(DELETION_VECTOR, (path, kind))
+    if hit is None or (rows and hit.size != rows):
+        return None  # a description with another row count is checked against the file itself
+    return hit
 
 
 def clear_deletion_cache() -> None:
@@ -170,7 +173,7 @@ def write_deletion_file(
         df = DeletionFile(read_version, secrets.randbits(64), file_type, int(offsets.size))
         try:
             store.put_if_absent(df.path(fragment_id), payload)
-            _cache_put(store, store.uri(df.path(fragment_id)), file_type, df.num_deleted_rows, offsets)
+            _cache_put(store, store.uri(df.path(fragment_id)), file_type, offsets)
             return df
         except FileExistsError:
             continue
@@ -236,9 +239,30 @@ def check_deletions(offsets: npt.NDArray[np.uint32], df: DeletionFile, path: str
                                f"manifest records {df.num_deleted_rows}")
 
 
+def deletion_vector(store: ObjectStore, fragment_id: int, df: DeletionFile, *,
+                    physical_rows: int | None = None) -> npt.NDArray[np.uint32]:
+    """The sorted deleted row offsets of a deletion file, as the shared read-only cached array.
+
+    What dataset handles read through (scans, takes, counts, deletes): a hit costs one cache
+    lookup. Arguments and errors as :func:`read_deletion_file`.
+    """
+    key = df.path(fragment_id)
+    path = store.uri(key)
+    hit = _cache_get(store, path, df.file_type, df.num_deleted_rows)
+    if hit is None:
+        data = bytes(store.read(key))
+        if df.file_type == "array":
+            hit = decode_arrow_deletions(data, path)
+        else:
+            hit = decode_bitmap_deletions(data, path)
+        _cache_put(store, path, df.file_type, hit)
+    check_deletions(hit, df, path, physical_rows if physical_rows else None)
+    return hit
+
+
 def read_deletion_file(store: ObjectStore, fragment_id: int, df: DeletionFile, *,
                        physical_rows: int | None = None) -> npt.NDArray[np.uint32]:
-    """Read a deletion file and return the sorted deleted row offsets.
+    """Read a deletion file and return the sorted deleted row offsets (an array the caller owns).
 
     ``store`` must be rooted where the file lives: the dataset root, or the
     base path named by ``df.base_id``.
@@ -253,18 +277,7 @@ def read_deletion_file(store: ObjectStore, fragment_id: int, df: DeletionFile, *
         ObjectNotFoundError: if the file is missing.
         CorruptFileError: if it is malformed or disagrees with the manifest (naming the file).
     """
-    key = df.path(fragment_id)
-    path = store.uri(key)
-    hit = _cache_get(store, path, df.file_type, df.num_deleted_rows)
-    if hit is None:
-        data = bytes(store.read(key))
-        if df.file_type == "array":
-            hit = decode_arrow_deletions(data, path)
-        else:
-            hit = decode_bitmap_deletions(data, path)
-        _cache_put(store, path, df.file_type, df.num_deleted_rows, hit)
-    check_deletions(hit, df, path, physical_rows if physical_rows else None)
-    return hit
+    return deletion_vector(store, fragment_id, df, physical_rows=physical_rows).copy()
 
 
 def write_fragment_deletions(store: ObjectStore, fragment_id: int, read_version: int,
@@ -291,6 +304,7 @@ __all__ = [
     "encode_arrow_deletions",
     "encode_bitmap_deletions",
     "check_deletions",
+    "deletion_vector",
     "read_deletion_file",
     "kind_after_delete",
     "sorted_unique",

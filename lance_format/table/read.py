@@ -33,8 +33,6 @@ DEFAULT_BATCH_SIZE = 8192
 REMOTE_FRAGMENT_THREADS = 8
 ROW_ID = "_rowid"
 ROW_ADDR = "_rowaddr"
-#: Upper bound on deletion-vector bytes one dataset handle keeps in memory.
-DELETION_CACHE_BYTES = 64 * 1024 * 1024
 #: Stored bytes a sequential :class:`FragmentScan` decodes per read-ahead window. One large
 #: decode per window (columns decoded in parallel by the file readers, whole pages at a time)
 #: then sliced into ``batch_size`` batches costs far less than one decode per batch; memory
@@ -59,7 +57,7 @@ def _subtree_ids(field: LanceField) -> set[int]:
 
 
 class ReadContext:
-    """What scanning one manifest needs: stores, schema, cached deletion vectors."""
+    """What scanning one manifest needs: stores, schema, deletion vectors (cached in the store's session)."""
 
     def __init__(self, store: ObjectStore, manifest: Manifest, storage_options: dict[str, str] | None = None):
         self.store = store
@@ -69,10 +67,6 @@ class ReadContext:
         self._data_store = store.child("data")
         self._bases: dict[int, ObjectStore] = {}
         self.low_latency = is_low_latency(store)
-        # Deletion vectors read so far (files are immutable): a later scan, take or
-        # delete on this handle reuses them instead of fetching and parsing again.
-        self._deleted: dict[tuple[Any, ...], npt.NDArray[np.uint32]] = {}
-        self._deleted_bytes = 0
         self.manifest = self._fill_unknown_counts(manifest)
 
     def _fill_unknown_counts(self, manifest: Manifest) -> Manifest:
@@ -116,21 +110,16 @@ class ReadContext:
         return self._bases[key]
 
     def deleted_offsets(self, frag: FragmentMetadata) -> npt.NDArray[np.uint32]:
-        """Sorted deleted row offsets of ``frag`` (empty if none)."""
+        """Sorted deleted row offsets of ``frag`` (empty if none), read-only.
+
+        Deletion files are immutable: the session's deletion-vector cache
+        (``lance_format.table.deletion``) answers later scans, takes and deletes of any handle.
+        """
         d = frag.deletion_file
         if d is None:
             return np.empty(0, dtype=np.uint32)
-        key = (frag.id, d.read_version, d.id, d.file_type, d.base_id)
-        cached = self._deleted.get(key)
-        if cached is not None:
-            return cached
         store = self.store if d.base_id is None else self._base_store(d.base_id, "")
-        offsets = _deletion.read_deletion_file(store, frag.id, d, physical_rows=frag.physical_rows)
-        offsets.flags.writeable = False  # shared by later reads of this handle
-        if self._deleted_bytes + offsets.nbytes <= DELETION_CACHE_BYTES:
-            self._deleted[key] = offsets
-            self._deleted_bytes += offsets.nbytes
-        return offsets
+        return _deletion.deletion_vector(store, frag.id, d, physical_rows=frag.physical_rows)
 
     def row_ids(self, frag: FragmentMetadata) -> npt.NDArray[np.uint64] | None:
         """Stable row ids of every physical row, or ``None`` without stable row ids."""
@@ -407,7 +396,6 @@ def _without_dictionary_nulls(table: pa.Table) -> pa.Table:
 
 __all__ = [
     "DEFAULT_BATCH_SIZE",
-    "DELETION_CACHE_BYTES",
     "REMOTE_FRAGMENT_THREADS",
     "ROW_ADDR",
     "ROW_ID",
