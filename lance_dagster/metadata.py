@@ -50,6 +50,14 @@ SUMMARY = "lance/summary"
 RUN = "lance/run"
 TAGS = "lance/tags"
 LAST_MAINTENANCE = "lance/last_maintenance"
+# Keys of a load (LOADED_INPUT and the observation Dagster makes of it on the upstream asset).
+INPUT_SUMMARY = "lance/input_summary"
+INPUT_URI = "lance/input_uri"
+INPUT_VERSION = "lance/input_version"
+INPUT_LATEST_VERSION = "lance/input_latest_version"
+#: What the input asked for, by ``ReadSpec`` field: a pinned version or tag, a row filter.
+INPUT_REQUEST_KEYS = {"version": "lance/input_pinned_version", "tag": "lance/input_pinned_tag",
+                      "filter": "lance/input_filter"}
 
 #: Operations written by maintenance rather than by a data write (compaction rewrites fragments).
 MAINTENANCE_OPERATIONS = frozenset({"Rewrite", "ReserveFragments", "CreateIndex", "DataReplacement"})
@@ -251,17 +259,30 @@ def input_versions_metadata(reads: Mapping[str, int]) -> dict[str, Any]:
 
 
 def load_metadata(uri: str, version: int, latest_version: int, pin: Mapping[str, Any]) -> dict[str, Any]:
-    """Metadata for a load (attached to the LOADED_INPUT event and an observation of the upstream)."""
+    """Metadata for a load (attached to the LOADED_INPUT event and an observation of the upstream).
+
+    Its keys are all ``lance/input_*``: Dagster records input metadata as an observation of the
+    upstream asset, and the UI shows an asset's (or partition's) state from the newest event's
+    metadata, so a load must not reuse the keys of a materialization (``lance/summary``,
+    ``lance/version``, ``dagster/uri``), or a read would pass for the asset's newest version.
+    """
     md: dict[str, Any] = {
-        SUMMARY: MetadataValue.text(commit_summary(version, "Read")),
-        URI: MetadataValue.text(uri),
-        VERSION: MetadataValue.text(str(version)),
-        "lance/latest_version": MetadataValue.text(str(latest_version)),
+        INPUT_SUMMARY: MetadataValue.text(read_summary(version, latest_version)),
+        INPUT_URI: MetadataValue.text(uri),
+        INPUT_VERSION: MetadataValue.text(str(version)),
+        INPUT_LATEST_VERSION: MetadataValue.text(str(latest_version)),
     }
     for key, value in pin.items():
         if value is not None:
-            md[f"lance/read_{key}"] = MetadataValue.text(str(value))
+            md[INPUT_REQUEST_KEYS.get(key, f"lance/input_{key}")] = MetadataValue.text(str(value))
     return md
+
+
+def read_summary(version: int, latest_version: int) -> str:
+    """The label of a load, e.g. ``"Read v3 of 5 (pinned)"`` or ``"Read v5 (latest)"``."""
+    if version == latest_version:
+        return f"Read v{version} (latest)"
+    return f"Read v{version} of {latest_version} (pinned)"
 
 
 def materialize_result(result: WriteResult, *, history_limit: int = HISTORY_LIMIT) -> Any:

@@ -135,7 +135,7 @@ def test_partitioned_load_reads_only_its_rows(root: str, io_manager: LanceIOMana
     assert seen == [2]
     loaded = [e for e in result.all_events if e.event_type_value == "LOADED_INPUT"]
     md = loaded[0].event_specific_data.metadata
-    assert md["lance/version"].value == "1" and "ts" in md["lance/read_filter"].value
+    assert md["lance/input_version"].value == "1" and "ts" in md["lance/input_filter"].value
 
 
 def test_multi_partitions_map_each_dimension_to_a_column(root: str, io_manager: LanceIOManager,

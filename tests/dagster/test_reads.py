@@ -102,7 +102,8 @@ def test_loaded_input_event_records_the_pin(root: str, io_manager: LanceIOManage
     result = materialize([source, pinned], resources=resources, instance=instance, selection=[pinned])
     loaded = [e for e in result.all_events if e.event_type_value == "LOADED_INPUT"]
     md = {k: v.value for k, v in loaded[0].event_specific_data.metadata.items()}
-    assert (md["lance/version"], md["lance/latest_version"], md["lance/read_version"]) == ("1", "2", "1")
+    assert (md["lance/input_version"], md["lance/input_latest_version"], md["lance/input_pinned_version"]) == (
+        "1", "2", "1")
     assert meta(materialization(result, "pinned"))["lance/input_version/source"] == "1"
 
 
