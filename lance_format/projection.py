@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_format.errors import InvalidInputError
-from lance_format.evolution.sqlexpr import value_expression
+from lance_format.evolution.sqlexpr import Compiled, evaluate, value_expression
 from lance_format.scanner import ROW_ADDR, ROW_ID, LanceScanner, ReadContext, ScanOptions, referenced_columns
 from lance_format.table.rowids import decode_versions
 
@@ -175,7 +175,7 @@ class ProjectedScanner(LanceScanner):
     def _derive(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         assert self._outputs is not None
         arrays: list[pa.Array] = []
-        table: pa.Table | None = None
+        computed = evaluate_outputs(batch, self._outputs)
         for o in self._outputs:
             if o.kind == "column":
                 arrays.append(batch.column(o.source))
@@ -185,9 +185,7 @@ class ProjectedScanner(LanceScanner):
                     arr = pc.struct_field(arr, p)
                 arrays.append(arr)
             elif o.kind == "expr":
-                if table is None:
-                    table = pa.Table.from_batches([batch])
-                arrays.append(_evaluate(table, o.source, o.name))
+                arrays.append(computed[o.name])
             elif o.kind in (ROW_ID, ROW_ADDR):
                 arrays.append(batch.column(o.kind))
             else:
@@ -219,18 +217,16 @@ class ProjectedScanner(LanceScanner):
         return pa.array(out, pa.uint64())
 
 
-def _evaluate(table: pa.Table, expr: pc.Expression, name: str) -> pa.Array:
-    from pyarrow import acero
+def evaluate_outputs(data: pa.Table | pa.RecordBatch, outputs: Sequence[Output]) -> dict[str, pa.Array]:
+    """The computed (``expr``) outputs over ``data``, by name: one evaluation for all of them.
 
-    plan_ = acero.Declaration.from_sequence([
-        acero.Declaration("table_source", options=acero.TableSourceNodeOptions(table)),
-        acero.Declaration("project", options=acero.ProjectNodeOptions([expr], [name])),
-    ])
-    try:
-        col = plan_.to_table(use_threads=False).column(0)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
-        raise InvalidInputError(f"cannot evaluate column {name!r}: {exc}") from exc
-    return col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+    Raises:
+        InvalidInputError: if an expression cannot be evaluated on this data.
+    """
+    exprs: Compiled = {o.name: (o.source, o.type) for o in outputs if o.kind == "expr"}
+    if not exprs:
+        return {}
+    return evaluate(pa.Table.from_batches([data]) if isinstance(data, pa.RecordBatch) else data, exprs)
 
 
 def _rechunk(stream: Iterator[pa.RecordBatch], size: int, schema: pa.Schema) -> Iterator[pa.RecordBatch]:

@@ -4,7 +4,8 @@
 holds the pyarrow expression (for plans and for callers) together with the calls that
 produced it. A scan or count handed such an expression finds its node with
 :func:`program_for` and evaluates it on each decoded batch directly, with no Acero plan per
-batch (about half the cost); any other expression runs through :func:`filter_table`.
+batch (about half the cost); any other expression runs through :func:`filter_table`, and
+value expressions (computed columns, masks of other filters) through :func:`project_table`.
 
 Nothing here imports ``pyarrow.acero``, which imports ``pyarrow.dataset`` (~20 ms in a fresh
 process): the compiled ``pyarrow._acero`` module holds the plan nodes.
@@ -20,7 +21,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyarrow import _acero  # the compiled plan nodes (~1 ms); pyarrow.acero would add pyarrow.dataset
 
-__all__ = ["MAX_EVAL_DEPTH", "SAME_TYPE_DIRECT", "Node", "Unevaluable", "filter_table", "program_for", "remember"]
+__all__ = ["MAX_EVAL_DEPTH", "SAME_TYPE_DIRECT", "Node", "Unevaluable", "filter_table", "program_for",
+           "project_table", "remember"]
 
 #: Deepest expression :meth:`Node.evaluate` computes (it recurses); deeper ones run as a plan.
 MAX_EVAL_DEPTH = 200
@@ -168,6 +170,25 @@ def filter_table(table: pa.Table, expr: pc.Expression) -> pa.Table:
     plan = _acero.Declaration.from_sequence([
         _acero.Declaration("table_source", options=_acero.TableSourceNodeOptions(table)),
         _acero.Declaration("filter", options=_acero.FilterNodeOptions(expr)),
+    ])
+    result: pa.Table = plan.to_table(use_threads=False)
+    return result
+
+
+def project_table(table: pa.Table, exprs: Sequence[pc.Expression], names: Sequence[str]) -> pa.Table:
+    """``exprs`` evaluated over ``table`` as columns ``names``: one Acero projection, on the calling thread.
+
+    The one place an expression is computed through a plan (SQL value expressions, computed
+    projection columns, the mask of a filter this module did not build); the thread and import
+    reasons of :func:`filter_table` apply.
+
+    Raises:
+        pyarrow.ArrowInvalid, pyarrow.ArrowNotImplementedError, pyarrow.ArrowTypeError: An
+            expression cannot be evaluated on this data.
+    """
+    plan = _acero.Declaration.from_sequence([
+        _acero.Declaration("table_source", options=_acero.TableSourceNodeOptions(table)),
+        _acero.Declaration("project", options=_acero.ProjectNodeOptions(list(exprs), list(names))),
     ])
     result: pa.Table = plan.to_table(use_threads=False)
     return result

@@ -22,7 +22,7 @@ from lance_format.errors import InvalidInputError, NotSupportedError, SchemaErro
 from lance_format.evolution import rowops
 from lance_format.evolution.arguments import U64_MAX, integer
 from lance_format.evolution.columns import _commit, _physical_batches, next_field_id
-from lance_format.projection import _evaluate, plan
+from lance_format.projection import evaluate_outputs, plan
 from lance_format.scanner import FragmentScan, take_rows
 from lance_format.schema import LanceSchema
 from lance_format.table.models import FragmentMetadata
@@ -68,6 +68,7 @@ def _derive(table: pa.Table, projection: Any) -> pa.Table:
 
 
     cols: dict[str, pa.Array | pa.ChunkedArray] = {}
+    computed: dict[str, pa.Array] | None = None
     for o in projection.outputs:
         if o.kind == "column":
             cols[o.name] = table.column(o.source)
@@ -77,7 +78,9 @@ def _derive(table: pa.Table, projection: Any) -> pa.Table:
                 arr = pc.struct_field(arr, p)
             cols[o.name] = arr
         elif o.kind == "expr":
-            cols[o.name] = _evaluate(table, o.source, o.name)
+            if computed is None:  # every computed column in one evaluation
+                computed = evaluate_outputs(table, projection.outputs)
+            cols[o.name] = computed[o.name]
         else:
             raise NotSupportedError(f"take(): column {o.name!r} is not supported here; use a scan")
     return pa.table(cols)

@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_format.errors import InvalidInputError
+from lance_format.sql_program import project_table
 
 
 def _translator(schema: pa.Schema, text: str) -> Any:
@@ -76,20 +77,17 @@ def evaluate(table: pa.Table, expressions: Mapping[str, str] | Compiled,
              types: Mapping[str, pa.DataType] | None = None) -> dict[str, pa.Array]:
     """Evaluate named SQL expressions (text or compiled) over ``table``; cast to ``types[name]`` when given.
 
+    The one evaluator of value expressions: ``add_columns``, ``update``, ``merge_insert`` and
+    computed projection columns (``lance_format.projection``) all run through it.
+
     Raises:
         InvalidInputError: on parse errors or values that cannot be cast.
     """
-    from pyarrow import acero
-
     parsed: Compiled = {name: (value if isinstance(value, tuple) else value_expression(value, table.schema))
                         for name, value in expressions.items()}
     names = list(parsed)
-    plan = acero.Declaration.from_sequence([
-        acero.Declaration("table_source", options=acero.TableSourceNodeOptions(table)),
-        acero.Declaration("project", options=acero.ProjectNodeOptions([parsed[n][0] for n in names], names)),
-    ])
     try:
-        out = plan.to_table(use_threads=False)
+        out = project_table(table, [parsed[n][0] for n in names], names)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
         raise InvalidInputError(f"cannot evaluate {list(names)}: {exc}") from exc
     result: dict[str, pa.Array] = {}
