@@ -2,10 +2,11 @@
 
 A filtered ``count_rows`` only needs, per fragment, the columns the filter references and
 the number of set bits in the predicate's mask. :func:`count_matching` decodes those
-columns in large windows, evaluates the predicate on each window (the compute kernels
-called directly for a filter built from SQL, see :mod:`lance_format.sql_program`; one Acero
-projection otherwise), and subtracts the deleted rows that matched, looked up by offset in
-the fragment's deletion vector; no batch is filtered, sliced or concatenated.
+columns in large windows, evaluates the predicate on each window as a scan does
+(:func:`lance_format.table.scan.filter_mask`: the compute kernels called directly for a filter
+built from SQL, one Acero projection otherwise), and subtracts the deleted rows that matched,
+looked up by offset in the fragment's deletion vector; no batch is filtered, sliced or
+concatenated.
 """
 
 from __future__ import annotations
@@ -17,13 +18,11 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyarrow import _acero  # the compiled plan nodes, without importing pyarrow.dataset
 
-from lance_format.errors import InvalidInputError
 from lance_format.sql_program import Node, program_for
 from lance_format.table.models import FragmentMetadata
 from lance_format.table.read import REMOTE_FRAGMENT_THREADS, ROW_ADDR, ROW_ID, FragmentScan, ReadContext
-from lance_format.table.scan import referenced_columns
+from lance_format.table.scan import filter_mask, referenced_columns
 
 __all__ = ["COUNT_WINDOW_ROWS", "count_matching", "counts_directly"]
 
@@ -49,17 +48,6 @@ def counts_directly(ctx: ReadContext, expr: pc.Expression, columns: Sequence[str
     return not (indexed & wanted)
 
 
-def _evaluate(expr: pc.Expression, program: Node | None, batch: pa.RecordBatch) -> Any:
-    """The predicate's mask on ``batch``: a boolean array, or a scalar for a constant filter."""
-    if program is not None:
-        return program.evaluate(batch)
-    plan = _acero.Declaration.from_sequence([
-        _acero.Declaration("table_source", options=_acero.TableSourceNodeOptions(pa.Table.from_batches([batch]))),
-        _acero.Declaration("project", options=_acero.ProjectNodeOptions([expr], ["mask"])),
-    ])
-    return plan.to_table(use_threads=False).column(0)
-
-
 def _true_count(mask: Any, rows: int) -> int:
     """Rows where ``mask`` is true (NULL counts as false, as a filter drops it)."""
     if isinstance(mask, pa.ChunkedArray):
@@ -82,10 +70,7 @@ def _count_fragment(ctx: ReadContext, frag: FragmentMetadata, columns: list[str]
         n = stop - start
         batch = scan.read(start, stop) if scan is not None else \
             pa.RecordBatch.from_pydict({}, schema=pa.schema([]))
-        try:
-            mask = _evaluate(expr, program, batch)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
-            raise InvalidInputError(f"filter {expr} cannot be evaluated: {exc}") from exc
+        mask = filter_mask(expr, batch, program)
         hits = _true_count(mask, n)
         # bounds in the vector's own dtype: mixed dtypes would convert the whole vector per call
         lo, hi = np.searchsorted(deleted, np.array([start, stop], dtype=deleted.dtype))

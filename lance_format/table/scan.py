@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 
 from lance_format.errors import InvalidInputError
 from lance_format.sql_fast import parse_simple  # neither imports sqlglot nor pyarrow.dataset
-from lance_format.sql_program import Node, filter_table, program_for
+from lance_format.sql_program import Node, filter_table, program_for, project_table
 from lance_format.table.models import FragmentMetadata
 from lance_format.table.read import DEFAULT_BATCH_SIZE, ROW_ADDR, ROW_ID, FragmentScan, ReadContext
 
@@ -212,7 +212,7 @@ class Scan:
             whole = masks = None
             if program is not None:
                 whole = scan.read(span_start, span_stop)
-                masks = _evaluate(program, opts.filter, whole)
+                masks = filter_mask(opts.filter, whole, program)
             for start in range(span_start, span_stop, step):
                 stop = min(start + step, span_stop)
                 keep = None
@@ -253,14 +253,27 @@ class Scan:
                 yield batch
 
 
-def _evaluate(program: Node, expr: pc.Expression | None, data: pa.RecordBatch | pa.Table) -> Any:
-    """``program``'s mask on ``data`` (an array, or a scalar for a constant filter)."""
+def filter_mask(expr: pc.Expression | None, data: pa.RecordBatch | pa.Table, program: Node | None = None) -> Any:
+    """The filter's mask on ``data``: an array, or a scalar for a constant filter.
+
+    A filter built from SQL (``program``, see :func:`~lance_format.sql_program.program_for`) is
+    computed by calling its kernels; any other expression by one Acero projection. Scans and
+    counts (``lance_format.table.count``) both evaluate filters here.
+
+    Raises:
+        InvalidInputError: if the expression cannot be evaluated on the data.
+    """
     try:
-        mask = program.evaluate(data)
+        if program is not None:
+            mask = program.evaluate(data)
+        else:
+            assert expr is not None
+            table = pa.Table.from_batches([data]) if isinstance(data, pa.RecordBatch) else data
+            mask = project_table(table, [expr], ["mask"]).column(0)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
         raise InvalidInputError(f"filter {expr} cannot be evaluated: {exc}") from exc
     if isinstance(mask, pa.ChunkedArray):
-        mask = mask.combine_chunks()
+        mask = mask.chunk(0) if mask.num_chunks == 1 else mask.combine_chunks()
     return mask
 
 
@@ -283,7 +296,7 @@ def apply_filter(batch: _Data, expr: pc.Expression) -> _Data:
     """
     program = program_for(expr)
     if program is not None:  # the filter came from SQL: call the kernels, no plan per batch
-        return _select(batch, _evaluate(program, expr, batch))
+        return _select(batch, filter_mask(expr, batch, program))
     is_batch = isinstance(batch, pa.RecordBatch)
     table = pa.Table.from_batches([batch]) if is_batch else batch
     try:
@@ -333,5 +346,6 @@ __all__ = [
     "ScanOptions",
     "apply_filter",
     "filter_expression",
+    "filter_mask",
     "referenced_columns",
 ]
