@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
 
 from lance_format.errors import (
@@ -40,7 +41,7 @@ from lance_format.table.rowids import (
     encode_row_id_range,
     encode_row_ids,
     encode_uniform_versions,
-    encode_version_runs,
+    encode_versions,
 )
 from lance_format.table.transaction import LanceOperation, Transaction, data_files_of
 
@@ -415,9 +416,6 @@ def _complete_moved_rows(frag: FragmentMetadata, next_row_id: int, version: int
     # remainder of a partial sequence (``Transaction::assign_row_ids``,
     # rust/lance/src/dataset/transaction.rs). Moved rows keep the creation versions the
     # fragment carries; every row was last updated by this version.
-    import numpy as np
-
-
     assert frag.row_id_meta is not None
     ids = decode_row_ids(frag.row_id_meta, where=f"fragment {frag.id} row ids")
     missing = frag.physical_rows - int(ids.size)
@@ -428,9 +426,7 @@ def _complete_moved_rows(frag: FragmentMetadata, next_row_id: int, version: int
     if frag.created_at_version_meta is not None:
         kept = decode_versions(frag.created_at_version_meta)[: frag.physical_rows]
         created[: kept.size] = kept
-    cuts = np.flatnonzero(np.diff(created.astype(np.int64))) + 1
-    runs = [(int(p.size), int(p[0])) for p in np.split(created, cuts)] if created.size else []
-    return dataclasses.replace(frag, row_id_meta=encode_row_ids(ids), created_at_version_meta=encode_version_runs(runs),
+    return dataclasses.replace(frag, row_id_meta=encode_row_ids(ids), created_at_version_meta=encode_versions(created),
                                last_updated_at_version_meta=encode_uniform_versions(frag.physical_rows, version)
                                ), next_row_id
 
