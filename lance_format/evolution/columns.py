@@ -32,12 +32,12 @@ from lance_format.errors import (
     RetryableCommitConflictError,
     SchemaError,
 )
-from lance_format.evolution import rowops
 from lance_format.evolution.arguments import U32_MAX, optional_integer, string, string_list, string_map
 from lance_format.evolution.sqlexpr import compile_expressions, evaluate, value_expression
 from lance_format.scanner import FragmentScan, referenced_columns
 from lance_format.schema import LanceField, LanceSchema
 from lance_format.table.commit import commit_transaction
+from lance_format.table.discard import discard_keys
 from lance_format.table.models import DataFile, FragmentMetadata
 from lance_format.table.naming import data_file_key
 from lance_format.table.rowids import encode_uniform_versions
@@ -75,7 +75,7 @@ def _commit(ds: LanceDataset, op: LanceOperation.BaseOperation, keys: Sequence[s
     try:
         manifest = commit_transaction(ds._store, txn, base=ds.manifest)
     except BaseException:
-        rowops.discard(ds, keys)
+        discard_keys(ds._store, keys)
         raise
     ds._set_manifest(manifest)
 
@@ -305,7 +305,7 @@ def _add_computed(ds: LanceDataset, fn: Callable[[pa.RecordBatch], pa.RecordBatc
             _check_new_names(ds, out.names)
             lance_new = LanceSchema.from_arrow(out, start_id=next_field_id(ds))
     except BaseException:
-        rowops.discard(ds, keys)
+        discard_keys(ds._store, keys)
         raise
     schema = LanceSchema(ds.lance_schema.fields + lance_new.fields, ds.lance_schema.metadata)
     _commit(ds, LanceOperation.Merge(frags, schema, preserves_nullability=True), keys, properties)
@@ -496,7 +496,7 @@ def _cast_columns(ds: LanceDataset, renamed: LanceSchema, casts: dict[int, pa.Da
                     frag.physical_rows, ds.version + 1))
             frags.append(new_frag)
     except BaseException:
-        rowops.discard(ds, keys)
+        discard_keys(ds._store, keys)
         raise
     _commit(ds, LanceOperation.Merge(frags, final, preserves_nullability=True), keys, properties)
 

@@ -19,12 +19,12 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from lance_format.errors import InvalidInputError, NotSupportedError, SchemaError, VersionNotFoundError
-from lance_format.evolution import rowops
 from lance_format.evolution.arguments import U64_MAX, integer
 from lance_format.evolution.columns import _commit, _physical_batches, next_field_id
 from lance_format.projection import evaluate_outputs, plan
 from lance_format.scanner import FragmentScan, take_rows
 from lance_format.schema import LanceSchema
+from lance_format.table.discard import discard_keys
 from lance_format.table.models import FragmentMetadata
 from lance_format.table.naming import data_file_key
 from lance_format.table.transaction import LanceOperation
@@ -277,7 +277,7 @@ def merge_dataset(ds: LanceDataset, data: Any, left_on: str, right_on: str | Non
             keys += [data_file_key(df.path) for df in new.files[len(frag.files):]]
             frags.append(new)
     except BaseException:
-        rowops.discard(ds, keys)
+        discard_keys(ds._store, keys)
         raise
     if final is None:
         raise InvalidInputError(f"{ds.uri}: merge into a dataset without fragments")

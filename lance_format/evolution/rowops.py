@@ -9,7 +9,6 @@ attempt wrote, then the whole operation is re-run on the newest version.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -18,10 +17,11 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from lance_format.errors import LanceError, RetryableCommitConflictError
+from lance_format.errors import RetryableCommitConflictError
 from lance_format.scanner import LanceScanner
 from lance_format.table.commit import commit_transaction
 from lance_format.table.delete import apply_deletions
+from lance_format.table.discard import discard_keys
 from lance_format.table.manifest import Manifest, check_feature_flags
 from lance_format.table.models import FragmentMetadata
 from lance_format.table.naming import DELETIONS_DIR, data_file_key
@@ -158,18 +158,11 @@ def rewrite_rows(ds: LanceDataset, gone: npt.NDArray[np.uint64], new_rows: pa.Ta
     try:
         frags, data_keys = write_rows(ds, new_rows, row_ids=row_ids, created_at=created_at)
     except BaseException:
-        discard(ds, keys)
+        discard_keys(ds._store, keys)
         raise
     changes = RowChanges(tuple(updated), tuple(removed), tuple(frags), tuple(keys + data_keys))
     return commit_changes(ds, changes, fields_for_preserving_frag_bitmap=fields_for_preserving_frag_bitmap,
                           properties=properties)
-
-
-def discard(ds: LanceDataset, keys: Sequence[str]) -> None:
-    """Best-effort removal of files an abandoned attempt wrote (no manifest references them)."""
-    for key in keys:
-        with contextlib.suppress(LanceError):
-            ds._store.delete(key)
 
 
 def commit_changes(ds: LanceDataset, changes: RowChanges, *, fields_for_preserving_frag_bitmap: Sequence[int],
@@ -197,12 +190,12 @@ def commit_changes(ds: LanceDataset, changes: RowChanges, *, fields_for_preservi
         manifest = commit_transaction(ds._store, txn, base=ds.manifest,
                                       rebase_deletions=DeletionRebase(ds.manifest))
     except BaseException:
-        discard(ds, changes.written_keys)
+        discard_keys(ds._store, changes.written_keys)
         raise
     # A rebase over a concurrent delete/update replaced some of our deletion vectors by
     # merged ones: the originals are referenced by no version, so remove them.
     kept = {f.deletion_file.path(f.id) for f in manifest.fragments if f.deletion_file is not None}
-    discard(ds, [k for k in changes.written_keys if k.startswith(f"{DELETIONS_DIR}/") and k not in kept])
+    discard_keys(ds._store, [k for k in changes.written_keys if k.startswith(f"{DELETIONS_DIR}/") and k not in kept])
     return manifest
 
 

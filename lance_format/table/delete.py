@@ -6,7 +6,6 @@ version); ``LanceDataset.delete`` and ``LanceFragment.delete`` are thin wrappers
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -17,9 +16,10 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lance_format.errors import CommitConflictError, InvalidInputError, LanceError
+from lance_format.errors import CommitConflictError, InvalidInputError
 from lance_format.table import deletion as _deletion
 from lance_format.table.commit import commit_transaction
+from lance_format.table.discard import discard_keys
 from lance_format.table.manifest import Manifest, check_feature_flags
 from lance_format.table.models import FragmentMetadata
 from lance_format.table.read import ROW_ADDR, ROW_ID, ReadContext
@@ -166,10 +166,8 @@ def delete_rows(ctx: ReadContext, expr: pc.Expression, predicate_text: str) -> t
     except CommitConflictError:
         # Raised only before the manifest is put: the deletion files written above are
         # referenced by no version, so remove them (a retry writes fresh ones).
-        for meta in updated:
-            if meta.deletion_file is not None and meta.deletion_file != by_id[meta.id].deletion_file:
-                with contextlib.suppress(LanceError):
-                    store.delete(meta.deletion_file.path(meta.id))
+        discard_keys(store, [meta.deletion_file.path(meta.id) for meta in updated
+                             if meta.deletion_file is not None and meta.deletion_file != by_id[meta.id].deletion_file])
         raise
 
 

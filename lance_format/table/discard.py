@@ -1,4 +1,4 @@
-"""Removing the files of fragments no manifest references (a failed or abandoned write)."""
+"""Removing files no manifest references (a failed or abandoned write): one best-effort delete."""
 
 from __future__ import annotations
 
@@ -10,6 +10,27 @@ from lance_format.storage import ObjectStore
 from lance_format.table.models import FragmentMetadata
 from lance_format.table.naming import data_file_key
 from lance_format.table.versions import find_latest, load_manifest
+
+
+def discard_keys(store: ObjectStore, keys: Iterable[str]) -> list[str]:
+    """Delete ``keys`` (files this process wrote that nothing references), best effort.
+
+    Every path that abandons files it wrote ends here (uncommitted data files, deletion
+    vectors of a refused commit, vectors a rebase superseded). A failed delete leaves an
+    orphan for cleanup's unverified-file rule, never an error: the caller is usually
+    already raising the error that led here.
+
+    Returns:
+        The keys that were deleted.
+    """
+    deleted = []
+    for key in keys:
+        try:
+            store.delete(key)
+        except (LanceError, OSError):
+            continue
+        deleted.append(key)
+    return deleted
 
 
 def discard_fragment_files(store: ObjectStore, fragments: Iterable[FragmentMetadata], *,
@@ -36,9 +57,7 @@ def discard_fragment_files(store: ObjectStore, fragments: Iterable[FragmentMetad
         return
     if unless_committed_after is not None and in_data_dir and _maybe_committed(store, frags, unless_committed_after):
         return
-    for key in keys:
-        with contextlib.suppress(LanceError, OSError):
-            store.delete(key)
+    discard_keys(store, keys)
 
 
 def _maybe_committed(store: ObjectStore, fragments: list[FragmentMetadata], read_version: int) -> bool:
@@ -57,4 +76,4 @@ def _maybe_committed(store: ObjectStore, fragments: list[FragmentMetadata], read
     return False
 
 
-__all__ = ["discard_fragment_files"]
+__all__ = ["discard_fragment_files", "discard_keys"]

@@ -18,9 +18,10 @@ import dataclasses
 import numpy as np
 import numpy.typing as npt
 
-from lance_format.errors import LanceError, RetryableCommitConflictError
+from lance_format.errors import RetryableCommitConflictError
 from lance_format.storage import ObjectStore
 from lance_format.table import deletion as _deletion
+from lance_format.table.discard import discard_keys
 from lance_format.table.manifest import Manifest
 from lance_format.table.models import FragmentMetadata
 from lance_format.table.transaction import LanceOperation, Transaction
@@ -56,14 +57,7 @@ class Rebase:
             keep = {(f.id, f.deletion_file.id) for f in committed.fragments if f.deletion_file is not None}
         gone = [key for ident, key in self._written.items() if ident not in keep]
         self._written.clear()
-        deleted = []
-        for key in gone:
-            try:
-                store.delete(key)
-            except LanceError:
-                continue
-            deleted.append(key)
-        return deleted
+        return discard_keys(store, gone)
 
     def _write(self, store: ObjectStore, frag: FragmentMetadata, read_version: int,
                deleted: npt.NDArray[np.uint32]) -> FragmentMetadata:
