@@ -179,16 +179,22 @@ class LanceDataset:
         ds._set_manifest(manifest)
         return ds
 
-    def _on_branch(self, branch: str | None, manifest: Manifest | None = None) -> LanceDataset:
-        """This dataset on ``branch`` (``None`` = main), at ``manifest`` or the branch's latest version."""
+    def _on_branch(self, branch: str | None, at: Manifest | int | None = None) -> LanceDataset:
+        """This dataset on ``branch`` (``None`` = main) at ``at``: a manifest of the branch, a version
+        number of the branch or ``None`` (its latest version).
+
+        The one place a checked-out branch's store is built (checkouts by version, tag, branch,
+        ``(branch, version)``, latest, and unpickling).
+        """
         store = _tags.branch_store(self._root_store, branch)
+        manifest = at if isinstance(at, Manifest) else load_manifest(store, at)
         # On a branch the URI is the branch's tree (a dataset of its own, as pylance reports it);
         # an s3+ddb:// root keeps its scheme and table, so writes to that URI commit through it.
         uri = self._root_uri if branch is None else store.uri("").rstrip("/")
         if branch is not None and self._root_uri.startswith("s3+ddb://"):
             base, _, query = self._root_uri.partition("?")
             uri = f"{base.rstrip('/')}/{_tags.branch_dir(branch)}?{query}"
-        ds = LanceDataset._from_manifest(uri, store, manifest or load_manifest(store), self._storage_options)
+        ds = LanceDataset._from_manifest(uri, store, manifest, self._storage_options)
         ds._root_store, ds._root_uri, ds._branch = self._root_store, self._root_uri, branch
         return ds
 
@@ -331,13 +337,12 @@ class LanceDataset:
         if isinstance(version, str):
             tag = _tags.read_tag(self._root_store, version)
             if tag.branch != self._branch:
-                store = _tags.branch_store(self._root_store, tag.branch)
-                return self._on_branch(tag.branch, load_manifest(store, tag.version))
+                return self._on_branch(tag.branch, tag.version)
             version = tag.version
         check_version_arg(self._store, version)  # before the shortcut: True == 1, 1.0 == 1
         if version == self.version:
             return self
-        return self._on_branch(self._branch, load_manifest(self._store, version))
+        return self._on_branch(self._branch, version)
 
     def checkout_latest(self) -> LanceDataset:
         """Return this dataset at its newest version."""
@@ -664,8 +669,7 @@ class LanceDataset:
         if name is not None:
 
             read_branch(self._root_store, name)
-        store = _tags.branch_store(self._root_store, name)
-        return self._on_branch(name, load_manifest(store, version))
+        return self._on_branch(name, version)
 
     @property
     def branches(self) -> Branches:
@@ -775,9 +779,7 @@ def _reopen(uri: str, version: int, storage_options: Mapping[str, str] | None,
             branch: str | None = None) -> LanceDataset:
     if branch is None:
         return LanceDataset(uri, version, storage_options=storage_options)
-    main = LanceDataset(uri, storage_options=storage_options)
-    store = _tags.branch_store(main._root_store, branch)
-    return main._on_branch(branch, load_manifest(store, version))
+    return LanceDataset(uri, storage_options=storage_options)._on_branch(branch, version)
 
 
 def _delete_rows(ds: LanceDataset, predicate: str | pc.Expression) -> tuple[Manifest, int]:
