@@ -63,7 +63,7 @@ import os
 import posixpath
 import re
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal
 
 from lance_format.errors import (
@@ -474,11 +474,16 @@ def _listing_cutoffs(earliest_kept: dt.datetime | None, latest_gone: dt.datetime
             VERSIONS_DIR: cutoff}
 
 
-def refresh_plan(plan: CleanupPlan) -> CleanupPlan:
-    """Protect every key that a version committed after ``plan`` was made references."""
-    import dataclasses
+def refresh_plan(plan: CleanupPlan, store: ObjectStore | None = None) -> CleanupPlan:
+    """Protect every key that a version committed after ``plan`` was made references.
 
-    store = open_store(plan.uri, plan.storage_options)  # a fresh one: it must see new commits
+    Args:
+        plan: From :func:`plan_cleanup`.
+        store: The dataset's store, if the caller has it open (stores keep no listing or
+            latest-version state, so an open one sees every commit); otherwise the one store
+            cleanup shares per URI and options in this process.
+    """
+    store = store if store is not None else _store_of(plan.uri, plan.storage_options)
     found = find_latest(store)  # the hint file: no listing when nothing was committed
     refs: set[str] = set()
     for v in range(plan.latest_version + 1, (found[0] if found else 0) + 1):
@@ -487,7 +492,7 @@ def refresh_plan(plan: CleanupPlan) -> CleanupPlan:
     if not refs:
         return plan
     protected = {f.key for f in plan.files if _is_referenced(f.key, f.kind, refs)}
-    return dataclasses.replace(plan, protected=plan.protected | protected)
+    return replace(plan, protected=plan.protected | protected)
 
 
 @functools.lru_cache(maxsize=8)
@@ -599,8 +604,8 @@ def execute_cleanup(plan: CleanupPlan, *, runner: Runner | None = None, batch_si
     Returns:
         What was actually deleted.
     """
-    plan = refresh_plan(plan)
     store = store if store is not None else _store_of(plan.uri, plan.storage_options)
+    plan = refresh_plan(plan, store)  # one store for the driver's reads and deletes
     manifests = _delete(store, [f.key for f in plan.manifests])
 
     if runner is None and not is_low_latency(store):
