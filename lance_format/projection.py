@@ -26,6 +26,7 @@ import pyarrow.compute as pc
 from lance_format.errors import InvalidInputError
 from lance_format.evolution.sqlexpr import Compiled, evaluate, value_expression
 from lance_format.scanner import ROW_ADDR, ROW_ID, LanceScanner, ReadContext, ScanOptions, referenced_columns
+from lance_format.table.manifest import Manifest
 from lance_format.table.rowids import decode_versions
 
 CREATED = "_row_created_at_version"
@@ -198,23 +199,39 @@ class ProjectedScanner(LanceScanner):
                                            for a, f in zip(arrays, self._out, strict=True)], schema=self._out)
 
     def _lineage(self, addresses: npt.NDArray[np.uint64], kind: str) -> pa.Array:
+        return pa.array(row_versions(self._ctx.manifest, addresses, kind, self._versions), pa.uint64())
 
-        out = np.ones(addresses.size, dtype=np.uint64)
-        frag_ids = (addresses >> np.uint64(32)).astype(np.int64)
-        offsets = (addresses & np.uint64(0xFFFFFFFF)).astype(np.int64)
-        for fid in np.unique(frag_ids):
-            key = (int(fid), kind)
-            versions = self._versions.get(key)
-            if versions is None:
-                frag = self._ctx.manifest.fragment(int(fid))
-                meta = None if frag is None else (frag.created_at_version_meta if kind == CREATED
-                                                  else frag.last_updated_at_version_meta)
-                versions = decode_versions(meta) if meta is not None else np.empty(0, dtype=np.uint64)
-                self._versions[key] = versions
-            if versions.size:
-                sel = frag_ids == fid
-                out[sel] = versions[offsets[sel]]
-        return pa.array(out, pa.uint64())
+
+def row_versions(manifest: Manifest, addresses: npt.NDArray[np.uint64], kind: str = CREATED,
+                 decoded: dict[tuple[int, str], npt.NDArray[np.uint64]] | None = None) -> npt.NDArray[np.uint64]:
+    """The version each row at ``addresses`` was created in (:data:`CREATED`) or last updated in (:data:`UPDATED`).
+
+    Rows of fragments without that version sequence report version 1, as pylance does. Used by
+    the lineage columns of scans and by updates and merges (moved rows keep their creation version).
+
+    Args:
+        manifest: The dataset version the addresses belong to.
+        addresses: Row addresses (``fragment id << 32 | offset``).
+        kind: :data:`CREATED` or :data:`UPDATED`.
+        decoded: Sequences decoded so far by ``(fragment id, kind)``, kept across calls (a scan's batches).
+    """
+    out = np.ones(addresses.size, dtype=np.uint64)
+    frag_ids = (addresses >> np.uint64(32)).astype(np.int64)
+    offsets = (addresses & np.uint64(0xFFFFFFFF)).astype(np.int64)
+    cache = {} if decoded is None else decoded
+    for fid in np.unique(frag_ids):
+        key = (int(fid), kind)
+        versions = cache.get(key)
+        if versions is None:
+            frag = manifest.fragment(int(fid))
+            meta = None if frag is None else (frag.created_at_version_meta if kind == CREATED
+                                              else frag.last_updated_at_version_meta)
+            versions = decode_versions(meta) if meta is not None else np.empty(0, dtype=np.uint64)
+            cache[key] = versions
+        if versions.size:
+            sel = frag_ids == fid
+            out[sel] = versions[offsets[sel]]
+    return out
 
 
 def evaluate_outputs(data: pa.Table | pa.RecordBatch, outputs: Sequence[Output]) -> dict[str, pa.Array]:

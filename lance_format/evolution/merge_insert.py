@@ -32,6 +32,7 @@ from lance_format.errors import InvalidInputError
 from lance_format.evolution import rowops
 from lance_format.evolution.arguments import U32_MAX, integer, string, string_list, string_map
 from lance_format.evolution.arguments import schema as check_schema
+from lance_format.projection import row_versions
 from lance_format.table.read import ROW_ADDR, ROW_ID
 from lance_format.table.scan import ScanOptions, apply_filter, referenced_columns
 from lance_format.table.scan import filter_expression as _filter_expression
@@ -267,7 +268,7 @@ class MergeInsertBuilder:
         kept_ids = created = None
         if stable and upd_t.size:
             kept_ids = target.column(ROW_ID).to_numpy()[upd_t].astype(np.uint64)
-            created = rowops.created_versions(ds, addr[upd_t].astype(np.uint64))
+            created = row_versions(ds.manifest, addr[upd_t].astype(np.uint64))
         field_ids = [f.id for f in ds.lance_schema.fields]
         manifest = rowops.rewrite_rows(ds, gone, new_rows, row_ids=kept_ids, created_at=created,
                                        fields_for_preserving_frag_bitmap=field_ids, properties=properties)

@@ -26,7 +26,7 @@ from lance_format.table.manifest import Manifest, check_feature_flags
 from lance_format.table.models import FragmentMetadata
 from lance_format.table.naming import DELETIONS_DIR, data_file_key
 from lance_format.table.rebase import DeletionRebase
-from lance_format.table.rowids import decode_versions, encode_row_ids, encode_versions
+from lance_format.table.rowids import encode_row_ids, encode_versions
 from lance_format.table.transaction import LanceOperation, Transaction
 from lance_format.table.writing import write_fragment_files
 
@@ -128,21 +128,6 @@ def _replace(frag: FragmentMetadata, **changes: Any) -> FragmentMetadata:
     import dataclasses
 
     return dataclasses.replace(frag, **changes)
-
-
-def created_versions(ds: LanceDataset, addresses: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
-    """Creation version of each row at ``addresses`` (rows moved by an update keep it)."""
-    out = np.ones(addresses.size, dtype=np.uint64)
-    frag_ids = (addresses >> np.uint64(32)).astype(np.int64)
-    offsets = (addresses & np.uint64(0xFFFFFFFF)).astype(np.int64)
-    for fid in np.unique(frag_ids):
-        frag = ds.manifest.fragment(int(fid))
-        if frag is None or frag.created_at_version_meta is None:
-            continue
-        versions = decode_versions(frag.created_at_version_meta)
-        sel = frag_ids == fid
-        out[sel] = versions[offsets[sel]]
-    return out
 
 
 def rewrite_rows(ds: LanceDataset, gone: npt.NDArray[np.uint64], new_rows: pa.Table, *,

@@ -19,6 +19,7 @@ from lance_format.errors import InvalidInputError
 from lance_format.evolution import rowops
 from lance_format.evolution.arguments import U32_MAX, integer, string_map
 from lance_format.evolution.sqlexpr import evaluate, value_expression
+from lance_format.projection import row_versions
 from lance_format.table.read import ROW_ADDR, ROW_ID
 from lance_format.table.scan import ScanOptions, filter_expression
 
@@ -97,7 +98,7 @@ def update(ds: LanceDataset, updates: Mapping[str, str], where: str | pc.Express
                 data = data.set_column(data.schema.get_field_index(col), current.schema.field(col), arr)
         created = None
         if stable and addr.size:
-            created = rowops.created_versions(current, addr)
+            created = row_versions(current.manifest, addr)
         manifest = rowops.rewrite_rows(current, addr, data, row_ids=kept_ids, created_at=created,
                                        fields_for_preserving_frag_bitmap=field_ids)
         holder.append(int(addr.size))
