@@ -20,7 +20,7 @@ import pyarrow as pa
 from lance_format.errors import RetryableCommitConflictError
 from lance_format.scanner import LanceScanner
 from lance_format.table.commit import commit_transaction
-from lance_format.table.delete import apply_deletions
+from lance_format.table.delete import apply_deletions, by_fragment
 from lance_format.table.discard import discard_keys
 from lance_format.table.manifest import Manifest, check_feature_flags
 from lance_format.table.models import FragmentMetadata
@@ -65,11 +65,7 @@ def delete_addresses(ds: LanceDataset, addresses: npt.NDArray[np.uint64]
     keys: list[str] = []
     if addresses.size == 0:
         return updated, removed, keys
-    addresses = np.unique(addresses)
-    frag_ids = (addresses >> np.uint64(32)).astype(np.int64)
-    cuts = np.flatnonzero(np.diff(frag_ids)) + 1
-    for part in np.split(addresses, cuts):
-        fid = int(part[0] >> np.uint64(32))
+    for fid, part in by_fragment(np.unique(addresses)):
         frag = ds.manifest.fragment(fid)
         assert frag is not None, f"row address of unknown fragment {fid}"
         offsets = (part & np.uint64(0xFFFFFFFF)).astype(np.uint32)

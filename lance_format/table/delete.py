@@ -38,6 +38,16 @@ DELETE_SCAN_BATCH_ROWS = 1 << 17
 _LOW32 = np.uint64(0xFFFFFFFF)
 
 
+def by_fragment(addresses: npt.NDArray[np.uint64]) -> Iterator[tuple[int, npt.NDArray[np.uint64]]]:
+    """Split row ``addresses`` grouped by fragment (sorted, say) into ``(fragment id, its addresses)`` runs."""
+    if addresses.size == 0:
+        return
+    frag_ids = (addresses >> np.uint64(32)).astype(np.int64)
+    cuts = np.flatnonzero(np.diff(frag_ids)) + 1
+    for part in np.split(addresses, cuts):
+        yield int(part[0] >> np.uint64(32)), part
+
+
 def delete_from_fragment(ctx: ReadContext, frag: FragmentMetadata, expr: pc.Expression
                          ) -> tuple[FragmentMetadata | None, int]:
     """Write the deletion file for rows of ``frag`` matching ``expr`` (nothing is committed).
@@ -90,12 +100,7 @@ def matching_offsets(ctx: ReadContext, expr: pc.Expression) -> Iterator[tuple[in
         table = pa.Table.from_batches(pending)
         pending.clear()
         hit = apply_filter(table, expr).column(ROW_ADDR).to_numpy()
-        if hit.size == 0:
-            return
-        frag_ids = (hit >> np.uint64(32)).astype(np.int64)
-        cuts = np.flatnonzero(np.diff(frag_ids)) + 1
-        for part in np.split(hit, cuts):
-            fid = int(part[0] >> np.uint64(32))
+        for fid, part in by_fragment(hit):
             if carry is not None and carry[0] != fid:
                 yield carry[0], (np.concatenate(carry[1]) & _LOW32).astype(np.uint32)
                 carry = None
@@ -187,6 +192,7 @@ __all__ = [
     "DELETE_CHUNK_ROWS",
     "DELETE_SCAN_BATCH_ROWS",
     "apply_deletions",
+    "by_fragment",
     "delete_from_fragment",
     "delete_rows",
     "matching_offsets",
