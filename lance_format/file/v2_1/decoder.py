@@ -185,21 +185,13 @@ class Decoder21:
             raise UnsupportedEncodingError(
                 f"{where}: page encoding {page.type_url!r} is not a 2.1 PageLayout"
             )
-        try:
-            layout = _page_layout(page)
-            data = decode_page(layout, bufs, int(page.length))
-            if isinstance(data.values, BlobRefs):
-                data.values = self._read_blobs(data.values)
-            return page_to_arrow(data, leaf.path, where)
-        except LanceError as exc:
-            msg = str(exc)
-            if msg.startswith(self.path):
-                raise
-            raise type(exc)(f"{where}: {msg}") from exc
-        except (ValueError, IndexError, TypeError, KeyError, OverflowError, pa.ArrowException) as exc:
-            raise CorruptFileError(f"{where}: malformed page ({type(exc).__name__}: {exc})") from exc
-        except Exception as exc:  # protobuf DecodeError and other parse failures
-            raise CorruptFileError(f"{where}: malformed page ({type(exc).__name__}: {exc})") from exc
+        return self._guard(leaf, idx, self._decode_layout, leaf, page, bufs, where)
+
+    def _decode_layout(self, leaf: _Leaf, page: Any, bufs: list[np.ndarray], where: str) -> pa.Array:
+        data = decode_page(_page_layout(page), bufs, int(page.length))
+        if isinstance(data.values, BlobRefs):
+            data.values = self._read_blobs(data.values)
+        return page_to_arrow(data, leaf.path, where)
 
     def _read_blobs(self, refs: BlobRefs) -> Var:
         sizes = refs.sizes
