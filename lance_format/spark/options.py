@@ -1,11 +1,19 @@
 """Options of the ``lance`` Spark data source, parsed once into frozen dataclasses.
 
+An option the source does not know is an error that lists the valid ones (a misspelt
+``verison`` must not silently read the latest version). Keys are case-insensitive.
+
 Reading (``spark.read.format("lance").option(...).load(uri)``):
 
-* ``version`` (int) or ``tag`` (str): the version to read; the latest when neither is given.
-  The version is pinned when the query is planned, so every task reads the same one.
+* ``version`` (int), ``tag`` (str) or ``timestamp`` (ISO 8601; the newest version committed
+  before it, as pylance's ``asof``; naive times are local time): the version to read, the
+  latest when none is given. The version is pinned when the DataFrame is created, so every
+  query of it reads the same one.
 * ``columns``: comma-separated column names to read (the Python data source API has no
-  column-pruning hook, so this is how a scan reads fewer columns).
+  column-pruning hook, so this — or a user schema — is how a scan reads fewer columns).
+  The metadata columns ``_rowid``, ``_rowaddr`` (``bigint``) and ``_fragid`` (``int``) may
+  be listed too; ``metadata_columns`` appends them to every column.
+* ``fragment_ids``: comma-separated fragment ids to read (the others are skipped).
 * ``batch_size``: rows per Arrow batch handed to Spark. By default it is chosen per fragment
   so that a batch holds about 16 MiB of stored data (between 1,024 and 65,536 rows);
   memory per task is bounded by one batch plus the fragment's deletion vector.
@@ -18,6 +26,10 @@ Reading (``spark.read.format("lance").option(...).load(uri)``):
 * ``limit``: read only the first ``limit`` rows in dataset order (matching the ``filter``),
   as pylance's ``limit``.
 
+Streaming reads take ``columns``, ``filter``, ``batch_size``, ``max_rows_per_partition``,
+``starting_version``, ``skip_change_commits`` and ``max_rows_per_trigger``
+(:mod:`lance_format.spark.stream_reader`).
+
 Writing (``df.write.format("lance").mode(...).option(...).save(uri)``):
 
 * ``mode`` option ``create`` fails if a dataset exists (Spark only passes append/overwrite to
@@ -29,6 +41,8 @@ Writing (``df.write.format("lance").mode(...).option(...).save(uri)``):
 * ``stream_id`` (streaming only): identifies the query for exactly-once commits; defaults
   to the query's ``checkpointLocation``.
 
+Locations: a local path, ``file:/path`` / ``file:///path`` (the Hadoop forms Spark's catalog
+passes; percent-escapes decoded), ``s3://`` (``s3a://`` is read as ``s3://``), ``memory://``.
 Storage (both): ``storage_options`` as a JSON object, and/or the individual keys
 ``aws_access_key_id``, ``aws_secret_access_key``, ``aws_session_token``, ``aws_region``,
 ``aws_endpoint``, ``allow_http`` … (the spellings :mod:`lance_format.storage.s3` accepts),
@@ -37,12 +51,15 @@ and any key prefixed with ``storage.`` (the prefix is removed).
 
 from __future__ import annotations
 
+import difflib
 import json
-from collections.abc import Mapping
+import urllib.parse
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 from lance_format.errors import InvalidInputError
+from lance_format.table.transaction import COMMIT_MESSAGE_KEY
 from lance_format.write import DEFAULT_MAX_ROWS_PER_FILE
 
 DEFAULT_MAX_ROWS_PER_PARTITION = 1 << 18
@@ -57,6 +74,62 @@ STORAGE_KEYS = frozenset({
 })
 
 WriteMode = Literal["append", "overwrite", "create"]
+
+#: The metadata columns a read may ask for, and their Spark-side Arrow types.
+METADATA_COLUMNS = {"_rowid": "int64", "_rowaddr": "int64", "_fragid": "int32"}
+
+_COMMON_READ = ("path", "columns", "filter", "batch_size", "max_rows_per_partition", "metadata_columns",
+                "storage_options")
+#: Options of a batch read, of a streaming read, of a write and of a streaming write.
+READ_KEYS = frozenset(_COMMON_READ + ("version", "tag", "timestamp", "limit", "fragment_ids"))
+STREAM_READ_KEYS = frozenset(_COMMON_READ + ("starting_version", "skip_change_commits", "max_rows_per_trigger"))
+WRITE_KEYS = frozenset({"path", "mode", "data_storage_version", "max_rows_per_file", "enable_stable_row_ids",
+                        "transaction_properties", "commit_message", "storage_options"})
+STREAM_WRITE_KEYS = WRITE_KEYS | {"stream_id", "checkpointlocation"}
+#: Keys Spark's catalog adds when a table is created (CREATE TABLE ... USING lance).
+CATALOG_KEYS = frozenset({"owner", "location", "provider", "comment", "external", "is_managed_location"})
+
+
+def check_keys(options: Mapping[str, str], allowed: Iterable[str], what: str,
+               extra: Iterable[str] = ()) -> None:
+    """Refuse option keys that are neither in ``allowed`` nor storage options.
+
+    Raises:
+        InvalidInputError: naming the unknown keys, the closest valid spelling and every valid key.
+    """
+    valid = {k.lower() for k in allowed} | {k.lower() for k in extra}
+    unknown = [k for k in options if k.lower() not in valid and k.lower() not in STORAGE_KEYS
+               and not k.lower().startswith("storage.")]
+    if not unknown:
+        return
+    hints = []
+    for key in unknown:
+        close = difflib.get_close_matches(key.lower(), sorted(valid | STORAGE_KEYS), n=1)
+        hints.append(f"{key!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+    raise InvalidInputError(f"lance data source: unknown {what} option(s) {', '.join(hints)}; valid {what} "
+                            f"options: {', '.join(sorted(valid))}, storage options ({', '.join(sorted(STORAGE_KEYS))}"
+                            ", or any key prefixed 'storage.')")
+
+
+def dataset_uri(raw: str) -> str:
+    """A dataset location as ``lance_format`` opens it.
+
+    Spark's catalog hands Hadoop paths (``file:/tmp/x``, percent-escaped) and Spark users
+    write ``s3a://``; both name what ``/tmp/x`` and ``s3://`` name.
+    """
+    text = raw.strip()
+    low = text.lower()
+    if low.startswith("file:"):
+        rest = text[len("file:"):]
+        if rest.startswith("//"):
+            host, _, path = rest[2:].partition("/")
+            if host not in ("", "localhost"):
+                raise InvalidInputError(f"lance data source: {raw!r} names a remote host; file URIs must be local")
+            rest = "/" + path
+        return urllib.parse.unquote(rest)
+    if low.startswith("s3a://") or low.startswith("s3n://"):
+        return "s3://" + text[len("s3a://"):]
+    return text
 
 
 def _get(options: Mapping[str, str], key: str) -> str | None:
@@ -102,12 +175,49 @@ def _json_object(options: Mapping[str, str], key: str) -> dict[str, str]:
     return {str(k): str(v) for k, v in value.items()}
 
 
-def _uri(options: Mapping[str, str]) -> str:
-    uri = _get(options, "path")
+def _uri(options: Mapping[str, str], fallback: str | None = None) -> str:
+    uri = _get(options, "path") or fallback
     if not uri:
         raise InvalidInputError("lance data source: no dataset URI (use .load(uri) / .save(uri) or "
-                                "option('path', uri))")
-    return uri
+                                "option('path', uri); a catalog table must be created with CREATE TABLE ... "
+                                "USING lance LOCATION '<uri>', see lance_format.spark.tables)")
+    return dataset_uri(uri)
+
+
+def _names(options: Mapping[str, str], key: str) -> tuple[str, ...] | None:
+    raw = _get(options, key)
+    if raw is None:
+        return None
+    names = tuple(c.strip() for c in raw.split(",") if c.strip())
+    if not names:
+        raise InvalidInputError(f"lance data source option {key!r} names nothing")
+    return names
+
+
+def _columns(options: Mapping[str, str]) -> tuple[str, ...] | None:
+    meta = _names(options, "metadata_columns") or ()
+    bad = [m for m in meta if m not in METADATA_COLUMNS]
+    if bad:
+        raise InvalidInputError(f"lance data source option 'metadata_columns': {bad} are not metadata columns "
+                                f"(valid: {sorted(METADATA_COLUMNS)})")
+    columns = _names(options, "columns")
+    if columns is None:
+        return None if not meta else ("*",) + meta  # "*": every column of the table
+    return columns + tuple(m for m in meta if m not in columns)
+
+
+def _fragment_ids(options: Mapping[str, str]) -> tuple[int, ...] | None:
+    names = _names(options, "fragment_ids")
+    if names is None:
+        return None
+    try:
+        ids = tuple(int(n) for n in names)
+    except ValueError:
+        raise InvalidInputError(f"lance data source option 'fragment_ids' must be integers, got "
+                                f"{_get(options, 'fragment_ids')!r}") from None
+    if any(i < 0 for i in ids):
+        raise InvalidInputError(f"lance data source option 'fragment_ids' must not be negative, got {ids}")
+    return ids
 
 
 def storage_options(options: Mapping[str, str]) -> dict[str, str]:
@@ -124,7 +234,10 @@ def storage_options(options: Mapping[str, str]) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class ReadOptions:
-    """Parsed read options (see the module docstring)."""
+    """Parsed read options (see the module docstring).
+
+    ``columns`` may start with ``"*"`` (every column of the table, then metadata columns).
+    """
 
     uri: str
     version: int | None = None
@@ -135,32 +248,42 @@ class ReadOptions:
     storage_options: Mapping[str, str] = field(default_factory=dict)
     filter: str | None = None
     limit: int | None = None
+    timestamp: str | None = None
+    fragment_ids: tuple[int, ...] | None = None
 
     @classmethod
-    def parse(cls, options: Mapping[str, str]) -> ReadOptions:
+    def parse(cls, options: Mapping[str, str], *, keys: Iterable[str] = READ_KEYS,
+              fallback_uri: str | None = None) -> ReadOptions:
         """Parse Spark's option mapping.
 
+        Args:
+            options: The options Spark passed.
+            keys: The valid keys (a stream's schema accepts batch and stream keys).
+            fallback_uri: The location when no ``path`` option is given (a catalog table's).
+
         Raises:
-            InvalidInputError: a malformed option (named in the message).
+            InvalidInputError: an unknown or malformed option (named in the message).
         """
-        version = _int(options, "version", None)
-        tag = _get(options, "tag")
-        if version is not None and tag:
-            raise InvalidInputError("lance data source: give either 'version' or 'tag', not both")
-        cols = _get(options, "columns")
-        columns = tuple(c.strip() for c in cols.split(",") if c.strip()) if cols is not None else None
-        if columns is not None and not columns:
-            raise InvalidInputError("lance data source option 'columns' names no column")
         if _get(options, "filter_pushdown") is not None:
             raise InvalidInputError(
                 "lance data source option 'filter_pushdown' was removed: PySpark reuses a reader planned "
                 "with pushed filters for later queries of the same DataFrame, which then miss rows. Spark "
                 "evaluates df.filter(...) itself; use option('filter', '<Lance SQL>') to filter inside the scan")
-        return cls(_uri(options), version, tag or None, columns,
+        catalog = _get(options, "provider") is not None  # CREATE TABLE: table properties come along
+        if not catalog:
+            check_keys(options, keys, "read")
+        version = _int(options, "version", None)
+        tag = _get(options, "tag") or None
+        timestamp = _get(options, "timestamp") or None
+        given = [k for k, v in (("version", version), ("tag", tag), ("timestamp", timestamp)) if v is not None]
+        if len(given) > 1:
+            raise InvalidInputError(f"lance data source: give one of 'version', 'tag' or 'timestamp', not {given}")
+        return cls(_uri(options, fallback_uri), version, tag, _columns(options),
                    _int(options, "batch_size", None),
                    _int(options, "max_rows_per_partition", DEFAULT_MAX_ROWS_PER_PARTITION)
                    or DEFAULT_MAX_ROWS_PER_PARTITION,
-                   storage_options(options), _get(options, "filter") or None, _int(options, "limit", None))
+                   storage_options(options), _get(options, "filter") or None, _int(options, "limit", None),
+                   timestamp, _fragment_ids(options))
 
 
 @dataclass(frozen=True)
@@ -184,11 +307,12 @@ class StreamReadOptions:
         Raises:
             InvalidInputError: a malformed option, or a batch-only one (``version``, ``limit``...).
         """
-        batch_only = [k for k in ("version", "tag", "timestamp", "limit") if _get(options, k) is not None]
+        batch_only = [k for k in ("version", "tag", "timestamp", "limit", "fragment_ids")
+                      if _get(options, k) is not None]
         if batch_only:
             raise InvalidInputError(f"lance streaming source: option(s) {batch_only} apply to batch reads only; "
                                     "a stream starts at 'starting_version' (or with a snapshot of the latest)")
-        read = ReadOptions.parse(options)
+        read = ReadOptions.parse(options, keys=STREAM_READ_KEYS)
         return cls(read.uri, read.columns, read.filter, read.batch_size, read.max_rows_per_partition,
                    read.storage_options, _int(options, "starting_version", None),
                    _bool(options, "skip_change_commits"), _int(options, "max_rows_per_trigger", None))
@@ -212,8 +336,9 @@ class WriteOptions:
         """Parse Spark's option mapping; ``overwrite`` is Spark's save mode flag.
 
         Raises:
-            InvalidInputError: a malformed option (named in the message).
+            InvalidInputError: an unknown or malformed option (named in the message).
         """
+        check_keys(options, STREAM_WRITE_KEYS, "write")
         mode_opt = (_get(options, "mode") or "").strip().lower()
         if mode_opt not in ("", "append", "overwrite", "create"):
             raise InvalidInputError(f"lance data source option 'mode' must be append, overwrite or create, "
@@ -225,8 +350,6 @@ class WriteOptions:
         props = _json_object(options, "transaction_properties")
         message = _get(options, "commit_message")
         if message is not None:
-            from lance_format.table.transaction import COMMIT_MESSAGE_KEY
-
             props[COMMIT_MESSAGE_KEY] = message
         stream_id = _get(options, "stream_id") or _get(options, "checkpointLocation")
         return cls(_uri(options), mode, _get(options, "data_storage_version"),
@@ -234,10 +357,6 @@ class WriteOptions:
                    _bool(options, "enable_stable_row_ids"), props, storage_options(options), stream_id)
 
 
-def as_dict(options: Any) -> dict[str, str]:
-    """Spark's option mapping as a plain ``dict`` (picklable, case preserved as given)."""
-    return {str(k): str(v) for k, v in dict(options).items()}
-
-
-__all__ = ["DEFAULT_MAX_ROWS_PER_PARTITION", "STORAGE_KEYS", "ReadOptions", "StreamReadOptions", "WriteOptions",
-           "storage_options"]
+__all__ = ["CATALOG_KEYS", "DEFAULT_MAX_ROWS_PER_PARTITION", "METADATA_COLUMNS", "READ_KEYS", "STORAGE_KEYS",
+           "STREAM_READ_KEYS", "STREAM_WRITE_KEYS", "WRITE_KEYS", "ReadOptions", "StreamReadOptions", "WriteOptions",
+           "check_keys", "dataset_uri", "storage_options"]

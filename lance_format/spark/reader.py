@@ -35,12 +35,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
 from lance_format.dataset import LanceDataset
+from lance_format.dataset import dataset as open_lance
 from lance_format.errors import InvalidInputError, SchemaError
-from lance_format.scanner import DEFAULT_BATCH_SIZE
-from lance_format.spark.options import ReadOptions
+from lance_format.scanner import DEFAULT_BATCH_SIZE, ROW_ADDR, ROW_ID
+from lance_format.spark.options import METADATA_COLUMNS, ReadOptions
 from lance_format.spark.types import spark_arrow_schema, spark_schema, to_spark_batch
 from lance_format.sql import to_expression
 from lance_format.table.models import FragmentMetadata
@@ -86,17 +88,26 @@ class OrderedPartition(InputPartition):
         return (self.fragment_ids, self.limit)
 
 
+FRAG_ID = "_fragid"
+
+
 def open_dataset(opts: ReadOptions, version: int | None = None) -> LanceDataset:
-    """Open ``version`` if given, else the version (or tag) ``opts`` asks for, else the latest."""
+    """Open ``version`` if given, else the version, tag or timestamp ``opts`` asks for, else the latest."""
     storage = dict(opts.storage_options) or None
     if version is not None:
         return LanceDataset(opts.uri, version, storage_options=storage)
+    if opts.timestamp is not None:
+        return open_lance(opts.uri, storage_options=storage, asof=opts.timestamp)
     return LanceDataset(opts.uri, opts.version if opts.version is not None else opts.tag,
                         storage_options=storage)
 
 
 def projected_schema(ds: LanceDataset, columns: Sequence[str] | None) -> pa.Schema:
-    """Arrow schema of the stored columns a scan reads.
+    """Arrow schema of what a scan of ``columns`` yields (all columns when ``None``).
+
+    ``"*"`` stands for every column of the table; the metadata columns ``_rowid``,
+    ``_rowaddr`` (int64) and ``_fragid`` (int32) may be named unless the table has columns
+    of those names.
 
     Raises:
         InvalidInputError: a requested column does not exist.
@@ -104,10 +115,21 @@ def projected_schema(ds: LanceDataset, columns: Sequence[str] | None) -> pa.Sche
     schema = ds.schema
     if columns is None:
         return pa.schema(list(schema))
-    missing = [c for c in columns if c not in schema.names]
+    names: list[str] = []
+    for c in columns:
+        names.extend(schema.names if c == "*" else [c])
+    fields, missing = [], []
+    for name in names:
+        if name in schema.names:
+            fields.append(schema.field(name))
+        elif name in METADATA_COLUMNS:
+            fields.append(pa.field(name, pa.type_for_alias(METADATA_COLUMNS[name]), nullable=False))
+        else:
+            missing.append(name)
     if missing:
-        raise InvalidInputError(f"{ds.uri}: column(s) {missing} are not in the dataset (columns: {schema.names})")
-    return pa.schema([schema.field(c) for c in columns])
+        raise InvalidInputError(f"{ds.uri}: column(s) {missing} are not in the dataset (columns: {schema.names}; "
+                                f"metadata columns: {sorted(METADATA_COLUMNS)})")
+    return pa.schema(fields)
 
 
 def schema_projection(ds: LanceDataset, spark_fields: Any) -> pa.Schema:
@@ -199,23 +221,42 @@ def read_range(ds: LanceDataset, part: InputPartition, columns: Sequence[str], f
                batch_size: int | None = None) -> Iterator[pa.RecordBatch]:
     """Live rows of ``part`` with ``columns``, ``batch_size`` physical rows at a time, filtered.
 
+    ``columns`` may include the metadata columns (see :func:`projected_schema`); they come
+    back as the scan computes them (unsigned; the Spark conversion narrows them).
+
     Raises:
         InvalidInputError: a fragment of the partition is not in the dataset version.
     """
+    stored = [c for c in columns if c in ds.schema.names]
+    meta = {c for c in columns if c not in ds.schema.names}
+    with_id, with_addr = ROW_ID in meta, bool(meta & {ROW_ADDR, FRAG_ID})
     if isinstance(part, OrderedPartition):
         frags = _fragments(ds, part.fragment_ids)
-        options = ScanOptions(list(columns), filter=filter, limit=part.limit,
-                              batch_size=batch_size or DEFAULT_BATCH_SIZE, fragments=frags)
-        yield from Scan(ds._ctx, options).to_batches()
-        return
-    assert isinstance(part, RangePartition)
-    frag = _fragments(ds, [part.fragment_id])[0]
-    if batch_size is None:
-        batch_size = default_batch_rows(frag, len(columns), len(ds.schema.names))
-    # The table layer's scan (deletions, filter, projection) restricted to the partition's rows.
-    options = ScanOptions(list(columns), filter=filter, limit=part.limit, batch_size=batch_size, fragments=[frag],
-                          row_range=(part.start, part.stop))
-    yield from Scan(ds._ctx, options).to_batches()
+        options = ScanOptions(stored, filter=filter, limit=part.limit, with_row_id=with_id,
+                              with_row_address=with_addr, batch_size=batch_size or DEFAULT_BATCH_SIZE,
+                              fragments=frags)
+    else:
+        assert isinstance(part, RangePartition)
+        frag = _fragments(ds, [part.fragment_id])[0]
+        if batch_size is None:
+            batch_size = default_batch_rows(frag, max(1, len(stored)), len(ds.schema.names))
+        # The table layer's scan (deletions, filter, projection) restricted to the partition's rows.
+        options = ScanOptions(stored, filter=filter, limit=part.limit, with_row_id=with_id,
+                              with_row_address=with_addr, batch_size=batch_size, fragments=[frag],
+                              row_range=(part.start, part.stop))
+    for batch in Scan(ds._ctx, options).to_batches():
+        yield batch if not meta else _in_order(batch, columns)
+
+
+def _in_order(batch: pa.RecordBatch, columns: Sequence[str]) -> pa.RecordBatch:
+    # The scan appends _rowid / _rowaddr last; _fragid is the row address's upper half.
+    arrays = []
+    for name in columns:
+        if name == FRAG_ID:
+            arrays.append(pc.shift_right(batch.column(ROW_ADDR), 32).cast(pa.uint32()))
+        else:
+            arrays.append(batch.column(name))
+    return pa.RecordBatch.from_arrays(arrays, names=list(columns))
 
 
 def sql_filter(text: str, table: pa.Schema) -> Any:
@@ -246,7 +287,7 @@ class LanceReader(DataSourceReader):
         if options.filter:
             sql_filter(options.filter, ds.schema)  # a bad predicate fails the query, not a task
         self._partitions = plan_partitions(ds, options.max_rows_per_partition, limit=options.limit,
-                                           filtered=bool(options.filter))
+                                           filtered=bool(options.filter), fragment_ids=options.fragment_ids)
 
     def partitions(self) -> list[InputPartition]:
         """The input partitions (fragments or fragment row ranges) of the pinned version."""

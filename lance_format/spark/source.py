@@ -16,7 +16,13 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource
 
-from lance_format.spark.options import ReadOptions, StreamReadOptions, WriteOptions
+from lance_format.spark.options import (
+    READ_KEYS,
+    STREAM_READ_KEYS,
+    ReadOptions,
+    StreamReadOptions,
+    WriteOptions,
+)
 from lance_format.spark.reader import LanceReader, open_dataset, projected_schema
 from lance_format.spark.stream_reader import LanceStreamReader
 from lance_format.spark.streaming import LanceStreamWriter
@@ -49,7 +55,9 @@ class LanceDataSource(DataSource):
         Raises:
             UnsupportedTypeError: a column has no lossless Spark type (named in the message).
         """
-        opts = ReadOptions.parse(self.options)
+        # Spark asks for the schema of batch and streaming reads alike: accept both's options
+        # here, and let reader() / streamReader() refuse the other kind's.
+        opts = ReadOptions.parse(self.options, keys=READ_KEYS | STREAM_READ_KEYS)
         ds = open_dataset(opts)
         self.pinned_version = ds.version
         return spark_schema(projected_schema(ds, opts.columns))
