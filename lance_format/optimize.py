@@ -95,14 +95,17 @@ class Optimize:
             excluded_fragment_ids=tuple(integer(i, "compact_files(): excluded_fragment_ids item",
                                                 maximum=U64_MAX) for i in excluded))
 
-    def optimize_indices(self, *, index_names: list[str] | None = None, runner: Runner | None = None) -> None:
+    def optimize_indices(self, *, index_names: list[str] | None = None, runner: Runner | None = None,
+                         transaction_properties: Mapping[str, str] | None = None) -> None:
         """Index fragments added since each BTREE / BITMAP index was built and fold deferred remaps.
 
         See :func:`lance_format.index.optimize.optimize_indices` (INDEX owns it); the
-        dataset handle moves to the new version when something was committed.
+        dataset handle moves to the new version when something was committed, and that
+        commit carries ``transaction_properties``.
         """
 
-        optimize_indices(self._ds, index_names=index_names, runner=runner)
+        optimize_indices(self._ds, index_names=index_names, runner=runner,
+                         transaction_properties=transaction_properties)
 
 
 def _or(value: T | None, default: T) -> T:

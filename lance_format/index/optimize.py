@@ -11,6 +11,7 @@ Everything lands in one ``CreateIndex`` transaction; files of a failed commit ar
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from lance_format.index import frag_reuse
@@ -20,6 +21,7 @@ from lance_format.index.models import FRAG_REUSE_INDEX, is_system, kind_of
 from lance_format.index.remap import remappable
 from lance_format.index.store import IndexDir
 from lance_format.table.index_metadata import IndexMetadata
+from lance_format.table.transaction import Transaction
 
 if TYPE_CHECKING:
     from lance_format.dataset import LanceDataset
@@ -36,13 +38,16 @@ def _behind(segs: list[IndexMetadata], live: frozenset[int], reuse_versions: lis
 
 
 def optimize_indices(ds: LanceDataset, *, index_names: list[str] | None = None,
-                     runner: Runner | None = None) -> LanceDataset:
+                     runner: Runner | None = None,
+                     transaction_properties: Mapping[str, str] | None = None) -> LanceDataset:
     """Rebuild out-of-date BTREE / BITMAP indices and drop a no-longer-needed ``__lance_frag_reuse``.
 
     Args:
         ds: The dataset (moves to the new version if anything was committed).
         index_names: Only these indices (all by default).
         runner: Runs the read tasks (local threads by default).
+        transaction_properties: Stored with the ``CreateIndex`` commit (e.g. the lineage of the
+            scheduler that ran it; pylance's ``optimize_indices`` takes none).
 
     Returns:
         ``ds``.
@@ -84,7 +89,8 @@ def optimize_indices(ds: LanceDataset, *, index_names: list[str] | None = None,
         if not new and not removed:
             return ds
         op = LanceOperation.CreateIndex([to_operation(m) for m in new], [to_operation(m) for m in removed])
-        committed = LanceDataset.commit(ds, op, read_version=ds.version)
+        txn = Transaction(ds.version, op, transaction_properties=dict(transaction_properties or {}))
+        committed = LanceDataset.commit(ds, txn)
     except BaseException:
         for out in outs:
             out.discard()
