@@ -72,6 +72,20 @@ def _nest_fixed_size(flat: pa.Array, typ: pa.DataType) -> pa.Array:
     return pa.FixedSizeListArray.from_arrays(inner, type=typ)
 
 
+def _fixed_array(buf: pa.Buffer, typ: pa.DataType, n: int, width: int) -> pa.Array:
+    """``n`` values of byte-aligned fixed-width ``typ`` (``width`` bytes each) stored back to back in ``buf``.
+
+    Fixed-size lists are built over their leaf values, as the legacy format stores them.
+    """
+    if pa.types.is_fixed_size_list(typ):
+        leaf = typ
+        while pa.types.is_fixed_size_list(leaf):
+            leaf = leaf.value_type
+        flat = pa.Array.from_buffers(leaf, n * width * 8 // leaf.bit_width, [None, buf])
+        return _nest_fixed_size(flat, typ)
+    return pa.Array.from_buffers(typ, n, [None, buf])
+
+
 def _positions(read: ReadFn, page: Page, start: int, stop: int, dtype: str,
                where: str) -> npt.NDArray[np.int64]:
     width = np.dtype(dtype).itemsize
@@ -180,14 +194,7 @@ class LegacyColumnReader:
                                            f"[{start}, {stop}) past the page's {page.length} values")
                 chunks.append(self.read(page.position + start * width, (stop - start) * width))
             n = sum(stop - start for _, start, stop in pieces)
-            if pa.types.is_fixed_size_list(typ):
-                leaf = typ
-                while pa.types.is_fixed_size_list(leaf):
-                    leaf = leaf.value_type
-                flat = pa.Array.from_buffers(leaf, n * width * 8 // leaf.bit_width,
-                                             [None, pa.py_buffer(b"".join(chunks))])
-                return _nest_fixed_size(flat, typ)
-            return pa.Array.from_buffers(typ, n, [None, pa.py_buffer(b"".join(chunks))])
+            return _fixed_array(pa.py_buffer(b"".join(chunks)), typ, n, width)
         if len(pieces) > 1 and (pa.types.is_string(typ) or pa.types.is_binary(typ)
                                 or pa.types.is_large_string(typ) or pa.types.is_large_binary(typ)):
             return self._binary_batches(field, typ, pieces)

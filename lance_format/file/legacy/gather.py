@@ -24,7 +24,7 @@ import pyarrow as pa
 
 from lance_format.errors import CorruptFileError
 from lance_format.file.bytesource import pooled_bytes
-from lance_format.file.legacy.decode import _binary_array, _fixed_width_bits, _nest_fixed_size
+from lance_format.file.legacy.decode import _binary_array, _fixed_array, _fixed_width_bits
 from lance_format.file.legacy.format import LegacyTail
 from lance_format.schema import LanceField
 
@@ -152,7 +152,7 @@ def read_fields(source: Any, tail: LegacyTail, path: str, fields: Sequence[Lance
     out: list[pa.Array] = []
     for i, ((slot, width), typ) in enumerate(zip(plans, types, strict=True)):
         if width:
-            out.append(_fixed(got[slot], typ, int(rows.sum())))
+            out.append(_fixed_array(pa.py_buffer(got[slot]), typ, int(rows.sum()), width))
             continue
         allpos, lo, counts, dslot = strings[i]
         sizes = allpos[np.cumsum(counts) - 1] - lo
@@ -170,17 +170,6 @@ def read_fields(source: Any, tail: LegacyTail, path: str, fields: Sequence[Lance
 def _rows_of(tail: LegacyTail, fid: int) -> np.ndarray | None:
     pages = tail.page_table.get(fid)
     return None if pages is None else np.array([(p.position, p.length) for p in pages], dtype=np.int64)
-
-
-def _fixed(data: np.ndarray, typ: pa.DataType, n: int) -> pa.Array:
-    buf = pa.py_buffer(data)
-    if pa.types.is_fixed_size_list(typ):
-        leaf = typ
-        while pa.types.is_fixed_size_list(leaf):
-            leaf = leaf.value_type
-        flat = pa.Array.from_buffers(leaf, data.size * 8 // leaf.bit_width, [None, buf])
-        return _nest_fixed_size(flat, typ)
-    return pa.Array.from_buffers(typ, n, [None, buf])
 
 
 __all__ = ["Pieces", "read_fields", "vectorizable"]
