@@ -226,6 +226,7 @@ class LanceStorageIOManager(IOManager):
             code_version=_code_version(context),
             job_name=context.job_name,
             mode=options.mode,
+            op=_op_name(context),
         )
         message = f"dagster {options.mode} of {asset or uri} in run {context.run_id}"
         if handler.distributed:
@@ -339,6 +340,13 @@ def _partition_key(context: OutputContext) -> str | None:
         return keys[0]
     rng = context.asset_partition_key_range
     return f"{rng.start}...{rng.end}"
+
+
+def _op_name(context: OutputContext) -> str | None:
+    try:
+        return str(context.op_def.name)
+    except DagsterInvariantViolationError:  # build_output_context() without an op
+        return None
 
 
 def _code_version(context: OutputContext) -> str | None:

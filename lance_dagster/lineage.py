@@ -20,6 +20,8 @@ ASSET_KEY = "dagster/asset_key"
 PARTITION_KEY = "dagster/partition_key"
 CODE_VERSION = "dagster/code_version"
 JOB_NAME = "dagster/job_name"
+#: The op (an asset's op, or a maintenance op such as ``compact__events``) that made the commit.
+OP = "dagster/op"
 WRITE_MODE = "lance_dagster/mode"
 #: Set on commits made by a maintenance job ("compaction", "index", ...), so history tells them apart.
 MAINTENANCE = "lance_dagster/maintenance"
@@ -34,16 +36,25 @@ def transaction_properties(
     code_version: str | None = None,
     job_name: str | None = None,
     mode: str | None = None,
+    op: str | None = None,
+    maintenance: str | None = None,
     extra: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
-    """Return the properties to attach to a commit; keys whose value is ``None`` are left out."""
+    """Return the properties to attach to a commit; keys whose value is ``None`` are left out.
+
+    Every commit lance_dagster makes carries at least the run id and the op, and the asset key
+    when it has one (materializations, and maintenance of an asset); maintenance commits say which
+    step made them (``maintenance="compaction"`` / ``"index"``).
+    """
     props = {
         RUN_ID: run_id,
         ASSET_KEY: asset_key,
         PARTITION_KEY: partition_key,
         CODE_VERSION: code_version,
         JOB_NAME: job_name,
+        OP: op,
         WRITE_MODE: mode,
+        MAINTENANCE: maintenance,
     }
     out = {k: str(v) for k, v in props.items() if v is not None}
     out.update({str(k): str(v) for k, v in (extra or {}).items()})

@@ -111,6 +111,8 @@ def run_url(run_id: str) -> str:
 def operation_label(record: VersionRecord) -> str:
     """The operation as a reader knows it: maintenance commits say which maintenance made them."""
     kind = record.properties.get(MAINTENANCE)
+    if kind and record.operation == "ReserveFragments":  # compaction's first commit: ids for new fragments
+        return f"{kind.capitalize()} (reserve ids)"
     if kind:
         return kind.capitalize()
     if record.operation == "Rewrite":

@@ -1,8 +1,11 @@
 """Commits made outside Dagster, recorded as asset observations.
 
 A Lance dataset may be written by a notebook, a Spark job or another service as well as by Dagster.
-Every version whose transaction carries no ``dagster/run_id`` property was made outside Dagster; the
-sensor built by :func:`build_lance_observation_sensor` records each such version as an
+Every commit lance_dagster makes carries its run id, op and asset key as transaction properties
+(materializations, schema evolution, and each maintenance commit: compaction's ReserveFragments and
+Rewrite, index optimization's CreateIndex), and is recorded by its run (a materialization or a
+maintenance observation). A version whose transaction carries no ``dagster/run_id`` was made outside
+Dagster; the sensor built by :func:`build_lance_observation_sensor` records each such version as an
 ``AssetObservation`` whose data version is the Lance version, with the operation and row counts, so
 the asset's history in the UI shows every commit, whoever made it.
 :func:`lance_observable_source_asset` declares a dataset written entirely elsewhere as an observable

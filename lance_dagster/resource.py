@@ -170,6 +170,7 @@ def _lineage(context: AssetExecutionContext | OpExecutionContext | None) -> dict
         "asset_key": None,
         "job_name": context.job_name,
         "partition_key": context.partition_key if context.has_partition_key else None,
+        "op": context.op_def.name,
     }
     if not context.has_assets_def or len(context.assets_def.keys) != 1:
         return out  # an op, or a multi-asset step: no single asset to name

@@ -236,10 +236,12 @@ def _has_frag_reuse(ds: LanceDataset) -> bool:
     return any(str(index.name) == "__lance_frag_reuse" for index in ds.manifest.indices)
 
 
-def optimize_indices(ds: LanceDataset, *, dry_run: bool, runner: Runner | None = None) -> IndexOutcome:
+def optimize_indices(ds: LanceDataset, *, dry_run: bool, runner: Runner | None = None,
+                     transaction_properties: Mapping[str, str] | None = None) -> IndexOutcome:
     """Fold unindexed fragments into every user index and finish deferred remaps.
 
-    ``ds`` is the dataset opened at its latest version; it moves to the version committed.
+    ``ds`` is the dataset opened at its latest version; it moves to the version committed, whose
+    transaction carries ``transaction_properties`` (Dagster lineage).
 
     Raises:
         lance_format.errors.LanceError: from the index layer when an index cannot be updated.
@@ -252,7 +254,8 @@ def optimize_indices(ds: LanceDataset, *, dry_run: bool, runner: Runner | None =
         return IndexOutcome(uri, dry_run, read_version, None, tuple(sorted(stale)), sum(stale.values()),
                             time.perf_counter() - start)
     # A deferred compaction leaves a fragment-reuse index; optimizing folds it into the indices.
-    ds.optimize.optimize_indices(runner=runner)  # moves ``ds`` to the version it committed, if any
+    # moves ``ds`` to the version it committed, if any
+    ds.optimize.optimize_indices(runner=runner, transaction_properties=transaction_properties)
     new_version = int(ds.version)
     left = _stale(ds)
     updated = tuple(sorted(name for name in stale if left.get(name, 0) < stale[name]))

@@ -12,7 +12,7 @@ from lance_format.errors import DatasetNotFoundError, VersionNotFoundError
 from lance_format.maintenance.compaction import CompactionOptions
 from lance_format.maintenance.runner import Runner
 
-from ..lineage import JOB_NAME, RUN_ID
+from ..lineage import transaction_properties
 from . import engine
 from .config import CleanupStepConfig, CompactionStepConfig, IndexStepConfig, RunnerKind, parse_duration
 from .events import outcome_event
@@ -56,6 +56,18 @@ def _open(context: OpExecutionContext, target: MaintenanceTarget, step: str) -> 
         return None
 
 
+def lineage(context: OpExecutionContext, target: MaintenanceTarget, step: str) -> dict[str, str]:
+    """Transaction properties of a maintenance commit: run, job, op, the maintained asset and the step.
+
+    Every commit a step makes carries them (compaction's ReserveFragments and Rewrite, the index
+    step's CreateIndex), so the observation sensor and the version history attribute it to the
+    maintenance run, not to a writer outside Dagster.
+    """
+    asset = target.asset_key.to_user_string() if target.asset_key is not None else None
+    return transaction_properties(run_id=context.run_id, asset_key=asset, job_name=context.job_name,
+                                  op=context.op_def.name, maintenance=step)
+
+
 def _record(context: OpExecutionContext, target: MaintenanceTarget, outcome: Any, ds: LanceDataset) -> None:
     latest = ds.checkout_latest()  # the version the step committed (or a newer one), on the open store
     if target.asset_key is not None:
@@ -81,10 +93,8 @@ def run_compaction(context: OpExecutionContext, target: MaintenanceTarget, confi
         defer_index_remap=config.defer_index_remap,
     )
     runner = _LazyRunner(config.runner, getattr(context.resources, SPARK_RESOURCE_KEY))
-    # the Rewrite carries the run like a materialization's commit does (lance_dagster.lineage)
-    lineage = {RUN_ID: context.run_id, JOB_NAME: context.job_name}
     outcome = engine.compact(ds, options=compaction, runner=runner, dry_run=config.dry_run,
-                             transaction_properties=lineage)
+                             transaction_properties=lineage(context, target, "compaction"))
     _record(context, target, outcome, ds)
 
 
@@ -96,7 +106,8 @@ def run_optimize_indices(context: OpExecutionContext, target: MaintenanceTarget,
     if ds is None:
         return
     outcome = engine.optimize_indices(ds, dry_run=config.dry_run,
-                                      runner=_LazyRunner(config.runner, getattr(context.resources, SPARK_RESOURCE_KEY)))
+                                      runner=_LazyRunner(config.runner, getattr(context.resources, SPARK_RESOURCE_KEY)),
+                                      transaction_properties=lineage(context, target, "index"))
     _record(context, target, outcome, ds)
 
 
