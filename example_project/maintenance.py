@@ -39,6 +39,7 @@ def maintenance_definitions(assets: Sequence[AssetsDefinition], lance: LanceReso
         lance=lance,
         pyspark=pyspark,
         description="Nightly compaction → index optimization → cleanup of every example dataset (Spark).",
+        config_defaults=NIGHTLY_CONFIG,  # a run launched by hand maintains as the schedule does
     )
     schedule = build_lance_maintenance_schedule(
         job, cron_schedule="0 3 * * *", execution_timezone="Europe/Berlin", run_config=NIGHTLY_CONFIG,

@@ -88,10 +88,15 @@ class CleanupModel(dg.Model):
     older_than: str = "7d"
     retain_versions: int = 1
     delete_unverified: bool = False
+    commit_grace: str | None = None
 
 
 class LanceMaintenanceModel(dg.Model):
-    """The maintenance job, its schedule and health sensor, and the job's default run config."""
+    """The maintenance job, its schedule and health sensor, and the job's default run config.
+
+    ``runner``, ``dry_run``, ``compaction``, ``index`` and ``cleanup`` are the job's run config
+    defaults: the schedule, the health sensor and a run launched by hand all use them.
+    """
 
     runner: Literal["spark", "local"] = "spark"
     dry_run: bool = False
@@ -134,13 +139,16 @@ class LanceDatasetsComponent(dg.Component, dg.Resolvable, dg.Model):
         if m is None or not specs:
             return dg.Definitions(assets=specs)
         lance = LanceResource(root_uri=root, storage_options=self.storage_options)
-        job = build_lance_maintenance_job(
-            m.job_name, asset_uris=uris, lance=lance, pyspark=lance_pyspark_resource(m.spark_master))
         # Validated here, at load time, rather than at the first scheduled run.
         run_config: dict[str, Any] = LanceMaintenanceConfig(
             runner=m.runner, dry_run=m.dry_run, compaction=CompactionConfig(**m.compaction.model_dump()),
             index=IndexConfig(**m.index.model_dump()), cleanup=CleanupConfig(**m.cleanup.model_dump()),
         ).model_dump(exclude_none=True)
+        # The YAML settings are the job's run config defaults, so a run launched by hand (Launchpad,
+        # CLI) maintains as the schedule and the sensor do.
+        job = build_lance_maintenance_job(
+            m.job_name, asset_uris=uris, lance=lance, pyspark=lance_pyspark_resource(m.spark_master),
+            config_defaults=run_config)
         schedule = build_lance_maintenance_schedule(
             job, cron_schedule=m.cron_schedule, execution_timezone=m.execution_timezone, run_config=run_config,
             default_status=dg.DefaultScheduleStatus.RUNNING if m.schedule_running else dg.DefaultScheduleStatus.STOPPED)

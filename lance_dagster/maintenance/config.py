@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from typing import Literal
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal
 
 from dagster import Config
-from pydantic import Field
+from pydantic import Field, create_model
 
 RunnerKind = Literal["spark", "local"]
 
@@ -62,6 +63,9 @@ class CleanupConfig(Config):
     retain_versions: int = Field(default=1, ge=1, description="Always keep this many newest versions.")
     delete_unverified: bool = Field(
         default=False, description="Also delete unreferenced files younger than 7 days (unsafe while writers run).")
+    commit_grace: str | None = Field(
+        default=None, description="Keep every version that was the latest this recently, so a commit in flight "
+        "finds the version it read ('5m', '0s'); default: lance_format's (5 minutes, or $LANCE_FORMAT_COMMIT_GRACE).")
     dry_run: bool = Field(default=False, description="Report exactly what would be deleted, delete nothing.")
 
 
@@ -96,3 +100,29 @@ class CleanupStepConfig(CleanupConfig):
     """Config of one dataset's cleanup op."""
 
     runner: RunnerKind = "spark"
+
+
+def config_with_defaults(cls: type[Config], defaults: Mapping[str, Any]) -> type[Config]:
+    """A subclass of ``cls`` whose fields default to ``defaults`` (nested configs given as dicts).
+
+    A job's run config schema is its config class, so these become the defaults the Launchpad
+    shows and a run launched without config uses. Constraints and descriptions are kept, and the
+    defaults are validated here.
+
+    Raises:
+        pydantic.ValidationError: a default breaks a field's constraint.
+        KeyError: a default names no field of ``cls``.
+    """
+    cls.model_validate(dict(defaults))  # the defaults themselves, now, when the definitions load
+    fields: dict[str, Any] = {}
+    for name, value in defaults.items():
+        info = cls.model_fields[name]
+        annotation = info.annotation
+        if isinstance(value, Mapping) and isinstance(annotation, type) and issubclass(annotation, Config):
+            sub = config_with_defaults(annotation, value)
+            fields[name] = (sub, Field(default_factory=sub, description=info.description))
+        else:
+            typed = Annotated[annotation, *info.metadata] if info.metadata else annotation
+            fields[name] = (typed, Field(default=value, description=info.description))
+    made: type[Config] = create_model(cls.__name__, __base__=cls, **fields)
+    return made

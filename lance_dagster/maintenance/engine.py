@@ -272,13 +272,15 @@ def cleanup(
     delete_unverified: bool,
     dry_run: bool,
     runner: Runner,
+    commit_grace: dt.timedelta | None = None,
 ) -> CleanupOutcome:
     """Remove versions older than ``older_than`` and outside the newest ``retain_versions``.
 
     The latest version and every tagged version stay (the caller tags versions pinned by asset
     inputs first). Old manifests are deleted first, on the driver, so no reader can open a version
     whose files are going; the files are then deleted in batches through ``runner``. A dry run
-    returns the exact plan. ``ds`` is the dataset opened at its latest version.
+    returns the exact plan. ``ds`` is the dataset opened at its latest version. ``commit_grace``
+    (default: lance_format's) keeps every version that was the latest that recently.
     """
     from lance_format.cleanup import execute_cleanup, plan_cleanup
 
@@ -286,7 +288,7 @@ def cleanup(
     uri = ds.uri
     # Tagged old versions are kept, not an error: pins are tags, and a nightly job must not fail on them.
     plan = plan_cleanup(ds, older_than, retain_versions, delete_unverified=delete_unverified,
-                        error_if_tagged_old_versions=False)
+                        error_if_tagged_old_versions=False, commit_grace=commit_grace)
     tagged = sorted({int(t.version) for t in ds.tags.list().values()} - {plan.latest_version})
     if dry_run:
         keys = tuple(f.key for f in (*plan.manifests, *plan.files) if f.key not in plan.protected)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import weakref
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from dagster import (
     AssetsDefinition,
@@ -38,6 +38,7 @@ from .config import (
     CompactionStepConfig,
     IndexStepConfig,
     LanceMaintenanceConfig,
+    config_with_defaults,
 )
 from .resources import SPARK_RESOURCE_KEY, lance_pyspark_resource
 from .steps import run_cleanup, run_compaction, run_optimize_indices
@@ -86,7 +87,7 @@ def targets_from_job(job: JobDefinition) -> list[MaintenanceTarget]:
     ]
 
 
-def _map_config(targets: Sequence[MaintenanceTarget]) -> Any:
+def _map_config(targets: Sequence[MaintenanceTarget], config_cls: type[LanceMaintenanceConfig]) -> Any:
     names = {t.name for t in targets} | {t.label for t in targets}
 
     def _mapping(cfg: LanceMaintenanceConfig) -> RunConfig:
@@ -113,7 +114,7 @@ def _map_config(targets: Sequence[MaintenanceTarget]) -> Any:
         return RunConfig(ops=ops)
 
     # Real classes, not postponed strings, so Dagster derives the typed config schema.
-    _mapping.__annotations__ = {"cfg": LanceMaintenanceConfig, "return": RunConfig}
+    _mapping.__annotations__ = {"cfg": config_cls, "return": RunConfig}
     return config_mapping(_mapping)
 
 
@@ -128,6 +129,7 @@ def build_lance_maintenance_job(
     pyspark: Any | None = None,
     description: str | None = None,
     tags: Mapping[str, str] | None = None,
+    config_defaults: Mapping[str, Any] | None = None,
 ) -> JobDefinition:
     """Build a job that compacts, re-indexes and cleans up Lance datasets.
 
@@ -151,9 +153,14 @@ def build_lance_maintenance_job(
             ``lance``); default: a lazy loopback-only ``local[*]`` session (:func:`lance_pyspark_resource`).
         description: job description.
         tags: extra run tags.
+        config_defaults: a :class:`LanceMaintenanceConfig` as a dict (e.g. ``{"runner": "local",
+            "cleanup": {"older_than": "1d"}}``) that becomes the defaults of the job's run config:
+            what the Launchpad shows and what a run launched by hand, a schedule or a sensor uses
+            for anything its run config leaves out.
 
     Raises:
         ValueError: when the selection and URIs name no dataset.
+        pydantic.ValidationError: ``config_defaults`` breaks a constraint of the config.
     """
     targets = resolve_targets(assets=assets, selection=selection, dataset_uris=dataset_uris,
                               asset_uris=asset_uris)
@@ -186,7 +193,8 @@ def build_lance_maintenance_job(
         name=name,
         description=description or "Compaction → index optimization → cleanup of "
         + ", ".join(t.label for t in targets),
-        config=_map_config(targets),
+        config=_map_config(targets, cast(type[LanceMaintenanceConfig], config_with_defaults(
+            LanceMaintenanceConfig, config_defaults)) if config_defaults else LanceMaintenanceConfig),
         resource_defs=resource_defs,
         # One process: the Spark session (one JVM) is shared by every step of the run.
         executor_def=in_process_executor,

@@ -139,6 +139,8 @@ def run_cleanup(context: OpExecutionContext, target: MaintenanceTarget, config: 
     if ds is None:
         return
     older_than = parse_duration(config.older_than, where=f"cleanup of {target.label}: older_than")
+    grace = None if config.commit_grace is None else parse_duration(
+        config.commit_grace, where=f"cleanup of {target.label}: commit_grace")
     # Pins are tagged even in a dry run: tags only protect, and the report must be what a real run does.
     sync_pin_tags(ds, target.pinned_versions, context)
     outcome = engine.cleanup(
@@ -147,6 +149,7 @@ def run_cleanup(context: OpExecutionContext, target: MaintenanceTarget, config: 
         retain_versions=config.retain_versions,
         delete_unverified=config.delete_unverified,
         dry_run=config.dry_run,
+        commit_grace=grace,
         runner=_LazyRunner(config.runner, getattr(context.resources, SPARK_RESOURCE_KEY)),
     )
     _record(context, target, outcome, ds)
