@@ -31,7 +31,8 @@ from lance_format.sql import to_expression
 WRITE_ID_KEY = "lance.spark.write_id"
 
 
-def write_dataframe(df: Any, uri: str, *, mode: Literal["append", "overwrite", "create"] = "append",
+def write_dataframe(df: Any, uri: str, *,
+                    mode: Literal["append", "overwrite", "create", "error", "errorifexists", "ignore"] = "append",
                     transaction_properties: Mapping[str, str] | None = None,
                     storage_options: Mapping[str, str] | None = None,
                     data_storage_version: str | None = None, max_rows_per_file: int | None = None,
@@ -41,8 +42,9 @@ def write_dataframe(df: Any, uri: str, *, mode: Literal["append", "overwrite", "
     Args:
         df: A ``pyspark.sql.DataFrame``.
         uri: Dataset location.
-        mode: ``"append"`` (creates the dataset when missing), ``"overwrite"``, or ``"create"``
-            (fails when a dataset exists).
+        mode: ``"append"`` (creates the dataset when missing), ``"overwrite"``, ``"create"``
+            (or ``"error"`` / ``"errorifexists"``: fails when a dataset exists) or ``"ignore"``
+            (writes nothing when a dataset exists, and returns it as it is).
         transaction_properties: Caller metadata stored with the commit (string keys and values).
         storage_options: Backend options (credentials, endpoint) for driver and executors.
         data_storage_version: Lance file version for a new dataset.
@@ -60,8 +62,8 @@ def write_dataframe(df: Any, uri: str, *, mode: Literal["append", "overwrite", "
     write_id = uuid.uuid4().hex
     props = {**(transaction_properties or {}), WRITE_ID_KEY: write_id}
     writer = df.write.format("lance").mode("overwrite" if mode == "overwrite" else "append")
-    if mode == "create":
-        writer = writer.option("mode", "create")
+    if mode != "append" and mode != "overwrite":
+        writer = writer.option("mode", mode)
     writer = writer.option("transaction_properties", json.dumps(props))
     if storage_options:
         writer = writer.option("storage_options", json.dumps(dict(storage_options)))
@@ -74,6 +76,11 @@ def write_dataframe(df: Any, uri: str, *, mode: Literal["append", "overwrite", "
     if commit_message is not None:
         writer = writer.option("commit_message", commit_message)
     writer.save(uri)
+    if mode == "ignore":
+        try:
+            return find_write(uri, write_id, storage_options)
+        except LanceError:
+            return LanceDataset(uri, storage_options=storage_options)  # it existed: nothing was written
     return find_write(uri, write_id, storage_options)
 
 

@@ -32,8 +32,11 @@ Streaming reads take ``columns``, ``filter``, ``batch_size``, ``max_rows_per_par
 
 Writing (``df.write.format("lance").mode(...).option(...).save(uri)``):
 
-* ``mode`` option ``create`` fails if a dataset exists (Spark only passes append/overwrite to
-  Python data sources, see :mod:`lance_format.spark.writer`).
+* ``mode`` option ``create`` (or ``error`` / ``errorifexists``) fails if a dataset exists, and
+  ``ignore`` writes nothing when one exists (Spark refuses those save modes for Python data
+  sources before the source sees them, see :mod:`lance_format.spark.writer`).
+* ``<column>.arrow.fixed-size-list.size`` (lance-spark's table property): store that array
+  column of a new dataset as ``fixed_size_list<T, N>`` (a vector).
 * ``data_storage_version`` (``2.0``/``2.1``/``2.2``/``stable``), ``max_rows_per_file``,
   ``enable_stable_row_ids`` (``true``/``false``, new datasets only).
 * ``transaction_properties``: a JSON object of string keys/values stored with the commit;
@@ -73,7 +76,10 @@ STORAGE_KEYS = frozenset({
     "aws_skip_signature",
 })
 
-WriteMode = Literal["append", "overwrite", "create"]
+WriteMode = Literal["append", "overwrite", "create", "ignore"]
+
+#: Suffix of the write option (lance-spark's table property) giving a vector column's size.
+FIXED_SIZE_SUFFIX = ".arrow.fixed-size-list.size"
 
 #: The metadata columns a read may ask for, and their Spark-side Arrow types.
 METADATA_COLUMNS = {"_rowid": "int64", "_rowaddr": "int64", "_fragid": "int32"}
@@ -99,7 +105,8 @@ def check_keys(options: Mapping[str, str], allowed: Iterable[str], what: str,
     """
     valid = {k.lower() for k in allowed} | {k.lower() for k in extra}
     unknown = [k for k in options if k.lower() not in valid and k.lower() not in STORAGE_KEYS
-               and not k.lower().startswith("storage.")]
+               and not k.lower().startswith("storage.")
+               and not (what == "write" and k.lower().endswith(FIXED_SIZE_SUFFIX))]
     if not unknown:
         return
     hints = []
@@ -330,31 +337,50 @@ class WriteOptions:
     transaction_properties: Mapping[str, str] = field(default_factory=dict)
     storage_options: Mapping[str, str] = field(default_factory=dict)
     stream_id: str | None = None
+    #: Top-level array columns stored as fixed-size lists of this size (new datasets).
+    fixed_sizes: Mapping[str, int] = field(default_factory=dict)
 
     @classmethod
-    def parse(cls, options: Mapping[str, str], *, overwrite: bool) -> WriteOptions:
+    def parse(cls, options: Mapping[str, str], *, overwrite: bool,
+              fallback_uri: str | None = None) -> WriteOptions:
         """Parse Spark's option mapping; ``overwrite`` is Spark's save mode flag.
+
+        Args:
+            options: The options Spark passed.
+            overwrite: Spark's save mode is overwrite.
+            fallback_uri: The location when no ``path`` option is given (a catalog table's).
 
         Raises:
             InvalidInputError: an unknown or malformed option (named in the message).
         """
         check_keys(options, STREAM_WRITE_KEYS, "write")
         mode_opt = (_get(options, "mode") or "").strip().lower()
-        if mode_opt not in ("", "append", "overwrite", "create"):
-            raise InvalidInputError(f"lance data source option 'mode' must be append, overwrite or create, "
-                                    f"got {mode_opt!r}")
-        if overwrite and mode_opt in ("append", "create"):
+        mode_opt = {"error": "create", "errorifexists": "create"}.get(mode_opt, mode_opt)
+        if mode_opt not in ("", "append", "overwrite", "create", "ignore"):
+            raise InvalidInputError(f"lance data source option 'mode' must be append, overwrite, create (error, "
+                                    f"errorifexists) or ignore, got {mode_opt!r}")
+        if overwrite and mode_opt in ("append", "create", "ignore"):
             raise InvalidInputError(f"lance data source: option mode={mode_opt!r} contradicts save mode "
                                     "'overwrite'")
-        mode: WriteMode = "overwrite" if overwrite else ("create" if mode_opt == "create" else "append")
+        mode: WriteMode = "append"
+        if overwrite:
+            mode = "overwrite"
+        elif mode_opt == "create":
+            mode = "create"
+        elif mode_opt == "ignore":
+            mode = "ignore"
         props = _json_object(options, "transaction_properties")
         message = _get(options, "commit_message")
         if message is not None:
             props[COMMIT_MESSAGE_KEY] = message
         stream_id = _get(options, "stream_id") or _get(options, "checkpointLocation")
-        return cls(_uri(options), mode, _get(options, "data_storage_version"),
+        sizes = {}
+        for key in options:
+            if key.lower().endswith(FIXED_SIZE_SUFFIX):
+                sizes[key[:-len(FIXED_SIZE_SUFFIX)]] = _int(options, key, None) or 0
+        return cls(_uri(options, fallback_uri), mode, _get(options, "data_storage_version"),
                    _int(options, "max_rows_per_file", DEFAULT_MAX_ROWS_PER_FILE) or DEFAULT_MAX_ROWS_PER_FILE,
-                   _bool(options, "enable_stable_row_ids"), props, storage_options(options), stream_id)
+                   _bool(options, "enable_stable_row_ids"), props, storage_options(options), stream_id, sizes)
 
 
 __all__ = ["CATALOG_KEYS", "DEFAULT_MAX_ROWS_PER_PARTITION", "METADATA_COLUMNS", "READ_KEYS", "STORAGE_KEYS",

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pyarrow as pa
 from pyspark.sql.datasource import DataSource
 
 from lance_format.spark.options import (
@@ -26,15 +25,8 @@ from lance_format.spark.options import (
 from lance_format.spark.reader import LanceReader, open_dataset, projected_schema
 from lance_format.spark.stream_reader import LanceStreamReader
 from lance_format.spark.streaming import LanceStreamWriter
-from lance_format.spark.types import spark_schema
+from lance_format.spark.types import spark_schema, write_schema
 from lance_format.spark.writer import LanceBatchWriter
-
-
-def _arrow_input_schema(schema: Any) -> pa.Schema:
-    from pyspark.sql.pandas.types import to_arrow_schema
-
-    result: pa.Schema = to_arrow_schema(schema, timezone="UTC")
-    return result
 
 
 class LanceDataSource(DataSource):
@@ -72,13 +64,13 @@ class LanceDataSource(DataSource):
 
     def writer(self, schema: Any, overwrite: bool) -> LanceBatchWriter:
         """A batch writer: tasks write files, the driver commits one transaction."""
-        return LanceBatchWriter(WriteOptions.parse(dict(self.options), overwrite=overwrite),
-                                _arrow_input_schema(schema))
+        opts = WriteOptions.parse(dict(self.options), overwrite=overwrite)
+        return LanceBatchWriter(opts, write_schema(schema, dict(opts.fixed_sizes)))
 
     def streamWriter(self, schema: Any, overwrite: bool) -> LanceStreamWriter:  # noqa: N802  (Spark's name)
         """A streaming writer: one commit per micro-batch, exactly once."""
-        return LanceStreamWriter(WriteOptions.parse(dict(self.options), overwrite=overwrite),
-                                 _arrow_input_schema(schema))
+        opts = WriteOptions.parse(dict(self.options), overwrite=overwrite)
+        return LanceStreamWriter(opts, write_schema(schema, dict(opts.fixed_sizes)))
 
 
 __all__ = ["LanceDataSource"]

@@ -70,6 +70,8 @@ class LanceStreamWriter(DataSourceStreamArrowWriter):
         """Commit the micro-batch as one version, unless this stream already committed it."""
         opts = self.plan.options
         frags = collect(messages)
+        if self.plan.mode == "ignore":
+            return  # option mode=ignore and the dataset exists: the tasks wrote nothing
         storage = dict(opts.storage_options) or None
         done = last_committed_batch(opts.uri, self.stream_id, storage)
         if done is not None and done >= batchId:

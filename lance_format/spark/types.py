@@ -17,7 +17,8 @@ date32 / date64                             ``DateType``
 timestamp with a time zone                  ``TimestampType`` (microseconds)
 timestamp without a time zone               ``TimestampNTZType`` (microseconds)
 duration                                    ``DayTimeIntervalType`` (microseconds)
-list / large_list / fixed_size_list         ``ArrayType`` (vectors become arrays)
+list / large_list / fixed_size_list         ``ArrayType`` (a vector's size is kept in the field's
+                                            ``arrow.fixed-size-list.size`` metadata)
 struct, map                                 ``StructType``, ``MapType``
 dictionary                                  its value type (decoded)
 null                                        ``NullType``
@@ -31,6 +32,10 @@ int32-indexed; checked when the batch is converted).
 
 Writes go the other way through Spark's own Arrow conversion; appends then cast to the
 table's Arrow types with a safe cast (so ``DecimalType(20, 0)`` goes back into ``uint64``).
+A new dataset stores an ``ArrayType`` column as ``fixed_size_list<T, N>`` when its Spark
+field carries ``arrow.fixed-size-list.size = N`` metadata (as lance-spark does; a DataFrame
+read from Lance carries it for every vector column) or the write names it
+(:func:`write_schema`); a row of another length fails the write, naming the column.
 """
 
 from __future__ import annotations
@@ -41,6 +46,17 @@ import pyarrow as pa
 import pyarrow.types as pat
 
 from lance_format.errors import SchemaError, UnsupportedTypeError
+
+#: Spark field metadata key (and lance-spark table property suffix) holding a vector's size.
+FIXED_SIZE_KEY = "arrow.fixed-size-list.size"
+
+
+def _field(name: str, typ: pa.DataType, where: str) -> Any:
+    from pyspark.sql.types import StructField
+
+    # A vector's size travels as field metadata, so writing the DataFrame again keeps it.
+    meta = {FIXED_SIZE_KEY: typ.list_size} if pat.is_fixed_size_list(typ) else None
+    return StructField(name, _spark_type(typ, where), True, meta)
 
 
 def _spark_type(typ: pa.DataType, where: str) -> Any:
@@ -74,7 +90,7 @@ def _spark_type(typ: pa.DataType, where: str) -> Any:
         return T.MapType(_spark_type(typ.key_type, f"{where}.key"), _spark_type(typ.item_type, f"{where}.value"),
                          True)
     if pat.is_struct(typ):
-        return T.StructType([T.StructField(f.name, _spark_type(f.type, f"{where}.{f.name}"), True) for f in typ])
+        return T.StructType([_field(f.name, f.type, f"{where}.{f.name}") for f in typ])
     if pat.is_dictionary(typ):
         return _spark_type(typ.value_type, where)
     raise UnsupportedTypeError(f"column {where!r}: Arrow type {typ} has no lossless Spark SQL type "
@@ -87,9 +103,9 @@ def spark_schema(schema: pa.Schema) -> Any:
     Raises:
         UnsupportedTypeError: a column's type has no lossless Spark type; the message names it.
     """
-    from pyspark.sql.types import StructField, StructType
+    from pyspark.sql.types import StructType
 
-    return StructType([StructField(f.name, _spark_type(f.type, f.name), True) for f in schema])
+    return StructType([_field(f.name, f.type, f.name) for f in schema])
 
 
 def spark_arrow_schema(schema: pa.Schema) -> pa.Schema:
@@ -99,6 +115,44 @@ def spark_arrow_schema(schema: pa.Schema) -> pa.Schema:
     # Spark checks batches against this schema field for field, so we convert to it.
     result: pa.Schema = to_arrow_schema(spark_schema(schema), timezone="UTC")
     return result
+
+
+def write_schema(schema: Any, fixed_sizes: dict[str, int] | None = None) -> pa.Schema:
+    """The Arrow schema a new dataset gets for a DataFrame of Spark ``schema``.
+
+    Spark's own conversion (timestamps in UTC), with ``ArrayType`` fields turned into
+    fixed-size lists where the field's metadata or ``fixed_sizes`` (top-level column → size)
+    says so.
+
+    Raises:
+        SchemaError: a size is given for a column that is missing or not an array.
+    """
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    arrow: pa.Schema = to_arrow_schema(schema, timezone="UTC")
+    sizes = dict(fixed_sizes or {})
+    unknown = [c for c in sizes if c not in arrow.names]
+    if unknown:
+        raise SchemaError(f"{FIXED_SIZE_KEY} given for column(s) {unknown} that the DataFrame does not have "
+                          f"(columns: {arrow.names})")
+    return pa.schema([_fixed(f, sf, sizes.get(f.name)) for f, sf in zip(arrow, schema.fields, strict=True)])
+
+
+def _fixed(field: pa.Field, spark_field: Any, size: int | None) -> pa.Field:
+    meta = spark_field.metadata or {}
+    if size is None and FIXED_SIZE_KEY in meta:
+        size = int(meta[FIXED_SIZE_KEY])
+    if size is None and pat.is_struct(field.type):  # vectors inside structs carry their own metadata
+        children = [_fixed(child, sf, None) for child, sf in zip(field.type, spark_field.dataType.fields,
+                                                                  strict=True)]
+        return pa.field(field.name, pa.struct(children), field.nullable, field.metadata)
+    if size is None:
+        return field
+    if not (pat.is_list(field.type) or pat.is_large_list(field.type) or pat.is_fixed_size_list(field.type)):
+        raise SchemaError(f"column {field.name!r}: {FIXED_SIZE_KEY}={size} needs an array column, got {field.type}")
+    if size <= 0:
+        raise SchemaError(f"column {field.name!r}: {FIXED_SIZE_KEY} must be positive, got {size}")
+    return pa.field(field.name, pa.list_(field.type.value_field, size), field.nullable, field.metadata)
 
 
 def to_spark_batch(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
@@ -146,4 +200,5 @@ def to_table_batch(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays(arrays, schema=target)
 
 
-__all__ = ["convert_column", "spark_arrow_schema", "spark_schema", "to_spark_batch", "to_table_batch"]
+__all__ = ["FIXED_SIZE_KEY", "convert_column", "spark_arrow_schema", "spark_schema", "to_spark_batch",
+           "to_table_batch", "write_schema"]

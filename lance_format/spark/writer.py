@@ -15,8 +15,9 @@
    their files are deleted and no version is written. A failed commit deletes them too.
 
 Spark (4.x) only passes ``append`` and ``overwrite`` to Python data sources and refuses
-``errorifexists``/``ignore`` before the source sees them; use ``.option("mode", "create")``
-with ``mode("append")`` for a write that must create the dataset.
+``errorifexists``/``ignore`` before the source sees them; give them as an option with
+``mode("append")``: ``.option("mode", "errorifexists")`` (or ``create``) fails when a dataset
+exists, ``.option("mode", "ignore")`` writes nothing then (no task writes a file).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
-from lance_format.errors import SchemaError
+from lance_format.errors import DatasetAlreadyExistsError, SchemaError
 from lance_format.fragment import FragmentMetadata, write_fragments
 from lance_format.schema import LanceSchema
 from lance_format.spark.options import WriteOptions
@@ -54,7 +55,8 @@ class WritePlan:
 
     Attributes:
         options: Parsed write options.
-        mode: ``"append"`` to an existing dataset, else ``"overwrite"``/``"create"`` (new schema).
+        mode: ``"append"`` to an existing dataset, ``"ignore"`` (a dataset exists: write
+            nothing), else ``"overwrite"``/``"create"`` (new schema).
         read_version: Version the write is based on (0 = no dataset yet).
         schema: Arrow schema of the files written (the table's for appends).
         data_storage_version: Lance file version of the files written.
@@ -74,10 +76,10 @@ def plan_write(options: WriteOptions, input_schema: pa.Schema) -> WritePlan:
         DatasetAlreadyExistsError: ``mode="create"`` and a dataset exists.
         SchemaError: appending columns the table does not have.
     """
-    from lance_format.errors import DatasetAlreadyExistsError
-
     store = open_store(options.uri, dict(options.storage_options) or None)
     found = find_latest(store)
+    if found is not None and options.mode == "ignore":
+        return WritePlan(options, "ignore", found[0], input_schema, None)
     if found is not None and options.mode == "create":
         raise DatasetAlreadyExistsError(f"{store.uri('')}: dataset already exists (version {found[0]}); "
                                         "write with mode('append') or mode('overwrite')")
@@ -91,12 +93,15 @@ def plan_write(options: WriteOptions, input_schema: pa.Schema) -> WritePlan:
         return WritePlan(options, "append", found[0], table, options.data_storage_version)
     # New schema: field ids from 0, exactly as every task's write_fragments assigns them.
     new_schema = LanceSchema.from_arrow(input_schema).to_arrow()
-    return WritePlan(options, options.mode, found[0] if found is not None else 0, new_schema,
+    mode = "create" if options.mode == "ignore" else options.mode
+    return WritePlan(options, mode, found[0] if found is not None else 0, new_schema,
                      options.data_storage_version)
 
 
 def write_task(plan: WritePlan, batches: Iterator[pa.RecordBatch]) -> FragmentsMessage:
     """Write one task's batches as uncommitted fragments (runs on an executor)."""
+    if plan.mode == "ignore":
+        return FragmentsMessage(())
     opts = plan.options
     converted = (to_table_batch(b, plan.schema) for b in batches if b.num_rows)
     frags = write_fragments(converted, opts.uri, plan.schema,
@@ -159,8 +164,9 @@ class LanceBatchWriter(DataSourceArrowWriter):
         return write_task(self.plan, iterator)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
-        """Commit every task's fragments as one version."""
-        commit_fragments(self.plan, collect(messages))
+        """Commit every task's fragments as one version (nothing for an ``ignore`` of an existing dataset)."""
+        if self.plan.mode != "ignore":
+            commit_fragments(self.plan, collect(messages))
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         """Delete the files of the tasks that succeeded; nothing is committed."""
