@@ -3,14 +3,18 @@
 Each check opens the asset's dataset (found as the IO manager finds it) and reports what it measured
 as check metadata. The health check's numbers use the keys the maintenance health sensor reads
 (:mod:`lance_dagster.maintenance.health`): ``lance/fragment_count``, ``lance/small_fragment_count``,
-``lance/deleted_ratio``, ``lance/version_count``, plus ``lance/small_fragment_ratio`` and
-``lance/unindexed_rows``.
+``lance/deleted_ratio``, ``lance/version_count``, ``lance/physical_rows``, ``lance/unindexed_rows`` (and
+``lance/unindexed_rows/<index>`` per index), plus ``lance/small_fragment_ratio``.
+
+Compaction advice (small fragments, deleted rows) scales with the table: below
+``HealthLimits.min_compaction_rows`` rows every fragment is small and compaction would gain at most a
+few file opens, so only the absolute limits (fragments, versions, unindexed rows) apply.
 
 No postponed annotations here: Dagster reads the check functions' annotations at definition time.
 """
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import pyarrow as pa
@@ -28,6 +32,7 @@ from lance_format.dataset import LanceDataset
 from lance_format.errors import DatasetNotFoundError, VersionNotFoundError
 
 from .config import LanceSettings, make_settings
+from .coverage import UNINDEXED_ROWS, coverage_metadata, unindexed_rows
 from .lineage import read_commit
 from .reader import open_dataset
 
@@ -35,8 +40,8 @@ FRAGMENT_COUNT = "lance/fragment_count"
 SMALL_FRAGMENT_COUNT = "lance/small_fragment_count"
 SMALL_FRAGMENT_RATIO = "lance/small_fragment_ratio"
 DELETED_RATIO = "lance/deleted_ratio"
-UNINDEXED_ROWS = "lance/unindexed_rows"
 VERSION_COUNT = "lance/version_count"
+PHYSICAL_ROWS = "lance/physical_rows"
 ROW_COUNT = "dagster/row_count"
 
 SchemaRule = Literal["unchanged", "compatible"]
@@ -51,9 +56,12 @@ class HealthLimits:
         small_fragment_rows: a fragment with fewer live rows is small.
         max_small_fragment_ratio: small fragments / fragments above this.
         max_deleted_ratio: deleted rows / physical rows above this.
-        max_unindexed_rows: rows an index does not cover yet, above this (any index).
+        max_unindexed_rows: rows an index does not cover yet, above this (any index, any kind).
         max_versions: more versions than this.
         severity: ``WARN`` (default) or ``ERROR``.
+        min_compaction_rows: below this many physical rows the small-fragment and deleted-row
+            limits do not apply (``None``: ``small_fragment_rows``, i.e. less than one full
+            fragment of data is never worth a compaction on its own).
     """
 
     max_fragments: int = 64
@@ -63,6 +71,12 @@ class HealthLimits:
     max_unindexed_rows: int = 100_000
     max_versions: int = 100
     severity: AssetCheckSeverity = AssetCheckSeverity.WARN
+    min_compaction_rows: int | None = None
+
+    @property
+    def compaction_rows(self) -> int:
+        """The table size (physical rows) from which compaction advice is given."""
+        return self.small_fragment_rows if self.min_compaction_rows is None else self.min_compaction_rows
 
 
 @dataclass(frozen=True)
@@ -74,6 +88,8 @@ class Health:
     deleted_ratio: float
     unindexed_rows: int
     version_count: int
+    physical_rows: int = 0
+    unindexed_by_index: dict[str, int] = field(default_factory=dict)
 
     @property
     def small_fragment_ratio(self) -> float:
@@ -85,13 +101,15 @@ class Health:
         out = []
         if self.fragment_count > t.max_fragments:
             out.append(f"{self.fragment_count} fragments > {t.max_fragments}")
+        large = self.physical_rows >= t.compaction_rows
         # One small fragment has nothing to be compacted with: the ratio counts from two on.
-        if self.small_fragment_count > 1 and self.small_fragment_ratio > t.max_small_fragment_ratio:
+        if large and self.small_fragment_count > 1 and self.small_fragment_ratio > t.max_small_fragment_ratio:
             out.append(f"small-fragment ratio {self.small_fragment_ratio:.2f} > {t.max_small_fragment_ratio:.2f}")
-        if self.deleted_ratio > t.max_deleted_ratio:
+        if large and self.deleted_ratio > t.max_deleted_ratio:
             out.append(f"deleted-row ratio {self.deleted_ratio:.2f} > {t.max_deleted_ratio:.2f}")
-        if self.unindexed_rows > t.max_unindexed_rows:
-            out.append(f"{self.unindexed_rows} unindexed rows > {t.max_unindexed_rows}")
+        for name, rows in sorted(self.unindexed_by_index.items()):
+            if rows > t.max_unindexed_rows:
+                out.append(f"index {name!r}: {rows} unindexed rows > {t.max_unindexed_rows}")
         if self.version_count > t.max_versions:
             out.append(f"{self.version_count} versions > {t.max_versions}")
         return out
@@ -105,7 +123,19 @@ class Health:
             DELETED_RATIO: MetadataValue.float(round(self.deleted_ratio, 4)),
             UNINDEXED_ROWS: MetadataValue.int(self.unindexed_rows),
             VERSION_COUNT: MetadataValue.int(self.version_count),
+            PHYSICAL_ROWS: MetadataValue.int(self.physical_rows),
+            **coverage_metadata(self.unindexed_by_index),
         }
+
+    def description(self, t: HealthLimits) -> str:
+        """The check's one-line result: the limits passed, or why the table is healthy."""
+        problems = self.problems(t)
+        if problems:
+            return "; ".join(problems)
+        if self.physical_rows < t.compaction_rows:
+            return (f"within maintenance thresholds ({self.physical_rows:,} rows: below the {t.compaction_rows:,}-row "
+                    "minimum for compaction advice)")
+        return "within maintenance thresholds"
 
 
 def fragment_numbers(ds: LanceDataset, *, small_fragment_rows: int) -> tuple[int, int, float]:
@@ -121,11 +151,12 @@ def fragment_numbers(ds: LanceDataset, *, small_fragment_rows: int) -> tuple[int
 
 
 def measure_health(ds: LanceDataset, *, small_fragment_rows: int) -> Health:
-    """Measure the maintenance numbers of ``ds`` from its manifest, index statistics and version list."""
+    """Measure the maintenance numbers of ``ds`` from its manifest (index coverage too) and version list."""
     count, small, deleted_ratio = fragment_numbers(ds, small_fragment_rows=small_fragment_rows)
-    names = {d.name for d in ds.describe_indices()}
-    unindexed = max((ds.stats.index_stats(n).num_unindexed_rows for n in names), default=0)
-    return Health(count, small, deleted_ratio, int(unindexed), len(ds.versions()))
+    by_index = unindexed_rows(ds)
+    physical = sum(int(f.physical_rows) for f in ds.manifest.fragments)
+    return Health(count, small, deleted_ratio, max(by_index.values(), default=0), len(ds.versions()),
+                  physical, by_index)
 
 
 @dataclass(frozen=True)
@@ -256,14 +287,13 @@ def _health_check(key: AssetKey, settings: LanceSettings, limits: HealthLimits) 
         if ds is None:
             return _missing()
         health = measure_health(ds, small_fragment_rows=limits.small_fragment_rows)
-        problems = health.problems(limits)
-        return AssetCheckResult(passed=not problems, severity=limits.severity,
-                                description="; ".join(problems) if problems else "within maintenance thresholds",
-                                metadata=health.metadata())
+        return AssetCheckResult(passed=not health.problems(limits), severity=limits.severity,
+                                description=health.description(limits), metadata=health.metadata())
 
     return asset_check(asset=key, name="lance_maintenance", blocking=False,
-                       description="Fragments, small fragments, deleted rows, unindexed rows and versions vs. "
-                       "thresholds (read by the maintenance health sensor).")(lance_maintenance)
+                       description="Fragments, small fragments, deleted rows (tables of at least "
+                       f"{limits.compaction_rows:,} rows), unindexed rows per index and versions vs. thresholds "
+                       "(read by the maintenance health sensor).")(lance_maintenance)
 
 
 def build_lance_asset_checks(

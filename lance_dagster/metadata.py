@@ -23,6 +23,7 @@ from dagster import (
 from lance_format import LanceDataset
 from lance_format.errors import LanceError
 
+from .coverage import coverage_metadata, unindexed_rows
 from .lineage import MAINTENANCE, VersionRecord, version_history
 from .writer import WriteResult
 
@@ -186,8 +187,9 @@ def last_maintenance_text(records: list[VersionRecord]) -> str | None:
 
 
 def dataset_state_metadata(ds: LanceDataset, records: list[VersionRecord]) -> dict[str, Any]:
-    """Tags (pinned versions) and last maintenance, shown on the asset page with each event."""
-    md: dict[str, Any] = {}
+    """Tags (pinned versions), last maintenance and index coverage (``lance/unindexed_rows``, and
+    ``lance/unindexed_rows/<index>`` per index), shown on the asset page with each event."""
+    md: dict[str, Any] = coverage_metadata(unindexed_rows(ds))
     tags = tags_text(ds)
     if tags:
         md[TAGS] = MetadataValue.text(tags)

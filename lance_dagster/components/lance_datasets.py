@@ -60,6 +60,8 @@ class LanceHealthModel(dg.Model):
     small_fragment_rows: int = 256 * 1024
     max_deleted_ratio: float = 0.1
     max_versions: int = 100
+    max_unindexed_rows: int = 100_000
+    min_compaction_rows: int | None = None
     cooldown_hours: float = 6.0
     minimum_interval_seconds: int = 300
 
@@ -157,8 +159,11 @@ class LanceDatasetsComponent(dg.Component, dg.Resolvable, dg.Model):
             h = m.health
             sensors.append(build_lance_health_sensor(
                 job,
-                thresholds=HealthThresholds(h.max_fragments, h.max_small_fragments, h.small_fragment_rows,
-                                            h.max_deleted_ratio, h.max_versions),
+                thresholds=HealthThresholds(
+                    max_fragments=h.max_fragments, max_small_fragments=h.max_small_fragments,
+                    small_fragment_rows=h.small_fragment_rows, max_deleted_ratio=h.max_deleted_ratio,
+                    max_versions=h.max_versions, max_unindexed_rows=h.max_unindexed_rows,
+                    min_compaction_rows=h.min_compaction_rows),
                 cooldown=dt.timedelta(hours=h.cooldown_hours),
                 minimum_interval_seconds=h.minimum_interval_seconds,
                 run_config={k: v for k, v in run_config.items() if k != "datasets"},

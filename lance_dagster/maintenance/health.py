@@ -2,9 +2,13 @@
 
 The health sensor reads them from the latest asset-check evaluations of the maintained asset
 (``lance/fragment_count``, ``lance/small_fragment_count``, ``lance/deleted_ratio``,
-``lance/version_count`` in the check metadata, as ``lance_dagster.checks.build_lance_asset_checks``
-reports them) and measures whatever the checks did not report directly from the dataset's latest
-manifest.
+``lance/version_count``, ``lance/physical_rows`` and ``lance/unindexed_rows`` in the check metadata,
+as ``lance_dagster.checks.build_lance_asset_checks`` reports them) and measures whatever the checks
+did not report directly from the dataset's latest manifest.
+
+As the check does, it gives compaction reasons (small fragments, deleted rows) only for tables of at
+least ``min_compaction_rows`` rows: one upsert into a five-row table deletes a large share of its
+rows, and compacting it gains nothing.
 """
 
 from __future__ import annotations
@@ -16,11 +20,13 @@ from typing import Any
 from lance_format import LanceDataset
 
 from ..checks import fragment_numbers
+from ..coverage import UNINDEXED_ROWS, unindexed_rows
 
 FRAGMENT_COUNT = "lance/fragment_count"
 SMALL_FRAGMENT_COUNT = "lance/small_fragment_count"
 DELETED_RATIO = "lance/deleted_ratio"
 VERSION_COUNT = "lance/version_count"
+PHYSICAL_ROWS = "lance/physical_rows"
 
 
 @dataclass(frozen=True)
@@ -33,6 +39,9 @@ class HealthThresholds:
         small_fragment_rows: what counts as a small fragment (rows).
         max_deleted_ratio: deleted rows / physical rows above this.
         max_versions: more retained versions than this.
+        max_unindexed_rows: more live rows than this that some index (any kind) does not cover.
+        min_compaction_rows: below this many physical rows, small fragments and deleted rows are
+            no reason (``None``: ``small_fragment_rows``).
     """
 
     max_fragments: int = 64
@@ -40,6 +49,13 @@ class HealthThresholds:
     small_fragment_rows: int = 256 * 1024
     max_deleted_ratio: float = 0.1
     max_versions: int = 100
+    max_unindexed_rows: int = 100_000
+    min_compaction_rows: int | None = None
+
+    @property
+    def compaction_rows(self) -> int:
+        """The table size (physical rows) from which compaction reasons count."""
+        return self.small_fragment_rows if self.min_compaction_rows is None else self.min_compaction_rows
 
 
 @dataclass(frozen=True)
@@ -51,6 +67,8 @@ class DatasetHealth:
         small_fragment_count: fragments below the small-fragment size.
         deleted_ratio: deleted rows / physical rows.
         version_count: versions still present.
+        physical_rows: rows in the fragments, deleted ones included.
+        unindexed_rows: the most live rows any index does not cover.
         from_checks: the metric names taken from asset-check results (the rest were measured).
     """
 
@@ -58,6 +76,8 @@ class DatasetHealth:
     small_fragment_count: int
     deleted_ratio: float
     version_count: int
+    physical_rows: int = 0
+    unindexed_rows: int = 0
     from_checks: tuple[str, ...] = ()
 
     def reasons(self, t: HealthThresholds) -> tuple[str, ...]:
@@ -65,12 +85,15 @@ class DatasetHealth:
         out = []
         if self.fragment_count > t.max_fragments:
             out.append(f"{self.fragment_count} fragments > {t.max_fragments}")
-        if self.small_fragment_count > t.max_small_fragments:
+        large = self.physical_rows >= t.compaction_rows
+        if large and self.small_fragment_count > t.max_small_fragments:
             out.append(f"{self.small_fragment_count} small fragments > {t.max_small_fragments}")
-        if self.deleted_ratio > t.max_deleted_ratio:
+        if large and self.deleted_ratio > t.max_deleted_ratio:
             out.append(f"deleted ratio {self.deleted_ratio:.2f} > {t.max_deleted_ratio:.2f}")
         if self.version_count > t.max_versions:
             out.append(f"{self.version_count} versions > {t.max_versions}")
+        if self.unindexed_rows > t.max_unindexed_rows:
+            out.append(f"{self.unindexed_rows} unindexed rows > {t.max_unindexed_rows}")
         return tuple(out)
 
 
@@ -78,7 +101,9 @@ def measure(ds: LanceDataset, *, small_fragment_rows: int) -> DatasetHealth:
     """Measure health from the dataset's latest manifest and version list (as the health check does)."""
     count, small, deleted_ratio = fragment_numbers(ds, small_fragment_rows=small_fragment_rows)
     return DatasetHealth(fragment_count=count, small_fragment_count=small, deleted_ratio=deleted_ratio,
-                         version_count=len(ds.versions()))
+                         version_count=len(ds.versions()),
+                         physical_rows=sum(int(f.physical_rows) for f in ds.manifest.fragments),
+                         unindexed_rows=max(unindexed_rows(ds).values(), default=0))
 
 
 def _number(value: Any) -> float | None:
@@ -93,6 +118,8 @@ _METRICS: tuple[tuple[str, str, type[int] | type[float]], ...] = (
     (SMALL_FRAGMENT_COUNT, "small_fragment_count", int),
     (DELETED_RATIO, "deleted_ratio", float),
     (VERSION_COUNT, "version_count", int),
+    (PHYSICAL_ROWS, "physical_rows", int),
+    (UNINDEXED_ROWS, "unindexed_rows", int),
 )
 
 
@@ -115,9 +142,10 @@ def _health(found: Mapping[str, int | float], fallback: DatasetHealth | None) ->
     values = [pick(name) for _, name, _ in _METRICS]
     if any(v is None for v in values):
         return None
-    fragments, small, deleted, versions = values
+    fragments, small, deleted, versions, physical, unindexed = values
     return DatasetHealth(fragment_count=int(fragments or 0), small_fragment_count=int(small or 0),
                          deleted_ratio=float(deleted or 0.0), version_count=int(versions or 0),
+                         physical_rows=int(physical or 0), unindexed_rows=int(unindexed or 0),
                          from_checks=tuple(sorted(found)))
 
 

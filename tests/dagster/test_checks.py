@@ -25,7 +25,9 @@ def test_checks_report_schema_rows_and_health(root: str, io_manager: LanceIOMana
                                               instance: DagsterInstance) -> None:
     checks = build_lance_asset_checks(
         [readings], root_uri=root, schema="unchanged", min_rows=1, max_rows=5,
-        health=HealthLimits(max_fragments=2, small_fragment_rows=10, max_deleted_ratio=0.2, max_versions=10),
+        # min_compaction_rows=1: compaction advice for this tiny table too (by default it starts at 10 rows here)
+        health=HealthLimits(max_fragments=2, small_fragment_rows=10, max_deleted_ratio=0.2, max_versions=10,
+                            min_compaction_rows=1),
     )
     resources = {"io_manager": io_manager}
     DATA["readings"] = pa.table({"v": [1, 2, 3]})
@@ -34,7 +36,8 @@ def test_checks_report_schema_rows_and_health(root: str, io_manager: LanceIOMana
     assert all(e.passed for e in first.values())
     health = {k: v.value for k, v in first["lance_maintenance"].metadata.items()}
     assert health == {"lance/fragment_count": 1, "lance/small_fragment_count": 1, "lance/small_fragment_ratio": 1.0,
-                      "lance/deleted_ratio": 0.0, "lance/unindexed_rows": 0, "lance/version_count": 1}
+                      "lance/deleted_ratio": 0.0, "lance/unindexed_rows": 0, "lance/version_count": 1,
+                      "lance/physical_rows": 3}
 
     DATA["readings"] = pa.table({"v": [4, 5, 6], "unit": ["c", "c", "c"]})  # adds a column, 6 rows, 3 fragments
     materialize([readings], resources=resources, instance=instance)
