@@ -87,8 +87,7 @@ DEFERRED: dict[tuple[str, str], str] = {
         "lance_format.index.query", "lance_format.table.read", "lance_format.table.scan")},
     **{("lance_format.spark.maintenance", t): _SPARK for t in (
         "lance_format.optimize", "lance_format.index.optimize", "lance_format.cleanup")},
-    ("lance_format.spark.options", "lance_format.table.transaction"): _SPARK,
-    **{("lance_format.spark.writer", t): _SPARK for t in ("lance_format.errors", "lance_format.write")},
+    ("lance_format.spark.writer", "lance_format.write"): _SPARK,
 }
 
 #: Third-party packages only some parts of ``lance_format`` may import (any level).
