@@ -24,6 +24,7 @@ from lance_format.spark.maintenance import cleanup_old_versions, compact_files, 
 from lance_format.spark.runner import SparkRunner
 from lance_format.spark.session import local_session, register
 from lance_format.spark.source import LanceDataSource
+from lance_format.spark.tables import create_table, save_as_table
 
 __all__ = [
     "LanceDataSource",
@@ -31,8 +32,10 @@ __all__ = [
     "cleanup_old_versions",
     "compact_files",
     "count_rows",
+    "create_table",
     "local_session",
     "optimize_indices",
     "register",
+    "save_as_table",
     "write_dataframe",
 ]

@@ -308,8 +308,8 @@ class StreamReadOptions:
     max_rows_per_trigger: int | None = None
 
     @classmethod
-    def parse(cls, options: Mapping[str, str]) -> StreamReadOptions:
-        """Parse Spark's option mapping.
+    def parse(cls, options: Mapping[str, str], *, fallback_uri: str | None = None) -> StreamReadOptions:
+        """Parse Spark's option mapping (``fallback_uri``: a catalog table's location).
 
         Raises:
             InvalidInputError: a malformed option, or a batch-only one (``version``, ``limit``...).
@@ -319,7 +319,7 @@ class StreamReadOptions:
         if batch_only:
             raise InvalidInputError(f"lance streaming source: option(s) {batch_only} apply to batch reads only; "
                                     "a stream starts at 'starting_version' (or with a snapshot of the latest)")
-        read = ReadOptions.parse(options, keys=STREAM_READ_KEYS)
+        read = ReadOptions.parse(options, keys=STREAM_READ_KEYS, fallback_uri=fallback_uri)
         return cls(read.uri, read.columns, read.filter, read.batch_size, read.max_rows_per_partition,
                    read.storage_options, _int(options, "starting_version", None),
                    _bool(options, "skip_change_commits"), _int(options, "max_rows_per_trigger", None))

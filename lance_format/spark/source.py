@@ -15,6 +15,7 @@ from typing import Any
 
 from pyspark.sql.datasource import DataSource
 
+from lance_format.errors import InvalidInputError
 from lance_format.spark.options import (
     READ_KEYS,
     STREAM_READ_KEYS,
@@ -25,7 +26,7 @@ from lance_format.spark.options import (
 from lance_format.spark.reader import LanceReader, open_dataset, projected_schema
 from lance_format.spark.stream_reader import LanceStreamReader
 from lance_format.spark.streaming import LanceStreamWriter
-from lance_format.spark.types import spark_schema, write_schema
+from lance_format.spark.types import spark_schema, table_uri, with_table_uri, write_schema
 from lance_format.spark.writer import LanceBatchWriter
 
 
@@ -52,18 +53,36 @@ class LanceDataSource(DataSource):
         opts = ReadOptions.parse(self.options, keys=READ_KEYS | STREAM_READ_KEYS)
         ds = open_dataset(opts)
         self.pinned_version = ds.version
-        return spark_schema(projected_schema(ds, opts.columns))
+        schema = spark_schema(projected_schema(ds, opts.columns))
+        if self.options.get("provider") is not None:
+            # CREATE TABLE ... USING lance LOCATION: PySpark hands a catalog table's reads no
+            # options, only the schema it stored, so the location travels in the schema.
+            return with_table_uri(schema, opts.uri)
+        return schema
 
     def reader(self, schema: Any) -> LanceReader:
         """A reader of the pinned version; the fields of ``schema`` are the columns read."""
-        return LanceReader(ReadOptions.parse(self.options), schema.fields, self.pinned_version)
+        opts = ReadOptions.parse(self.options, fallback_uri=table_uri(schema))
+        return LanceReader(opts, schema.fields, self.pinned_version)
 
     def streamReader(self, schema: Any) -> LanceStreamReader:  # noqa: N802  (Spark's name)
         """A micro-batch reader whose offsets are versions (appended rows, exactly once)."""
-        return LanceStreamReader(StreamReadOptions.parse(self.options), schema.fields)
+        opts = StreamReadOptions.parse(self.options, fallback_uri=table_uri(schema))
+        return LanceStreamReader(opts, schema.fields)
 
     def writer(self, schema: Any, overwrite: bool) -> LanceBatchWriter:
-        """A batch writer: tasks write files, the driver commits one transaction."""
+        """A batch writer: tasks write files, the driver commits one transaction.
+
+        Raises:
+            InvalidInputError: no ``path`` option. ``INSERT INTO`` a catalog table reaches a
+                Python data source without the table's location, and the query's schema may
+                carry another table's (:data:`TABLE_URI_KEY`), so such writes are refused.
+        """
+        if not any(k.lower() == "path" for k in self.options):
+            raise InvalidInputError(
+                "lance data source: a write needs a path; PySpark does not tell a Python data source which "
+                "catalog table an INSERT INTO / insertInto targets. Write with df.write.format('lance')"
+                ".save(uri) or lance_format.spark.save_as_table(df, name, uri)")
         opts = WriteOptions.parse(dict(self.options), overwrite=overwrite)
         return LanceBatchWriter(opts, write_schema(schema, dict(opts.fixed_sizes)))
 

@@ -49,6 +49,25 @@ from lance_format.errors import SchemaError, UnsupportedTypeError
 
 #: Spark field metadata key (and lance-spark table property suffix) holding a vector's size.
 FIXED_SIZE_KEY = "arrow.fixed-size-list.size"
+#: Spark field metadata key holding a catalog table's dataset location (see ``LanceDataSource.schema``).
+TABLE_URI_KEY = "lance.uri"
+
+
+def with_table_uri(schema: Any, uri: str) -> Any:
+    """``schema`` with ``uri`` in every top-level field's metadata."""
+    from pyspark.sql.types import StructField, StructType
+
+    return StructType([StructField(f.name, f.dataType, f.nullable, {**(f.metadata or {}), TABLE_URI_KEY: uri})
+                       for f in schema.fields])
+
+
+def table_uri(schema: Any) -> str | None:
+    """The dataset location a catalog table's stored schema carries, if any."""
+    for f in schema.fields:
+        uri = (f.metadata or {}).get(TABLE_URI_KEY)
+        if uri:
+            return str(uri)
+    return None
 
 
 def _field(name: str, typ: pa.DataType, where: str) -> Any:
@@ -200,5 +219,5 @@ def to_table_batch(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays(arrays, schema=target)
 
 
-__all__ = ["FIXED_SIZE_KEY", "convert_column", "spark_arrow_schema", "spark_schema", "to_spark_batch",
+__all__ = ["FIXED_SIZE_KEY", "TABLE_URI_KEY", "table_uri", "with_table_uri", "convert_column", "spark_arrow_schema", "spark_schema", "to_spark_batch",
            "to_table_batch", "write_schema"]

@@ -10,7 +10,7 @@ import pytest
 
 
 @pytest.fixture(scope="session")
-def spark() -> Iterator[Any]:
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """The session's SparkSession with the ``lance`` data source registered."""
     pytest.importorskip("pyspark")
     from pyspark import cloudpickle
@@ -23,7 +23,9 @@ def spark() -> Iterator[Any]:
     if package:
         cloudpickle.register_pickle_by_value(sys.modules[package])
 
-    session = local_session("local[2]", shuffle_partitions=2)
+    # Catalog tables of the tests live in a temporary warehouse, not in the working directory.
+    warehouse = tmp_path_factory.mktemp("spark-warehouse")
+    session = local_session("local[2]", shuffle_partitions=2, conf={"spark.sql.warehouse.dir": str(warehouse)})
     session.sparkContext.setLogLevel("ERROR")
     try:
         yield session

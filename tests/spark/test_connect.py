@@ -185,3 +185,32 @@ def test_copy_through_connect_matches_the_source(remote: Any, tmp_path: Path) ->
     lance.dataset(src).delete("category = 'c1'")
     remote.read.format("lance").load(src).write.format("lance").mode("overwrite").save(dst)
     assert lance.dataset(dst).to_table().sort_by("id").equals(lance.dataset(src).to_table().sort_by("id"))
+
+
+def test_maintenance_runs_on_executors_over_connect(remote: Any, tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    import dataclasses
+    import datetime as dt
+
+    from lance_format.cleanup import COMMIT_GRACE_ENV
+    from lance_format.spark import SparkRunner, cleanup_old_versions, compact_files
+
+    monkeypatch.setenv(COMMIT_GRACE_ENV, "0s")  # versions superseded seconds ago go despite the commit grace
+    uris = []
+    for name in ("local", "connect"):
+        uri = str(tmp_path / f"{name}.lance")
+        lance.write_dataset(_table(40), uri, max_rows_per_file=6)
+        lance.dataset(uri).delete("id % 5 = 0")
+        uris.append(uri)
+    local_uri, connect_uri = uris
+    assert repr(SparkRunner(remote)) == "SparkRunner(connect)"
+    local = lance_format.dataset(local_uri).optimize.compact_files(target_rows_per_fragment=15)
+    remote_metrics = compact_files(remote, connect_uri, target_rows_per_fragment=15)
+    assert remote_metrics.fragments_added > 0
+    assert dataclasses.astuple(remote_metrics) == dataclasses.astuple(local)
+    assert lance.dataset(connect_uri).to_table().equals(lance.dataset(local_uri).to_table())
+    latest = lance.dataset(connect_uri).version
+    stats = cleanup_old_versions(remote, connect_uri, older_than=dt.timedelta(0), batch_size=1)
+    assert stats.old_versions == latest - 1 and stats.data_files_removed > 0
+    assert [v["version"] for v in lance.dataset(connect_uri).versions()] == [latest]
+    assert lance.dataset(connect_uri).to_table().equals(lance.dataset(local_uri).to_table())
