@@ -14,6 +14,7 @@ import weakref
 from typing import Any
 
 from lance_format.spark.source import LanceDataSource
+from lance_format.spark.sql_functions import register_functions
 
 _REGISTERED: weakref.WeakSet[Any] = weakref.WeakSet()
 
@@ -59,12 +60,15 @@ def local_session(master: str = "local[2]", *, app_name: str = "lance-format", s
 
 
 def register(spark: Any) -> None:
-    """Register the ``lance`` data source with ``spark`` (idempotent per session).
+    """Register the ``lance`` data source and the Lance SQL functions with ``spark`` (once per session).
 
-    After this, ``spark.read.format("lance")``, ``df.write.format("lance")`` and
-    ``df.writeStream.format("lance")`` work in this session.
+    After this, ``spark.read.format("lance")``, ``spark.readStream.format("lance")``,
+    ``df.write.format("lance")``, ``df.writeStream.format("lance")`` and the table functions
+    of :mod:`lance_format.spark.sql_functions` (``lance_optimize``, ``lance_vacuum``,
+    ``lance_create_index``, ``lance_versions``) work in this session.
     """
     if spark in _REGISTERED:
         return
     spark.dataSource.register(LanceDataSource)
+    register_functions(spark)
     _REGISTERED.add(spark)

@@ -214,3 +214,6 @@ def test_maintenance_runs_on_executors_over_connect(remote: Any, tmp_path: Path,
     assert stats.old_versions == latest - 1 and stats.data_files_removed > 0
     assert [v["version"] for v in lance.dataset(connect_uri).versions()] == [latest]
     assert lance.dataset(connect_uri).to_table().equals(lance.dataset(local_uri).to_table())
+    # the SQL table functions are registered over Connect too
+    rows = remote.sql(f"SELECT version, total_rows FROM lance_versions('{connect_uri}')").collect()
+    assert [(r.version, r.total_rows) for r in rows] == [(latest, lance.dataset(connect_uri).count_rows())]
