@@ -19,8 +19,10 @@ imports ``pyspark``.
 
 from __future__ import annotations
 
+from lance_format.spark.columns import add_columns
 from lance_format.spark.dataframe import count_rows, write_dataframe
 from lance_format.spark.maintenance import cleanup_old_versions, compact_files, optimize_indices
+from lance_format.spark.rowlevel import delete, merge_insert, update
 from lance_format.spark.runner import SparkRunner
 from lance_format.spark.session import local_session, register
 from lance_format.spark.source import LanceDataSource
@@ -29,13 +31,17 @@ from lance_format.spark.tables import create_table, save_as_table
 __all__ = [
     "LanceDataSource",
     "SparkRunner",
+    "add_columns",
     "cleanup_old_versions",
     "compact_files",
     "count_rows",
     "create_table",
+    "delete",
     "local_session",
+    "merge_insert",
     "optimize_indices",
     "register",
     "save_as_table",
+    "update",
     "write_dataframe",
 ]
