@@ -16,6 +16,8 @@ class ArrowHandler(FrameHandler):
     """Stores and loads Arrow tables and record batch readers unchanged."""
 
     name = "pyarrow"
+    output_types = ("pyarrow.Table", "pyarrow.RecordBatchReader", "pyarrow.RecordBatch")
+    input_types = ("pyarrow.Table (also for untyped inputs)", "pyarrow.RecordBatchReader")
 
     def handles_type(self, tp: Any) -> bool:
         """Arrow tables and readers; also the default for untyped (``Any``) inputs."""

@@ -22,6 +22,10 @@ class FrameHandler(ABC):
 
     #: Short name used in error messages.
     name: str = "frame"
+    #: The types it stores as outputs, as error messages name them.
+    output_types: tuple[str, ...] = ()
+    #: The annotations it loads inputs as, as error messages name them.
+    input_types: tuple[str, ...] = ()
     #: Whether the handler stores outputs (a load-only handler is left out of "cannot store" errors).
     stores_outputs: bool = True
     #: Whether an engine's workers write the data files (see ``lance_dagster.distributed``) instead

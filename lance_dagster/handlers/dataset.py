@@ -25,6 +25,7 @@ class LanceDatasetHandler(FrameHandler):
     """
 
     name = "lance_format.LanceDataset"
+    input_types = ("lance_format.LanceDataset",)
     stores_outputs = False
 
     def handles_type(self, tp: Any) -> bool:

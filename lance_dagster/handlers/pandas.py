@@ -19,6 +19,7 @@ class PandasHandler(FrameHandler):
     """
 
     name = "pandas"
+    output_types = input_types = ("pandas.DataFrame",)
 
     def handles_type(self, tp: Any) -> bool:
         """``pandas.DataFrame`` and subclasses (matched without importing pandas)."""

@@ -22,6 +22,7 @@ class PolarsHandler(FrameHandler):
     """Stores ``polars.DataFrame`` / ``LazyFrame`` (collected) and loads either, via Arrow."""
 
     name = "polars"
+    output_types = input_types = ("polars.DataFrame", "polars.LazyFrame")
 
     def handles_type(self, tp: Any) -> bool:
         """``polars.DataFrame`` and ``polars.LazyFrame`` (matched without importing polars)."""

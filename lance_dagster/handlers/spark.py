@@ -66,6 +66,7 @@ class SparkHandler(FrameHandler):
     """Writes Spark DataFrames from the executors and loads inputs as Spark DataFrames."""
 
     name = "pyspark"
+    output_types = input_types = ("pyspark.sql.DataFrame",)
     #: Outputs are written by :meth:`write_fragments`, not converted to Arrow on the driver.
     distributed = True
 

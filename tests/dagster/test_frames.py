@@ -100,8 +100,14 @@ def test_frame_type_without_handler_is_refused_before_writing(root: str, io_mana
 
     result = materialize([odd], resources={"io_manager": io_manager}, instance=instance, raise_on_error=False)
     assert not result.success
-    error = str(result.get_step_failure_events()[0].event_specific_data.error)
-    assert "cannot store a builtins.set; supported frame libraries: pyarrow, pandas, polars" in error
+    error = result.get_step_failure_events()[0].event_specific_data.error
+    while error.cause is not None:
+        error = error.cause
+    assert error.cls_name == "UnsupportedFrameTypeError"  # a lance_format LanceError
+    # issue 26 item 8: the error names every type the IO manager stores
+    assert ("asset 'odd': LanceIOManager cannot store a set; return one of pyarrow.Table, pyarrow.RecordBatchReader, "
+            "pyarrow.RecordBatch, pandas.DataFrame, polars.DataFrame, polars.LazyFrame, pyspark.sql.DataFrame"
+            ) in error.message
     with pytest.raises(lance_format.errors.DatasetNotFoundError):
         lance_format.dataset(f"{root}/odd.lance")
 

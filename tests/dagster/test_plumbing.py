@@ -5,6 +5,7 @@ import sys
 import pyarrow as pa
 import pytest
 
+import lance_format
 from lance_dagster.config import dataset_uri, default_root_uri, make_settings, parse_mode
 from lance_dagster.handlers import (
     ArrowHandler,
@@ -61,9 +62,13 @@ def test_handler_selection() -> None:
     assert isinstance(handler_for_value(handlers, pd.DataFrame({"a": [1]}), where="w"), PandasHandler)
     assert isinstance(handler_for_type(handlers, pd.DataFrame, where="w"), PandasHandler)
     assert isinstance(handler_for_type(handlers, pa.RecordBatchReader, where="w"), ArrowHandler)
-    with pytest.raises(TypeError, match="w: cannot store a builtins.dict; supported frame libraries: pyarrow"):
+    with pytest.raises(lance_format.errors.UnsupportedFrameTypeError,
+                       match=r"w: LanceIOManager cannot store a dict; return one of pyarrow.Table, "):
         handler_for_value(handlers, {"a": 1}, where="w")
-    with pytest.raises(TypeError, match="cannot load an input annotated as"):
+    with pytest.raises(lance_format.errors.UnsupportedFrameTypeError,
+                       match=r"cannot load an input annotated as list; annotate it as one of pyarrow.Table .*"
+                       r"pandas.DataFrame, polars.DataFrame, polars.LazyFrame, pyspark.sql.DataFrame, "
+                       r"lance_format.LanceDataset"):
         handler_for_type(handlers, list, where="w")
 
 
