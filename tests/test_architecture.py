@@ -69,7 +69,6 @@ BANNED = (
 )
 _SQLGLOT = "start-up cost: lance_format.sql loads sqlglot (~0.1 s), needed only for filters the fast parser rejects"
 _REGISTRY = "debt: the index-kind registry (issue 22 item 1) gives index builds a commit path without LanceDataset"
-_SPARK = "debt: lance_format.spark is being reworked (issue 25); its deferred imports go with it"
 #: (importer, imported) -> why the import stays inside a function. Nothing else may.
 DEFERRED: dict[tuple[str, str], str] = {
     ("lance_format.evolution.merge_insert", "lance_format.sql"): _SQLGLOT,
@@ -85,9 +84,6 @@ DEFERRED: dict[tuple[str, str], str] = {
     **{("lance_format.index.remap", t): _REGISTRY for t in ("lance_format.table.transaction", "lance_format.errors")},
     **{("lance_format.index.scan", t): _REGISTRY for t in (
         "lance_format.index.query", "lance_format.table.read", "lance_format.table.scan")},
-    **{("lance_format.spark.maintenance", t): _SPARK for t in (
-        "lance_format.optimize", "lance_format.index.optimize", "lance_format.cleanup")},
-    ("lance_format.spark.writer", "lance_format.write"): _SPARK,
 }
 
 #: Third-party packages only some parts of ``lance_format`` may import (any level).

@@ -14,14 +14,15 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from lance_format.cleanup import CleanupStats
+from lance_format.cleanup import cleanup_old_versions as _cleanup
 from lance_format.dataset import LanceDataset
+from lance_format.index.optimize import optimize_indices as _optimize
+from lance_format.optimize import CompactionMetrics
+from lance_format.optimize import compact_files as _compact
 from lance_format.spark.runner import SparkRunner
-
-if TYPE_CHECKING:
-    from lance_format.cleanup import CleanupStats
-    from lance_format.optimize import CompactionMetrics
 
 
 def _open(uri: str | LanceDataset, storage_options: Mapping[str, str] | None) -> LanceDataset:
@@ -45,8 +46,6 @@ def compact_files(spark: Any, uri: str | LanceDataset, *, storage_options: Mappi
         The same ``CompactionMetrics`` as ``ds.optimize.compact_files``; all zero (and no new
         version) when there is nothing to compact.
     """
-    from lance_format.optimize import compact_files as _compact
-
     return _compact(_open(uri, storage_options), runner=SparkRunner(spark, job_description="lance compaction"),
                     **options)
 
@@ -58,8 +57,6 @@ def optimize_indices(spark: Any, uri: str | LanceDataset, *, index_names: list[s
     Returns:
         The dataset at its new version (unchanged when nothing needed doing).
     """
-    from lance_format.index.optimize import optimize_indices as _optimize
-
     ds = _open(uri, storage_options)
     result = _optimize(ds, index_names=index_names,
                        runner=SparkRunner(spark, job_description="lance optimize_indices"))
@@ -78,8 +75,6 @@ def cleanup_old_versions(spark: Any, uri: str | LanceDataset, older_than: dt.tim
     Returns:
         The same ``CleanupStats`` as the local call.
     """
-    from lance_format.cleanup import cleanup_old_versions as _cleanup
-
     return _cleanup(_open(uri, storage_options), older_than, retain_versions, delete_unverified=delete_unverified,
                     error_if_tagged_old_versions=error_if_tagged_old_versions, dry_run=dry_run,
                     runner=SparkRunner(spark, job_description="lance cleanup"), batch_size=batch_size)

@@ -40,6 +40,7 @@ from lance_format.table.discard import discard_fragment_files
 from lance_format.table.manifest import Manifest, arrow_schema
 from lance_format.table.transaction import LanceOperation, Transaction
 from lance_format.table.versions import find_latest, read_manifest
+from lance_format.write import normalize_storage_version
 
 
 @dataclass(frozen=True)
@@ -146,8 +147,6 @@ def commit_fragments(plan: WritePlan, fragments: Sequence[FragmentMetadata],
 
 
 def _storage_version(plan: WritePlan) -> str | None:
-    from lance_format.write import normalize_storage_version
-
     if plan.data_storage_version is None:
         return None
     return normalize_storage_version(plan.data_storage_version)
