@@ -1,20 +1,25 @@
-"""Lance on Spark: a PySpark data source, Spark-run maintenance and a streaming sink.
+"""Lance on Spark: a PySpark data source, SQL table functions, row-level writes and maintenance.
 
 Install with the ``spark`` extra; this package is the only part of ``lance_format`` that
 imports ``pyspark``.
 
 * :func:`local_session` / :func:`register` — a loopback-only local session / register the
-  ``lance`` format with any session (once per session).
-* ``spark.read.format("lance").load(uri)`` — options ``version``, ``tag``, ``columns``,
-  ``batch_size``, ``max_rows_per_partition`` and storage options (:mod:`.options`).
-* ``df.write.format("lance").mode("append" | "overwrite").save(uri)`` — one commit per
-  job; options ``mode=create``, ``data_storage_version``, ``max_rows_per_file``,
-  ``enable_stable_row_ids``, ``transaction_properties`` (JSON), ``commit_message``.
-* :func:`write_dataframe` — the same write, returning the dataset at the version it committed.
-* ``df.writeStream.format("lance")`` — one commit per micro-batch, exactly once.
-* :class:`SparkRunner` — the maintenance ``Runner`` that fans tasks out as a Spark job;
-  :func:`compact_files`, :func:`optimize_indices`, :func:`cleanup_old_versions` — the
-  maintenance operations with their execute step on Spark executors.
+  ``lance`` format and the SQL table functions with any session (once per session).
+* ``spark.read.format("lance").load(uri)`` — options in :mod:`.options` (``version``, ``tag``,
+  ``timestamp``, ``columns``, ``filter``, ``limit``, ``fragment_ids``, metadata columns,
+  storage options); :func:`count_rows` counts without reading rows.
+* ``spark.readStream.format("lance")`` — versions as offsets (:mod:`.stream_reader`).
+* ``df.write.format("lance").save(uri)`` / :func:`write_dataframe` — one commit per job
+  (:mod:`.writer`); ``df.writeStream.format("lance")`` — one commit per micro-batch.
+* :func:`merge_insert`, :func:`update`, :func:`delete`, :func:`add_columns` — row-level
+  writes whose work runs on the executors (:mod:`.rowlevel`, :mod:`.columns`).
+* :func:`create_table`, :func:`save_as_table` — catalog tables (:mod:`.tables`);
+  ``lance_optimize`` / ``lance_vacuum`` / ``lance_create_index`` / ``lance_versions`` in SQL
+  (:mod:`.sql_functions`).
+* :class:`SparkRunner` — the maintenance ``Runner`` that fans tasks out as a Spark job
+  (classic or Spark Connect); :func:`compact_files`, :func:`optimize_indices`,
+  :func:`cleanup_old_versions` — the maintenance operations with their execute step on
+  Spark executors.
 """
 
 from __future__ import annotations
