@@ -136,11 +136,9 @@ def history_markdown(records: list[VersionRecord]) -> MetadataValue:
 
 
 def _unlinked(record: VersionRecord) -> str:
-    # Compaction commits carry no Dagster lineage of their own; their maintenance run records an
-    # observation on the asset instead. Any other commit without a run id came from outside Dagster.
-    if record.properties.get(MAINTENANCE) or record.operation in MAINTENANCE_OPERATIONS:
-        return "maintenance"
-    return "external"
+    # Every commit lance_dagster makes carries its run id (maintenance ones too), so a commit without
+    # one came from outside Dagster, whatever its operation (an index built in a notebook included).
+    return "maintenance" if record.properties.get(MAINTENANCE) else "external"
 
 
 def commit_summary(version: int, operation: str, detail: str | None = None) -> str:

@@ -1,5 +1,6 @@
-"""The code location the browser test serves: an append-only and a daily-partitioned Lance asset,
-their health checks, the maintenance job (local runner), its schedule and the health sensor.
+"""The code location the browser test serves: an append-only and a daily-partitioned Lance asset, a
+partitioned asset reading the latter, their health checks, the maintenance job (local runner), its
+schedule, the health sensor and the observation sensor.
 
 Datasets live under ``$LANCE_UI_ROOT``.
 """
@@ -16,7 +17,7 @@ from dagster import (
     asset,
 )
 
-from lance_dagster import LanceIOManager, LanceResource
+from lance_dagster import LanceIOManager, LanceResource, build_lance_observation_sensor
 from lance_dagster.checks import HealthLimits, build_lance_asset_checks
 from lance_dagster.maintenance import (
     HealthThresholds,
@@ -45,16 +46,25 @@ def daily_visits(context: AssetExecutionContext) -> pa.Table:
     return pa.table({"day": pa.array([day] * 50, pa.date32()), "visits": pa.array(range(50), pa.int64())})
 
 
+@asset(partitions_def=DAYS, metadata={"partition_expr": "day"}, group_name="ui", kinds={"lance"})
+def visit_totals(daily_visits: pa.Table) -> pa.Table:
+    """Each day's total visits (reads exactly its day of ``daily_visits``)."""
+    return daily_visits.group_by("day").aggregate([("visits", "sum")])
+
+
 lance = LanceResource(root_uri=ROOT)
+observer = build_lance_observation_sensor(["clicks", "daily_visits"], root_uri=ROOT)
 maintenance = build_lance_maintenance_job("lance_maintenance", assets=[clicks, daily_visits],
                                           selection=["clicks", "daily_visits"], lance=lance)
 defs = Definitions(
-    assets=[clicks, daily_visits],
-    asset_checks=build_lance_asset_checks([clicks, daily_visits], root_uri=ROOT,
-                                          health=HealthLimits(max_fragments=3, max_small_fragment_ratio=1.0)),
+    assets=[clicks, daily_visits, visit_totals],
+    # clicks: tight limits (fragments, unindexed rows); daily_visits: the defaults (a small table)
+    asset_checks=[*build_lance_asset_checks([clicks], root_uri=ROOT, health=HealthLimits(
+                      max_fragments=3, max_small_fragment_ratio=1.0, max_unindexed_rows=100)),
+                  *build_lance_asset_checks([daily_visits], root_uri=ROOT)],
     jobs=[maintenance],
     schedules=[build_lance_maintenance_schedule(maintenance, cron_schedule="0 3 * * *",
                                                 default_status=DefaultScheduleStatus.RUNNING)],
-    sensors=[build_lance_health_sensor(maintenance, thresholds=THRESHOLDS)],
+    sensors=[build_lance_health_sensor(maintenance, thresholds=THRESHOLDS), observer],
     resources={"io_manager": LanceIOManager(root_uri=ROOT), "lance": lance},
 )
