@@ -4,7 +4,9 @@ Follows the convention of dagster-deltalake and dagster-iceberg: a partitioned a
 that holds its partition in definition metadata, ``{"partition_expr": "region"}``, or one column per
 dimension of a multi-partitioned asset, ``{"partition_expr": {"date": "day", "region": "region"}}``.
 Static and dynamic partitions select rows whose column equals one of the keys; time-window partitions
-select ``start <= column < end``. Their ``DbIOManager`` (``dagster._core.storage.db_io_manager``) is
+select ``start <= column < end``, on a timestamp, date or ISO 8601 string column (``"2026-01-01"``, or
+``"2026-01-01T05:00:00"`` for partitions finer than a day: ISO strings of one width sort as their
+times). Their ``DbIOManager`` (``dagster._core.storage.db_io_manager``) is
 private API and deletes a slice and writes it back as two separate statements; here the slice is a
 filter expression that one Lance commit replaces (:func:`lance_format.evolution.replace.replace_where`)
 and that a load pushes down to the scan.
@@ -41,11 +43,14 @@ class PartitionDimension:
         column: the ``partition_expr`` column.
         keys: static or dynamic partition keys (empty for a time dimension).
         windows: half-open ``[start, end)`` time windows, merged where contiguous.
+        dates_only: the partitions are days or longer, so a string column holds ISO dates
+            (``"2026-01-01"``) rather than ISO date-times.
     """
 
     column: str
     keys: tuple[str, ...] = ()
     windows: tuple[Window, ...] = ()
+    dates_only: bool = True
 
     def expression(self, schema: pa.Schema, *, where: str) -> pc.Expression:
         """The filter on ``schema``'s column, with the keys cast to the column's type.
@@ -60,8 +65,9 @@ class PartitionDimension:
         col = pc.field(self.column)
         if self.windows:
             return reduce(lambda a, b: a | b,
-                          [(col >= _time_scalar(s, typ, self.column, where))
-                           & (col < _time_scalar(e, typ, self.column, where)) for s, e in self.windows])
+                          [(col >= _time_scalar(s, typ, self.column, where, self.dates_only))
+                           & (col < _time_scalar(e, typ, self.column, where, self.dates_only))
+                           for s, e in self.windows])
         try:
             values = pa.array(list(self.keys), pa.string()).cast(typ)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
@@ -75,7 +81,8 @@ class PartitionDimension:
         col = _quote_ident(self.column)
         if self.windows:
             typ = schema.field(self.column).type if self.column in schema.names else pa.timestamp("us", "UTC")
-            parts = [f"({col} >= {_time_literal(s, typ)} AND {col} < {_time_literal(e, typ)})" for s, e in self.windows]
+            parts = [f"({col} >= {_time_literal(s, typ, self.dates_only)} AND "
+                     f"{col} < {_time_literal(e, typ, self.dates_only)})" for s, e in self.windows]
             return parts[0] if len(parts) == 1 else "(" + " OR ".join(parts) + ")"
         self.expression(schema, where=where)  # validates the column and that the keys fit its type
         typ = schema.field(self.column).type
@@ -93,7 +100,18 @@ def _literal(key: str, typ: pa.DataType) -> str:
     return "'" + key.replace("'", "''") + "'"
 
 
-def _time_literal(t: dt.datetime, typ: pa.DataType) -> str:
+def _iso_text(t: dt.datetime, dates_only: bool) -> str:
+    # Wall-clock time in the partitions' timezone, as the partition keys name it.
+    return t.date().isoformat() if dates_only else t.replace(tzinfo=None).isoformat()
+
+
+def _is_text(typ: pa.DataType) -> bool:
+    return bool(pa.types.is_string(typ) or pa.types.is_large_string(typ) or pa.types.is_string_view(typ))
+
+
+def _time_literal(t: dt.datetime, typ: pa.DataType, dates_only: bool = True) -> str:
+    if _is_text(typ):
+        return f"'{_iso_text(t, dates_only)}'"
     if pa.types.is_date(typ):
         return f"DATE '{t.date().isoformat()}'"
     if pa.types.is_timestamp(typ) and typ.tz is None:
@@ -101,7 +119,7 @@ def _time_literal(t: dt.datetime, typ: pa.DataType) -> str:
     return f"TIMESTAMP '{t.astimezone(dt.UTC).isoformat(sep=' ')}'"
 
 
-def _time_scalar(t: dt.datetime, typ: pa.DataType, column: str, where: str) -> pa.Scalar:
+def _time_scalar(t: dt.datetime, typ: pa.DataType, column: str, where: str, dates_only: bool = True) -> pa.Scalar:
     if pa.types.is_timestamp(typ):
         # A zone-aware column compares instants; a naive one holds wall-clock times in the partitions'
         # timezone (as dagster-deltalake formats its window bounds).
@@ -109,8 +127,10 @@ def _time_scalar(t: dt.datetime, typ: pa.DataType, column: str, where: str) -> p
         return pa.scalar(value, type=typ)
     if pa.types.is_date(typ):
         return pa.scalar(t.date(), type=typ)
-    raise SchemaError(f"{where}: time-window partition column {column!r} must be a timestamp or date, "
-                      f"not {typ}")
+    if _is_text(typ):
+        return pa.scalar(_iso_text(t, dates_only), type=typ)
+    raise SchemaError(f"{where}: time-window partition column {column!r} must be a timestamp, date or ISO "
+                      f"8601 string, not {typ}")
 
 
 @dataclass(frozen=True)
@@ -181,7 +201,8 @@ def _merged_windows(pdef: TimeWindowPartitionsDefinition, keys: Sequence[str]) -
 def _dimension(pdef: PartitionsDefinition, column: str, keys: Sequence[str]) -> PartitionDimension:
     unique = tuple(dict.fromkeys(keys))
     if isinstance(pdef, TimeWindowPartitionsDefinition):
-        return PartitionDimension(column, windows=_merged_windows(pdef, unique))
+        dates_only = not any(d in pdef.fmt for d in ("%H", "%I", "%M", "%S", "%p", "%X", "%c", "%T", "%R"))
+        return PartitionDimension(column, windows=_merged_windows(pdef, unique), dates_only=dates_only)
     return PartitionDimension(column, keys=unique)
 
 
