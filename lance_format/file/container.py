@@ -71,7 +71,7 @@ from lance_format.errors import (
 from lance_format.file.bytesource import Buf as Buf
 from lance_format.file.bytesource import ByteSource as ByteSource
 from lance_format.file.legacy.format import parse_tail
-from lance_format.pbwire import check_varints
+from lance_format.pbwire import check_varints, check_wire_types
 
 FOOTER_SIZE = 40
 #: Footer versions of the legacy (v1) format, read by ``lance_format.file.legacy``.
@@ -226,6 +226,7 @@ def _unpack_any(raw: bytes, where: str) -> tuple[str, bytes]:
         msg.ParseFromString(raw)
     except DecodeError as exc:
         raise CorruptFileError(f"{where}: cannot decode encoding Any message: {exc}") from exc
+    check_wire_types(msg, where)
     return msg.type_url, msg.value
 
 
@@ -260,6 +261,9 @@ def parse_column_metadata(raw: Buf, ci: int, path: str, file_size: int) -> Colum
     except DecodeError as exc:
         raise CorruptFileError(f"{where}: cannot decode column metadata: {exc}") from exc
     check_varints(file2_pb2.ColumnMetadata, data, f"{where}: column metadata")
+    # prost refuses a known field with the wrong wire type; the Python parser would file it as
+    # unknown and carry on (a page's buffer reference lost, say): refuse it as pylance does
+    check_wire_types(cm, f"{where}: column metadata")
     if cm.HasField("encoding"):
         ctype, cenc = _direct_encoding(cm.encoding, where)
         if ctype != COLUMN_ENCODING_URL:  # pylance refuses the column too ("unexpected type URL")
@@ -387,6 +391,9 @@ def read_file_metadata(source: ByteSource) -> FileMetadata:
     except DecodeError as exc:
         raise CorruptFileError(f"{path}: cannot decode the file descriptor (global buffer 0): {exc}") from exc
     check_varints(file_pb2.FileDescriptor, raw_fd, f"{path}: file descriptor")
+    # the schema's fields are checked where they are decoded (schema_codec)
+    check_wire_types(fd, f"{path}: file descriptor", skip=frozenset({"schema"}))
+    check_wire_types(fd.schema, f"{path}: file descriptor", skip=frozenset({"fields"}))
     cm_lo = min(cm_start, cmo_start)
     region = source.read_range(cm_lo, cmo_start - cm_lo, "column metadata")
     raw_cols: list[Buf] = []

@@ -19,12 +19,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_format.errors import CorruptFileError, LanceError
+from lance_format.index.btree import descents
 from lance_format.index.predicates import ValueQuery, value_mask
-from lance_format.index.rowset import decode_row_set, encode_row_set
+from lance_format.index.rowset import RowDomain, decode_row_set, encode_row_set
 from lance_format.index.store import IndexDir
 from lance_format.table.index_metadata import IndexFile
 
 LOOKUP = "bitmap_page_lookup.lance"
+#: Schema metadata our writer adds: the keys are sorted (null first), so a reader can refuse
+#: keys a damaged file put out of order. Lance's own writers sort too in 14.0.2, but others
+#: write them in hash order, so only files saying so are held to it (pylance ignores the key).
+SORTED_KEYS = "lance_format:sorted_keys"
 
 U64 = npt.NDArray[np.uint64]
 
@@ -73,21 +78,44 @@ def write_bitmap(out: IndexDir, keys: pa.Array, rows: list[U64]) -> tuple[IndexF
     table = pa.table({"keys": keys, "bitmaps": bitmaps},
                      schema=pa.schema([pa.field("keys", keys.type), pa.field("bitmaps", pa.binary())]))
     meta = {"lance:index_stats": json.dumps({"num_bitmaps": len(keys)}, separators=(",", ":"))}
+    if keys_sorted(keys):  # a remap keeps another writer's order, which need not be sorted
+        meta[SORTED_KEYS] = "1"
     return (out.write(LOOKUP, table, meta),)
 
 
 class BitmapIndex:
-    """An opened BITMAP segment: keys in memory, a key's bitmap read when a query needs it."""
+    """An opened BITMAP segment: keys in memory, a key's bitmap read when a query needs it.
 
-    def __init__(self, index_dir: IndexDir, fragment_rows: Callable[[int], int | None]):
+    Opening checks the keys (each once, their count against ``lance:index_stats``); every
+    bitmap read is checked as a row set (fragments ascending, valid roaring bitmaps) and,
+    given a ``domain``, against the rows the segment covers.
+
+    Args:
+        index_dir: The segment's directory.
+        fragment_rows: Physical rows of a fragment (``None`` if gone), for whole-fragment entries.
+        domain: Ids the segment may hold (unchecked when ``None``).
+    """
+
+    def __init__(self, index_dir: IndexDir, fragment_rows: Callable[[int], int | None],
+                 domain: RowDomain | None = None):
         probe = index_dir.reader(LOOKUP)
         self._where = probe.path
         if probe.schema.names[:2] != ["keys", "bitmaps"]:
             raise CorruptFileError(f"{probe.path}: expected columns keys, bitmaps")
+        btype = probe.schema.field("bitmaps").type
+        if not (pa.types.is_binary(btype) or pa.types.is_large_binary(btype)):
+            raise CorruptFileError(f"{probe.path}: bitmaps of type {btype}, expected binary")
         self.keys = index_dir.reader(LOOKUP, ["keys"]).read_all(batch_size=1 << 20).to_table() \
             .column("keys").combine_chunks()
+        _check_keys(self.keys, probe.schema.metadata or {}, probe.path)
         self._bitmap_reader = index_dir.reader(LOOKUP, ["bitmaps"])
         self._fragment_rows = fragment_rows
+        self._domain = domain
+
+    @property
+    def path(self) -> str:
+        """URI of the segment's file (``bitmap_page_lookup.lance``)."""
+        return self._where
 
     @property
     def num_bitmaps(self) -> int:
@@ -96,19 +124,71 @@ class BitmapIndex:
 
     def _rows(self, which: npt.NDArray[np.int64]) -> list[U64]:
         blobs = self._bitmap_reader.take_rows(which, batch_size=1 << 20).to_table().column("bitmaps")
-        return [decode_row_set(b, self._fragment_rows, where=f"{self._where} key {int(i)}")
+        if blobs.null_count:
+            raise CorruptFileError(f"{self._where}: a null bitmap among keys {which[:8].tolist()}")
+        return [decode_row_set(b, self._fragment_rows, where=f"{self._where} key {int(i)}", domain=self._domain)
                 for i, b in zip(which, blobs.to_pylist(), strict=True)]
 
     def search(self, query: ValueQuery) -> U64:
-        """Ids matching ``query``, unsorted."""
+        """Ids matching ``query``, sorted and unique."""
+        return self.search_values(query)[0]
+
+    def search_values(self, query: ValueQuery) -> tuple[U64, pa.Array]:
+        """:meth:`search` with each id's key (aligned; dictionary-encoded over the keys).
+
+        Raises:
+            CorruptFileError: a bitmap is malformed, two keys hold the same row, or (with a
+                ``domain``) a row is not one the segment covers.
+        """
         hits = np.flatnonzero(value_mask(self.keys, query).to_numpy(zero_copy_only=False))
         if hits.size == 0:
-            return np.empty(0, np.uint64)
-        return np.concatenate(self._rows(hits))
+            return np.empty(0, np.uint64), pa.array([], self.keys.type)
+        parts = self._rows(hits)
+        counts = np.array([p.size for p in parts], dtype=np.int64)
+        # each row's key as an index into the keys: a broad query does not copy a key per row
+        keys = pa.DictionaryArray.from_arrays(pa.array(np.repeat(hits, counts).astype(np.int32)), self.keys)
+        if len(parts) == 1:
+            return parts[0], keys  # one key: a row set is sorted and unique already
+        found = np.concatenate(parts)
+        order = np.argsort(found, kind="stable")
+        ids = found[order]
+        if ids.size > 1 and bool((ids[1:] == ids[:-1]).any()):
+            raise CorruptFileError(f"{self._where}: a row is in the bitmaps of two keys")
+        return ids, keys.take(pa.array(order))
 
     def read_all(self) -> tuple[pa.Array, list[U64]]:
         """Every key with its ids."""
         return self.keys, self._rows(np.arange(len(self.keys)))
+
+
+def _check_keys(keys: pa.Array, metadata: dict[bytes, bytes], where: str) -> None:
+    """Each key once (pylance keeps one bitmap per value), as many as ``lance:index_stats`` says,
+    and in order (null first) when the file says its keys are sorted (:data:`SORTED_KEYS`)."""
+    if keys.null_count > 1 or len(pc.unique(keys)) != len(keys):
+        raise CorruptFileError(f"{where}: the same key appears twice among {len(keys)} keys")
+    flag = metadata.get(SORTED_KEYS.encode())
+    if flag is not None:
+        if flag != b"1":
+            raise CorruptFileError(f"{where}: {SORTED_KEYS} is {flag[:20]!r}, expected '1'")
+        if not keys_sorted(keys):
+            raise CorruptFileError(f"{where}: the keys are not in order, but the file says they are sorted")
+
+
+def keys_sorted(keys: pa.Array) -> bool:
+    """Whether ``keys`` are in order: a null (at most one) first, then ascending."""
+    if keys.null_count > 1 or (keys.null_count and keys[0].is_valid):
+        return False
+    return not len(descents(keys.slice(1 if keys.null_count else 0)))
+    raw = metadata.get(b"lance:index_stats")
+    if raw is None:
+        return
+    try:
+        stats = json.loads(raw)
+        count = stats["num_bitmaps"] if isinstance(stats, dict) else None
+    except (ValueError, KeyError) as exc:
+        raise CorruptFileError(f"{where}: unreadable lance:index_stats {raw[:40]!r}") from exc
+    if not isinstance(count, int) or isinstance(count, bool) or count != len(keys):
+        raise CorruptFileError(f"{where}: lance:index_stats says {count!r} bitmaps but the file holds {len(keys)}")
 
 
 # --- LABEL_LIST -------------------------------------------------------------------------------
@@ -140,10 +220,13 @@ def write_label_list(out: IndexDir, keys: pa.Array, rows: list[U64], nulls: U64)
                      schema=pa.schema([pa.field("keys", keys.type), pa.field("bitmaps", pa.binary())]))
     meta = {LABEL_LIST_NULLS: "1",
             "lance:index_stats": json.dumps({"num_bitmaps": len(keys)}, separators=(",", ":"))}
+    if keys_sorted(keys):
+        meta[SORTED_KEYS] = "1"
     return (out.write(LOOKUP, table, meta, global_buffers=[encode_row_set(nulls)]),)
 
 
-def read_label_list_nulls(index_dir: IndexDir, fragment_rows: Callable[[int], int | None]) -> U64:
+def read_label_list_nulls(index_dir: IndexDir, fragment_rows: Callable[[int], int | None],
+                          domain: RowDomain | None = None) -> U64:
     """Ids of the rows whose list is null (empty when the file records none)."""
     reader = index_dir.reader(LOOKUP, ["keys"])
     raw = reader.schema.metadata.get(LABEL_LIST_NULLS.encode()) if reader.schema.metadata else None
@@ -153,4 +236,4 @@ def read_label_list_nulls(index_dir: IndexDir, fragment_rows: Callable[[int], in
         data = reader.read_global_buffer(int(raw))
     except (ValueError, LanceError) as exc:
         raise CorruptFileError(f"{reader.path}: bad {LABEL_LIST_NULLS} global buffer {raw!r}: {exc}") from exc
-    return decode_row_set(data, fragment_rows, where=f"{reader.path} null lists")
+    return decode_row_set(data, fragment_rows, where=f"{reader.path} null lists", domain=domain)

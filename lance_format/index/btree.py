@@ -14,6 +14,8 @@ A query reads the small lookup file, then only the pages whose value range can m
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
@@ -21,6 +23,7 @@ import pyarrow.compute as pc
 
 from lance_format.errors import CorruptFileError
 from lance_format.index.predicates import In, IsNull, Range, ValueQuery, value_mask
+from lance_format.index.rowset import RowDomain
 from lance_format.index.store import IndexDir
 from lance_format.table.index_metadata import IndexFile
 
@@ -58,28 +61,168 @@ def write_btree(out: IndexDir, values: pa.Array, ids: U64, *,
     return (f1, f2)
 
 
-class BTreeIndex:
-    """An opened BTREE segment: the page lookup in memory, pages read on demand."""
+def page_size_of(metadata: dict[bytes, bytes]) -> int:
+    """The page size a lookup file's schema metadata records.
 
-    def __init__(self, index_dir: IndexDir):
-        self._dir = index_dir
-        lookup_reader = index_dir.reader(PAGE_LOOKUP)
-        meta = lookup_reader.schema.metadata or {}
+    pylance reads a missing or unparseable ``batch_size`` as the default
+    (``BTreeIndex::load``: ``parse().unwrap_or(DEFAULT_BTREE_BATCH_SIZE)``), so legacy-era
+    files without it still open; the page count is checked against the row count after.
+    """
+    raw = metadata.get(b"batch_size")
+    if raw is None or not re.fullmatch(rb"\+?[0-9]{1,19}", raw) or int(raw) >= 2**64:
+        return DEFAULT_PAGE_SIZE
+    return int(raw)
+
+
+def same_values(a: pa.Array, b: pa.Array) -> npt.NDArray[np.bool_]:
+    """Element-wise: equal, both null, or (floats) both NaN (``b`` cast to ``a``'s type if it differs)."""
+    if a.type != b.type:
         try:
-            self.page_size = int(meta[b"batch_size"])
-        except (KeyError, ValueError) as exc:
-            raise CorruptFileError(f"{lookup_reader.path}: no valid batch_size in the schema metadata") from exc
+            b = b.cast(a.type)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+            raise CorruptFileError(f"index values of type {b.type} where {a.type} was expected") from exc
+    same = pc.or_(pc.fill_null(pc.equal(a, b), False), pc.and_(pc.is_null(a), pc.is_null(b)))
+    if pa.types.is_floating(a.type):
+        same = pc.or_(same, pc.fill_null(pc.and_(pc.is_nan(a), pc.is_nan(b)), False))
+    out: npt.NDArray[np.bool_] = same.to_numpy(zero_copy_only=False)
+    return out
+
+
+def descents(values: pa.Array) -> npt.NDArray[np.int64]:
+    """Positions ``i`` where ``values[i+1] < values[i]`` (nulls and NaN never count)."""
+    if len(values) < 2:
+        return np.empty(0, np.int64)
+    down = pc.fill_null(pc.less(values.slice(1), values.slice(0, len(values) - 1)), False)
+    return np.flatnonzero(down.to_numpy(zero_copy_only=False))
+
+
+class BTreeIndex:
+    """An opened BTREE segment: the page lookup in memory, pages read on demand.
+
+    Opening checks the lookup against itself and the data file's row count (pages, nulls
+    first, page ranges in order: O(pages)). Every page a query reads is checked against its
+    lookup row (first and last value, null count) and for order, and, given a ``domain``,
+    the matching ids against the rows the segment covers: a damaged file is refused with a
+    ``CorruptFileError`` naming it instead of answering other rows.
+
+    Args:
+        index_dir: The segment's directory.
+        domain: Ids the segment may hold (unchecked when ``None``).
+    """
+
+    def __init__(self, index_dir: IndexDir, domain: RowDomain | None = None):
+        self._dir = index_dir
+        self._domain = domain
+        lookup_reader = index_dir.reader(PAGE_LOOKUP)
+        self._lookup_path = lookup_reader.path
+        self.page_size = page_size_of(lookup_reader.schema.metadata or {})
+        if self.page_size <= 0:
+            raise CorruptFileError(f"{lookup_reader.path}: page size {self.page_size} in the schema metadata")
         lookup = lookup_reader.read_all(batch_size=1 << 20).to_table()
         for col in ("min", "max", "null_count"):
             if col not in lookup.column_names:
                 raise CorruptFileError(f"{lookup_reader.path}: no {col!r} column")
         self.mins = lookup.column("min").combine_chunks()
         self.maxs = lookup.column("max").combine_chunks()
-        self.null_counts = lookup.column("null_count").to_numpy()
+        counts = lookup.column("null_count")
+        if not pa.types.is_integer(counts.type) or counts.null_count:
+            raise CorruptFileError(f"{lookup_reader.path}: null_count is {counts.type} with "
+                                   f"{counts.null_count} nulls, expected uint32 without nulls")
+        self.null_counts = counts.to_numpy().astype(np.int64)
         self._data = index_dir.reader(PAGE_DATA)
         if self._data.schema.names[:2] != ["values", "ids"]:
             raise CorruptFileError(f"{self._data.path}: expected columns values, ids")
         self.num_rows = self._data.num_rows
+        self._check_lookup(lookup)
+
+    # -- validation ----------------------------------------------------------------------------
+    def _page_bounds(self, pages: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        starts = pages * self.page_size
+        return starts, np.minimum(starts + self.page_size, self.num_rows)
+
+    def _check_lookup(self, lookup: pa.Table) -> None:
+        where = self._lookup_path
+        n, size = self.num_rows, self.page_size
+        pages = len(self.mins)
+        values_type = self._data.schema.field("values").type
+        if self.mins.type != values_type or self.maxs.type != values_type:
+            raise CorruptFileError(f"{where}: min/max of type {self.mins.type}/{self.maxs.type} but "
+                                   f"{self._data.path} holds values of type {values_type}")
+        if not pa.types.is_unsigned_integer(self._data.schema.field("ids").type):
+            raise CorruptFileError(f"{self._data.path}: ids of type {self._data.schema.field('ids').type}")
+        want = -(-n // size)
+        if pages != want:
+            raise CorruptFileError(f"{where}: {pages} pages, but {self._data.path} holds {n} rows in pages of "
+                                   f"{size} ({want} pages)")
+        if "page_idx" in lookup.column_names:
+            idx = lookup.column("page_idx")
+            if idx.null_count or not np.array_equal(idx.to_numpy(), np.arange(pages)):
+                raise CorruptFileError(f"{where}: page_idx is not 0, 1, 2, … ({pages} pages)")
+        covered = self._covered_rows()
+        if covered and n > covered:
+            raise CorruptFileError(f"{self._data.path}: {n} rows, more than the {covered} rows of the fragments "
+                                   f"the index covers")
+        if not pages:
+            return
+        starts, stops = self._page_bounds(np.arange(pages, dtype=np.int64))
+        lengths = stops - starts
+        # nulls first: every page before the last null is all nulls
+        nulls = int(self.null_counts.sum())
+        if not np.array_equal(self.null_counts, np.clip(nulls - starts, 0, lengths)):
+            raise CorruptFileError(f"{where}: null counts {self.null_counts[:8].tolist()} are not those of "
+                                   f"{nulls} nulls sorted first into pages of {size}")
+        min_null = self.mins.is_null().to_numpy(zero_copy_only=False)
+        max_null = self.maxs.is_null().to_numpy(zero_copy_only=False)
+        if not (np.array_equal(min_null, self.null_counts > 0) and np.array_equal(max_null, self.null_counts == lengths)):
+            raise CorruptFileError(f"{where}: null min/max do not match the pages' null counts")
+        inside = np.flatnonzero(pc.fill_null(pc.greater(self.mins, self.maxs), False).to_numpy(zero_copy_only=False))
+        between = np.flatnonzero(pc.fill_null(pc.greater(self.maxs.slice(0, pages - 1), self.mins.slice(1)),
+                                              False).to_numpy(zero_copy_only=False))
+        if inside.size or between.size:
+            k = int(inside[0]) if inside.size else int(between[0])
+            raise CorruptFileError(f"{where}: page ranges are out of order at page {k}")
+
+    def _covered_rows(self) -> int:
+        """Physical rows of the covered fragments (0: unknown). Each row is indexed at most once.
+
+        Only for row addresses: with stable row ids a compaction moves the fragment bitmap to
+        fragments without the rows deleted since the build, which the index still lists.
+        """
+        d = self._domain
+        if d is None or not d.addresses or d.fragments is None or not d.fragments:
+            return 0
+        rows = [d.fragment_rows(f) for f in d.fragments]
+        return 0 if any(r is None for r in rows) else sum(r for r in rows if r is not None)
+
+    def _check_pages(self, run: npt.NDArray[np.int64], values: pa.Array) -> None:
+        """The rows of pages ``run`` (consecutive) agree with the lookup and are sorted, nulls first."""
+        where = self._data.path
+        first = int(run[0]) * self.page_size
+        starts, stops = self._page_bounds(run)
+        starts, stops = starts - first, stops - first
+        if len(values) != int(stops[-1]):
+            raise CorruptFileError(f"{where}: pages {int(run[0])}..{int(run[-1])} hold {len(values)} rows, "
+                                   f"expected {int(stops[-1])}")
+        null = values.is_null().to_numpy(zero_copy_only=False)
+        seen = np.concatenate(([0], np.cumsum(null)))
+        if not np.array_equal(seen[stops] - seen[starts], self.null_counts[run]) or \
+                bool((null[1:] & ~null[:-1]).any()):
+            raise CorruptFileError(f"{where}: the nulls of pages {int(run[0])}..{int(run[-1])} disagree with "
+                                   f"{self._lookup_path}")
+        down = descents(values)
+        if down.size:
+            k = int(run[0]) + (int(down[0]) + 1) // self.page_size
+            raise CorruptFileError(f"{where}: values of page {k} are out of order")
+        pages = pa.array(run)
+        if not (same_values(values.take(pa.array(starts)), self.mins.take(pages)).all()
+                and same_values(values.take(pa.array(stops - 1)), self.maxs.take(pages)).all()):
+            raise CorruptFileError(f"{where}: the first or last values of pages {int(run[0])}..{int(run[-1])} "
+                                   f"disagree with {self._lookup_path}")
+
+    @property
+    def path(self) -> str:
+        """URI of the file holding the indexed values and ids (``page_data.lance``)."""
+        return self._data.path
 
     @property
     def num_pages(self) -> int:
@@ -105,25 +248,57 @@ class BTreeIndex:
         return np.flatnonzero(hit | nan_pages)
 
     def search(self, query: ValueQuery) -> U64:
-        """Ids (row addresses or stable row ids) of rows matching ``query``, unsorted."""
+        """Ids (row addresses or stable row ids) of rows matching ``query``, sorted and unique."""
+        return self.search_values(query)[0]
+
+    def search_values(self, query: ValueQuery) -> tuple[U64, pa.Array]:
+        """:meth:`search` with the value the index holds for each id (aligned).
+
+        Raises:
+            CorruptFileError: a page read disagrees with the lookup, is out of order, holds an id
+                twice, or (with a ``domain``) an id that is no row of the covered fragments.
+        """
         pages = self._candidate_pages(query)
         if pages.size == 0:
-            return np.empty(0, np.uint64)
-        out: list[U64] = []
+            return np.empty(0, np.uint64), pa.array([], self.mins.type)
+        ids_out: list[U64] = []
+        values_out: list[pa.Array] = []
         cuts = np.flatnonzero(np.diff(pages) != 1) + 1
         for run in np.split(pages, cuts):
             start = int(run[0]) * self.page_size
             stop = min(self.num_rows, (int(run[-1]) + 1) * self.page_size)
             table = self._data.read_range(start, stop - start, batch_size=1 << 20).to_table()
             values = table.column("values").combine_chunks()
-            ids = table.column("ids").to_numpy()
-            out.append(ids[value_mask(values, query).to_numpy(zero_copy_only=False)])
-        return np.concatenate(out).astype(np.uint64, copy=False)
+            self._check_pages(run, values)
+            ids = table.column("ids")
+            if ids.null_count:
+                raise CorruptFileError(f"{self._data.path}: null ids in pages {int(run[0])}..{int(run[-1])}")
+            mask = value_mask(values, query)
+            ids_out.append(ids.to_numpy()[mask.to_numpy(zero_copy_only=False)])
+            values_out.append(values.filter(mask))
+        found = np.concatenate(ids_out).astype(np.uint64, copy=False)
+        order = np.argsort(found, kind="stable")
+        ids_sorted = found[order]
+        if ids_sorted.size > 1 and bool((ids_sorted[1:] == ids_sorted[:-1]).any()):
+            raise CorruptFileError(f"{self._data.path}: the same id is indexed twice")
+        if self._domain is not None:
+            self._domain.check(ids_sorted, self._data.path)
+        values_all = pa.concat_arrays(values_out) if len(values_out) > 1 else values_out[0]
+        return ids_sorted, values_all.take(pa.array(order))
 
     def read_all(self) -> tuple[pa.Array, U64]:
-        """Every ``(values, ids)`` row, in index order."""
+        """Every ``(values, ids)`` row, in index order (checked like the pages a query reads)."""
         table = self._data.read_all(batch_size=1 << 20).to_table()
-        return table.column("values").combine_chunks(), table.column("ids").to_numpy().astype(np.uint64)
+        values = table.column("values").combine_chunks()
+        if self.num_pages:
+            self._check_pages(np.arange(self.num_pages, dtype=np.int64), values)
+        ids = table.column("ids")
+        if ids.null_count:
+            raise CorruptFileError(f"{self._data.path}: null ids")
+        out = ids.to_numpy().astype(np.uint64)
+        if self._domain is not None:
+            self._domain.check(out, self._data.path)
+        return values, out
 
     def value_range(self) -> tuple[str, str]:
         """``(min, max)`` as pylance's stats print them (``"NULL"`` for a null)."""

@@ -138,27 +138,34 @@ def build_frag_reuse_entry(previous: IndexMetadata | None, dataset_version: int,
                          index_version=0, created_at=dt.datetime.now(dt.UTC))
 
 
-def remap_through(addrs: U64, versions: Sequence[ReuseVersion], since_version: int) -> U64:
+def remap_through(addrs: U64, versions: Sequence[ReuseVersion], since_version: int) -> tuple[U64, npt.NDArray[np.bool_]]:
     """Remap row addresses of an index that read ``since_version`` through compactions since.
 
     Addresses in a rewritten old fragment move to their new place, or are dropped if the
     row was deleted before the compaction; others are unchanged.
+
+    Returns:
+        ``(new addresses, keep)``: the kept addresses in input order, and which inputs were kept.
     """
+    out = addrs.copy()
+    keep = np.ones(addrs.size, dtype=bool)
     for v in versions:
         if v.dataset_version < since_version:
             continue  # the index was built after this compaction (see the module docstring)
         for g in v.groups:
             old_ids = np.array([f.id for f in g.old_fragments], dtype=np.uint64)
-            hit = np.isin(fragment_of(addrs), old_ids)
+            hit = keep & np.isin(fragment_of(out), old_ids)
             if not hit.any():
                 continue
             old, new = g.mapping()
-            moving = addrs[hit]
+            moving = out[hit]
             pos = np.searchsorted(old, moving)
             pos_c = np.minimum(pos, max(old.size - 1, 0))
             found = (pos < old.size) & (old[pos_c] == moving) if old.size else np.zeros(moving.size, bool)
-            addrs = np.concatenate([addrs[~hit], new[pos_c[found]]])
-    return addrs
+            where = np.flatnonzero(hit)
+            out[where[found]] = new[pos_c[found]]
+            keep[where[~found]] = False
+    return out[keep], keep
 
 
 def covered_after(bitmap: frozenset[int], versions: Sequence[ReuseVersion], since_version: int) -> frozenset[int]:

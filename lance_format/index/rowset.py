@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
@@ -59,7 +60,69 @@ def encode_row_set(addrs: U64) -> bytes:
     return b"".join(out)
 
 
-def decode_row_set(data: bytes, fragment_rows: Callable[[int], int | None], *, where: str) -> U64:
+@dataclass(frozen=True)
+class RowDomain:
+    """The ids one index segment may hold, to refuse damaged ones instead of answering wrong rows.
+
+    Without stable row ids an index holds row addresses of the fragments it covers (its
+    ``fragment_bitmap``), each below its fragment's physical row count; with stable row ids it
+    holds stable row ids below the manifest's ``next_row_id``. Checked on the ids a query reads
+    (never a pass over the whole index).
+
+    Attributes:
+        fragments: Fragment ids the segment covers (``None`` when the manifest does not say).
+        fragment_rows: Physical rows of a fragment of the dataset version, ``None`` if it is gone.
+        next_row_id: ``None`` when ids are row addresses, else the first stable row id not handed out.
+    """
+
+    fragments: frozenset[int] | None
+    fragment_rows: Callable[[int], int | None]
+    next_row_id: int | None = None
+
+    @property
+    def addresses(self) -> bool:
+        """Whether the ids are row addresses (else stable row ids)."""
+        return self.next_row_id is None
+
+    def check_fragment(self, frag: int, where: str) -> int | None:
+        """Physical rows of ``frag`` (``None`` if unknown); refuses a fragment the segment does not cover."""
+        if self.fragments is not None and frag not in self.fragments:
+            raise CorruptFileError(f"{where}: row addresses of fragment {frag}, which the index does not cover "
+                                   f"(it covers {_few(self.fragments)})")
+        return self.fragment_rows(frag)
+
+    def check(self, ids: U64, where: str) -> None:
+        """Refuse ``ids`` that cannot be rows of this segment."""
+        if ids.size == 0:
+            return
+        if not self.addresses:
+            top = int(ids.max())
+            if top >= int(self.next_row_id or 0):
+                raise CorruptFileError(f"{where}: stable row id {top} was never handed out "
+                                       f"(next row id is {self.next_row_id})")
+            return
+        frags = fragment_of(ids)
+        offs = offset_of(ids)
+        order = np.argsort(frags, kind="stable") if bool((frags[1:] < frags[:-1]).any()) else None
+        if order is not None:
+            frags, offs = frags[order], offs[order]
+        cuts = np.flatnonzero(frags[1:] != frags[:-1]) + 1
+        for a, b in zip(np.concatenate(([0], cuts)), np.concatenate((cuts, [frags.size])), strict=True):
+            frag = int(frags[a])
+            rows = self.check_fragment(frag, where)
+            top = int(offs[a:b].max())
+            if rows is not None and top >= rows:
+                raise CorruptFileError(f"{where}: row offset {top} of fragment {frag}, which has {rows} rows")
+
+
+def _few(ids: frozenset[int]) -> str:
+    shown = sorted(ids)[:8]
+    return "fragments " + ", ".join(map(str, shown)) + (", …" if len(ids) > len(shown) else "") if ids \
+        else "no fragments"
+
+
+def decode_row_set(data: bytes, fragment_rows: Callable[[int], int | None], *, where: str,
+                   domain: RowDomain | None = None) -> U64:
     """Row addresses of a serialized ``RowIdTreeMap`` (sorted).
 
     Args:
@@ -67,21 +130,34 @@ def decode_row_set(data: bytes, fragment_rows: Callable[[int], int | None], *, w
         fragment_rows: Physical row count of a fragment, or ``None`` if it no longer
             exists; used for whole-fragment entries (which are then skipped if gone).
         where: What is being decoded, for error messages.
+        domain: When given, every id must be a row of the segment (see :class:`RowDomain`).
 
     Raises:
-        CorruptFileError: the bytes are not a valid encoding.
+        CorruptFileError: the bytes are not a valid encoding, fragments are not in ascending
+            order, or (with ``domain``) an id is not a row the segment can hold.
     """
     try:
         (count,) = _HEAD.unpack_from(data, 0)
         pos = _HEAD.size
+        if count > (len(data) - pos) // _ENTRY.size:
+            raise CorruptFileError(f"{where}: row set of {count} fragments in {len(data)} bytes")
         pieces: list[U64] = []
+        last = -1
         for _ in range(count):
             frag, length = _ENTRY.unpack_from(data, pos)
             pos += _ENTRY.size
+            if frag <= last:
+                raise CorruptFileError(f"{where}: fragment {frag} follows fragment {last} in a row set")
+            last = frag
+            if domain is not None and domain.addresses:
+                domain.check_fragment(frag, where)
             if length == 0:
                 rows = fragment_rows(frag)
                 offs = np.arange(rows or 0, dtype=np.uint64)
             else:
+                if pos + length > len(data):
+                    raise CorruptFileError(f"{where}: a {length}-byte bitmap runs past the row set's "
+                                           f"{len(data)} bytes")
                 offs = np.frombuffer(BitMap.deserialize(data[pos:pos + length]).to_array(),
                                      dtype=np.uint32).astype(np.uint64)
                 pos += length
@@ -90,7 +166,10 @@ def decode_row_set(data: bytes, fragment_rows: Callable[[int], int | None], *, w
         raise CorruptFileError(f"{where}: malformed row set: {exc}") from exc
     if pos != len(data):
         raise CorruptFileError(f"{where}: {len(data) - pos} trailing bytes after the row set")
-    return np.concatenate(pieces) if pieces else np.empty(0, np.uint64)
+    out = np.concatenate(pieces) if pieces else np.empty(0, np.uint64)
+    if domain is not None:
+        domain.check(out, where)
+    return out
 
 
 def encode_treemap(addrs: U64) -> bytes:

@@ -5,6 +5,13 @@ For a SQL filter, :func:`index_plan` asks the indices for candidate row addresse
 compaction deferred remapping, and turns stable row ids into addresses. Fragments
 every used index covers are then read only at those rows (deleted rows dropped, the
 full filter applied to what is fetched); every other fragment is scanned as usual.
+
+A damaged index file must not answer other rows: each segment checks what a query reads
+(``btree`` / ``bitmap``: pages against their lookup, ids against the rows the segment
+covers), and every fetched candidate must hold a value the index said it holds (an index
+row is a copy of the row's value): a row an index claims for ``a = 3`` that holds 4 is a
+damaged index, refused with a ``CorruptFileError`` naming its file. Rows missing from a
+damaged index can only be caught where the damage breaks such a rule.
 """
 
 from __future__ import annotations
@@ -18,10 +25,11 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
+from lance_format.errors import CorruptFileError
 from lance_format.index import frag_reuse
 from lance_format.index._compat import manifest_indices
 from lance_format.index.bitmap import BitmapIndex
-from lance_format.index.btree import BTreeIndex
+from lance_format.index.btree import BTreeIndex, same_values
 from lance_format.index.models import (
     FRAG_REUSE_INDEX,
     QUERYABLE,
@@ -30,7 +38,7 @@ from lance_format.index.models import (
     kind_of,
     stores_addresses,
 )
-from lance_format.index.rowset import fragment_of, offset_of
+from lance_format.index.rowset import RowDomain, fragment_of, offset_of
 from lance_format.index.store import IndexDir
 from lance_format.table.index_metadata import IndexMetadata
 
@@ -47,18 +55,56 @@ _OPENED: weakref.WeakKeyDictionary[Any, dict[str, BTreeIndex | BitmapIndex]] = w
 
 
 @dataclass(frozen=True)
+class Claim:
+    """Rows one segment returned for one predicate, with the value it holds for each."""
+
+    leaf: Leaf
+    where: str  # the segment's file, for the error
+    addrs: U64  # sorted row addresses
+    values: pa.Array  # the index's value of each row (aligned with ``addrs``)
+
+
+@dataclass(frozen=True)
 class IndexPlan:
     """Index answer for one scan: fragments it covers and the candidate rows in them."""
 
     expr: IndexExpr
     covered: frozenset[int]
     addrs: U64  # sorted row addresses inside ``covered``
+    claims: tuple[Claim, ...] = ()
 
     def offsets(self, frag_id: int) -> npt.NDArray[np.uint32]:
         """Candidate row offsets of fragment ``frag_id`` (sorted)."""
         key = np.uint64(frag_id) << np.uint64(32)
         lo, hi = np.searchsorted(self.addrs, [key, key + np.uint64(1 << 32)])
         return offset_of(self.addrs[lo:hi])
+
+    def check(self, batch: pa.RecordBatch, addrs: U64) -> None:
+        """Refuse fetched candidate rows (``batch``, at ``addrs``) whose values an index misstated.
+
+        An index row is a copy of its row's value, so a fetched row must hold exactly the value
+        the segment returned it with (equal, both null, or both NaN).
+
+        Raises:
+            CorruptFileError: a row holds another value than the segment says.
+        """
+        for claim in self.claims:
+            if claim.addrs.size == 0 or claim.leaf.column not in batch.schema.names:
+                continue
+            pos = np.minimum(np.searchsorted(claim.addrs, addrs), claim.addrs.size - 1)
+            mine = claim.addrs[pos] == addrs
+            if not mine.any():
+                continue
+            actual = batch.column(claim.leaf.column).filter(pa.array(mine))
+            said = claim.values.take(pa.array(pos[mine]))
+            ok = same_values(actual, said)
+            if not ok.all():
+                bad = int(np.flatnonzero(~ok)[0])
+                addr = int(addrs[np.flatnonzero(mine)[bad]])
+                raise CorruptFileError(
+                    f"{claim.where}: the index returned row {addr >> 32}:{addr & 0xFFFFFFFF} for "
+                    f"{claim.leaf.query.describe(claim.leaf.column)} as holding {said[bad].as_py()!r}, "
+                    f"but the row holds {actual[bad].as_py()!r}")
 
 
 def usable_indices(ctx: ReadContext) -> IndexedColumns:
@@ -78,17 +124,37 @@ def usable_indices(ctx: ReadContext) -> IndexedColumns:
     return out
 
 
-def _open(ctx: ReadContext, meta: IndexMetadata) -> BTreeIndex | BitmapIndex:
+def row_domain(manifest: Any, meta: IndexMetadata,
+               reuse: tuple[frag_reuse.ReuseVersion, ...] = ()) -> RowDomain:
+    """The ids segment ``meta`` may hold in the dataset version of ``manifest``.
+
+    A compaction that deferred remapping leaves the segment's addresses in the fragments it
+    rewrote (``reuse``, the ``__lance_frag_reuse`` entry), while pylance already moves the
+    fragment bitmap to the new fragments: those old fragments count as covered too.
+    """
+    rows = {f.id: f.physical_rows for f in manifest.fragments}
+    stable = manifest.uses_stable_row_ids
+    covered = meta.fragment_bitmap
+    if covered is not None and reuse:
+        covered = covered | frozenset(f.id for v in reuse if v.dataset_version >= meta.dataset_version
+                                      for g in v.groups for f in g.old_fragments)
+    if stores_addresses(meta, stable):
+        return RowDomain(covered, rows.get)
+    return RowDomain(covered, rows.get, next_row_id=int(manifest.next_row_id))
+
+
+def _open(ctx: ReadContext, meta: IndexMetadata,
+          reuse: tuple[frag_reuse.ReuseVersion, ...] = ()) -> BTreeIndex | BitmapIndex:
     cache = _OPENED.setdefault(ctx, {})
     found = cache.get(meta.uuid)
     if found is None:
         store = ctx.store if meta.base_id is None else ctx._base_store(meta.base_id, "")
         index_dir = IndexDir(store, meta.uuid, sizes={f.path: f.size_bytes for f in meta.files or ()})
+        domain = row_domain(ctx.manifest, meta, reuse)
         if kind_of(meta) == "BTreeIndexDetails":
-            found = BTreeIndex(index_dir)
+            found = BTreeIndex(index_dir, domain)
         else:
-            rows = {f.id: f.physical_rows for f in ctx.manifest.fragments}
-            found = BitmapIndex(index_dir, rows.get)
+            found = BitmapIndex(index_dir, domain.fragment_rows, domain)
         cache[meta.uuid] = found
     return found
 
@@ -101,11 +167,17 @@ class _Evaluator:
         reuse = [m for m in manifest_indices(ctx.manifest) if m.name == FRAG_REUSE_INDEX]
         self.reuse = frag_reuse.decode_details(reuse[-1], ctx.store) if reuse else ()
         self._id_map: tuple[U64, U64] | None = None
+        self.claims: list[Claim] = []
 
-    def to_addresses(self, ids: U64) -> U64:
-        """Stable row ids → row addresses (identity without stable row ids)."""
+    def to_addresses(self, ids: U64) -> tuple[U64, npt.NDArray[np.bool_]]:
+        """Stable row ids → row addresses (identity without stable row ids).
+
+        Returns:
+            ``(addresses, found)``: addresses of the ids still in the dataset, in input order,
+            and which inputs those are.
+        """
         if not self.ctx.manifest.uses_stable_row_ids:
-            return ids
+            return ids, np.ones(ids.size, dtype=bool)
         if self._id_map is None:
             keys, vals = [], []
             for f in self.ctx.manifest.fragments:
@@ -123,22 +195,32 @@ class _Evaluator:
         pos_c = np.minimum(pos, max(k.size - 1, 0))
         found = (pos < k.size) & (k[pos_c] == ids) if k.size else np.zeros(ids.size, bool)
         out: U64 = v[pos_c[found]]
-        return out
+        return out, found
 
     def leaf(self, leaf: Leaf) -> tuple[frozenset[int], U64]:
         covered: set[int] = set()
         parts: list[U64] = []
         for seg in self.indexed[leaf.column][2]:
             assert seg.fragment_bitmap is not None
-            addrs = _open(self.ctx, seg).search(leaf.query).astype(np.uint64)
+            index = _open(self.ctx, seg, tuple(self.reuse))
+            addrs, values = index.search_values(leaf.query)  # sorted, unique
+            moved = False
             if not stores_addresses(seg, self.ctx.manifest.uses_stable_row_ids):
-                addrs = self.to_addresses(addrs)
+                addrs, keep = self.to_addresses(addrs)
+                values, moved = values.filter(pa.array(keep)), True
             cov = seg.fragment_bitmap
             if self.reuse and not self.ctx.manifest.uses_stable_row_ids:
-                addrs = frag_reuse.remap_through(addrs, self.reuse, seg.dataset_version)
+                addrs, keep = frag_reuse.remap_through(addrs, self.reuse, seg.dataset_version)
+                values, moved = values.filter(pa.array(keep)), True
                 cov = frag_reuse.covered_after(cov, self.reuse, seg.dataset_version)
+            if moved:
+                order = np.argsort(addrs, kind="stable")
+                addrs, values = addrs[order], values.take(pa.array(order))
             covered |= cov
             parts.append(addrs)
+            self.claims.append(Claim(leaf, index.path, addrs, values))
+        if len(parts) == 1:
+            return frozenset(covered) & self.live, parts[0]
         return frozenset(covered) & self.live, np.unique(np.concatenate(parts)) if parts else np.empty(0, np.uint64)
 
     def eval(self, expr: IndexExpr) -> tuple[frozenset[int], U64]:
@@ -167,9 +249,10 @@ def index_plan(ctx: ReadContext, filter_sql: str | None) -> IndexPlan | None:
     expr = parse_index_expr(filter_sql, ctx.arrow_schema, indexed)
     if expr is None:
         return None
-    covered, addrs = _Evaluator(ctx, indexed).eval(expr)
+    evaluator = _Evaluator(ctx, indexed)
+    covered, addrs = evaluator.eval(expr)
     keep = np.isin(fragment_of(addrs), np.fromiter(covered, np.uint64, len(covered)))
-    return IndexPlan(expr, covered, np.sort(addrs[keep]))
+    return IndexPlan(expr, covered, np.sort(addrs[keep]), tuple(evaluator.claims))
 
 
 def scan_batches(scanner: Scan, frags: list[Any]) -> Iterator[pa.RecordBatch]:
@@ -183,7 +266,7 @@ def scan_batches(scanner: Scan, frags: list[Any]) -> Iterator[pa.RecordBatch]:
         if run:
             yield from _plain(scanner, run)
             run = []
-        yield from _indexed(scanner, frag, plan.offsets(frag.id))
+        yield from _indexed(scanner, frag, plan)
     if run:
         yield from _plain(scanner, run)
 
@@ -193,15 +276,18 @@ def _plain(scanner: Scan, frags: list[Any]) -> Iterator[pa.RecordBatch]:
         yield from scanner._fragment_batches(prepared)
 
 
-def _indexed(scanner: Scan, frag: Any, offsets: npt.NDArray[np.uint32]) -> Iterator[pa.RecordBatch]:
+def _indexed(scanner: Scan, frag: Any, plan: IndexPlan) -> Iterator[pa.RecordBatch]:
     from lance_format.table.read import ROW_ADDR, ROW_ID, FragmentScan
     from lance_format.table.scan import apply_filter
 
     ctx, opts = scanner._ctx, scanner._opts
+    offsets = plan.offsets(frag.id)
     deleted = ctx.deleted_offsets(frag)
     if deleted.size and offsets.size:
         offsets = offsets[~np.isin(offsets, deleted, assume_unique=True)]
-    offsets = offsets[offsets < frag.physical_rows]
+    if offsets.size and int(offsets[-1]) >= frag.physical_rows:  # segments check their own; remaps too
+        raise CorruptFileError(f"{ctx.store.uri('_indices')}: an index returned row offset {int(offsets[-1])} of "
+                               f"fragment {frag.id}, which has {frag.physical_rows} rows")
     if offsets.size == 0:
         return
     flt = str(opts.filter) if opts.filter is not None else ""
@@ -226,6 +312,7 @@ def _indexed(scanner: Scan, frag: Any, offsets: npt.NDArray[np.uint32]) -> Itera
             offs = offsets[start:start + step].astype(np.uint64)
             batch = scan.take(offs)
         addr = (np.uint64(frag.id) << np.uint64(32)) | offs
+        plan.check(batch, addr)
         if need_ids:
             ids = stable[offs.astype(np.int64)] if stable is not None else addr
             batch = batch.append_column(ROW_ID, pa.array(ids, pa.uint64()))

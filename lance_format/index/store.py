@@ -3,6 +3,8 @@
 Index files are Lance files of the dataset's storage version: pylance 14.0.2 writes
 BTree / Bitmap files of a 2.0 dataset with footer ``(0,3)``, of a 2.2 dataset ``(2,2)``
 (``LanceIndexStore::new_index_file``, ``rust/lance-index/src/scalar/lance_format.rs``).
+A legacy (0.1) dataset gets 2.0 index files (observed on 14.0.2): the v1 format has no
+global buffers (LABEL_LIST keeps its null lists in one) and pylance's readers try v2 first.
 """
 
 from __future__ import annotations
@@ -18,6 +20,14 @@ from lance_format.storage import ObjectStore
 from lance_format.table.index_metadata import IndexFile
 from lance_format.table.naming import index_dir
 
+#: Storage versions whose datasets get 2.0 index files (the legacy v1 format).
+_LEGACY = frozenset({"0.1", "0.2", "legacy"})
+
+
+def index_file_version(data_storage_version: str) -> str:
+    """Lance file version of new index files on a dataset of ``data_storage_version``."""
+    return "2.0" if str(data_storage_version).strip().lower() in _LEGACY else data_storage_version
+
 
 class IndexDir:
     """Reads and writes the files of one index segment.
@@ -25,7 +35,8 @@ class IndexDir:
     Args:
         store: Store rooted at the dataset (or at the index's base path).
         uuid: Segment id.
-        version: Lance file version for new files (``"2.0"``, ``"2.1"``, ``"2.2"``).
+        version: The dataset's storage version (``"2.0"``, ``"2.1"``, ``"2.2"``; legacy datasets
+            get 2.0 files, see :func:`index_file_version`).
         sizes: Known file sizes (from the manifest), saving a request per file.
     """
 
@@ -34,7 +45,7 @@ class IndexDir:
         self.store = store
         self.uuid = uuid
         self.prefix = index_dir(uuid)
-        self.version = version
+        self.version = index_file_version(version)
         self._sizes = dict(sizes or {})
         self.written: list[str] = []
 

@@ -26,8 +26,8 @@ from google.protobuf.message import DecodeError
 
 from lance_format._pb import file_pb2, table_pb2
 from lance_format.errors import CorruptFileError
-from lance_format.pbwire import check_varints
-from lance_format.schema import LanceSchema
+from lance_format.pbwire import check_varints, check_wire_types
+from lance_format.schema import LanceField, LanceSchema
 from lance_format.schema_codec import schema_from_pb, schema_to_pb
 
 LEGACY_VERSIONS = ((0, 1), (0, 2))
@@ -153,6 +153,41 @@ def _page_table(read: ReadFn, pos: int, ids: range, batches: int, size: int, pat
     return PageTable(ids, arr.astype(np.int64))  # native byte order for the vectorized readers
 
 
+_LISTS = ("list", "list.struct", "large_list", "large_list.struct")
+
+
+def _check_page_lengths(schema: LanceSchema, table: PageTable, offsets: tuple[int, ...], path: str) -> None:
+    """Every row-aligned page holds its batch's rows (lists: one offset more), as writers record them.
+
+    Row-aligned are the top-level fields and struct children below them; a struct's own page
+    is empty, and a list's items have their own counts (only the offsets say how many), so
+    those go unchecked. Metadata only: one comparison per field and batch.
+
+    Raises:
+        CorruptFileError: a page's recorded length is not its batch's row count.
+    """
+    sizes = np.diff(np.asarray(offsets, dtype=np.int64))
+
+    def walk(fields: tuple[LanceField, ...]) -> None:
+        for f in fields:
+            if f.logical_type == "struct":
+                walk(f.children)
+                continue
+            if f.children and f.logical_type not in _LISTS:
+                continue  # fixed-size lists of structs: children of their own shape
+            rows = table.array(f.id)
+            if rows is None:
+                continue  # reading the field says so
+            want = sizes + 1 if f.logical_type in _LISTS else sizes
+            bad = np.flatnonzero(rows[:, 1] != want)
+            if bad.size:
+                b = int(bad[0])
+                raise CorruptFileError(f"{path}: field {f.name!r} (id {f.id}) batch {b}: page of "
+                                       f"{int(rows[b, 1])} values, but the batch holds {int(sizes[b])} rows")
+
+    walk(schema.fields)
+
+
 def parse_tail(read: ReadFn, size: int, path: str) -> LegacyTail:
     """Parse the tail of a legacy file of ``size`` bytes read through ``read``.
 
@@ -170,6 +205,7 @@ def parse_tail(read: ReadFn, size: int, path: str) -> LegacyTail:
         raw = _lp_message(read, meta_pos, size - _FOOTER.size, "metadata block", path)
         meta.ParseFromString(raw)
         check_varints(file_pb2.Metadata, raw, f"{path}: metadata block")
+        check_wire_types(meta, f"{path}: metadata block")  # prost refuses misfiled fields too
         offsets = tuple(int(x) for x in meta.batch_offsets)
         if not meta.manifest_position:
             raise CorruptFileError(f"{path}: legacy file without a schema block cannot be read alone")
@@ -177,6 +213,7 @@ def parse_tail(read: ReadFn, size: int, path: str) -> LegacyTail:
         raw = _lp_message(read, meta.manifest_position, size, "schema block", path)
         manifest.ParseFromString(raw)
         check_varints(table_pb2.Manifest, raw, f"{path}: schema block")
+        check_wire_types(manifest, f"{path}: schema block", skip=frozenset({"fields"}))  # fields: schema_from_pb
     except DecodeError as exc:
         raise CorruptFileError(f"{path}: cannot decode the legacy metadata ({exc})") from exc
     if any(b < a for a, b in zip(offsets, offsets[1:], strict=False)) or (offsets and offsets[0] != 0):
@@ -190,6 +227,7 @@ def parse_tail(read: ReadFn, size: int, path: str) -> LegacyTail:
     if ids and batches:
         table = _page_table(read, int(meta.page_table_position), range(min(ids), max(ids) + 1), batches,
                             size, path, "page table")
+        _check_page_lengths(schema, table, offsets, path)
     stats = None
     if meta.HasField("statistics") and meta.statistics.fields:
         st = meta.statistics

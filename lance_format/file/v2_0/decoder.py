@@ -18,7 +18,7 @@ from lance_format.file.container import ARRAY_ENCODING_URL, ByteSource, FileMeta
 from lance_format.file.v2_0.buffers import PageCtx, Sel, bitmap
 from lance_format.file.v2_0.columns import PACKED, PRIMITIVE, STRUCT, Node, build_nodes, storage_of
 from lance_format.file.v2_0.page_decode import decode_array, read_ranges_encoded
-from lance_format.pbwire import check_varints
+from lance_format.pbwire import check_varints, check_wire_types
 
 T = TypeVar("T")
 #: Reads of at least this many rows decode their fields in parallel.
@@ -38,6 +38,27 @@ def _pool() -> ThreadPoolExecutor:
         if not _POOL:
             _POOL.append(ThreadPoolExecutor(max_workers=_num_threads(), thread_name_prefix="lance20-fields"))
         return _POOL[0]
+
+
+#: Encodings whose ``buffer`` field says where their bytes are. An absent one reads as buffer 0
+#: of the page (another buffer's bytes); pylance's decoder fails on it instead.
+_NEEDS_BUFFER = frozenset({"Flat", "Bitpacked", "BitpackedForNonNeg", "PackedStruct"})
+
+
+def _check_buffer_refs(msg: Any, where: str) -> None:
+    """Refuse an encoding tree in which an encoding that stores bytes does not say where.
+
+    Raises:
+        CorruptFileError: a ``Flat`` (or bitpacked, packed-struct) encoding without ``buffer``.
+    """
+    name = msg.DESCRIPTOR.name
+    if name in _NEEDS_BUFFER and not msg.HasField("buffer"):
+        raise CorruptFileError(f"{where}: {name} encoding without a buffer reference")
+    for fd, value in msg.ListFields():
+        if fd.message_type is None:
+            continue
+        for item in (value,) if hasattr(value, "DESCRIPTOR") else value:  # one message, or a repeated field
+            _check_buffer_refs(item, where)
 
 
 class ColumnPages:
@@ -76,6 +97,10 @@ class ColumnPages:
             try:
                 enc.ParseFromString(p.encoding)
                 check_varints(encodings_v2_0_pb2.ArrayEncoding, p.encoding, f"{self.where(page)}: page encoding")
+                # a known field with the wrong wire type: prost (pylance) refuses the page, the
+                # Python parser would drop the field (a buffer reference, a compression scheme)
+                check_wire_types(enc, f"{self.where(page)}: page encoding")
+                _check_buffer_refs(enc, f"{self.where(page)}: page encoding")
             except CorruptFileError:
                 raise
             except Exception as exc:  # noqa: BLE001 - protobuf raises DecodeError and friends

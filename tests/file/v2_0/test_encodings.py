@@ -105,6 +105,7 @@ def test_legacy_bitpacked(tmp_path: Path, signed: bool) -> None:
     enc.bitpacked.compressed_bits_per_value = bits
     enc.bitpacked.uncompressed_bits_per_value = 32
     enc.bitpacked.signed = signed
+    enc.bitpacked.buffer.SetInParent()  # page buffer 0; the real writer always says which
     typ = pa.int32() if signed else pa.uint32()
     _craft(tmp_path / "b.lance", typ, len(values), [packed], enc)
     r = LanceFileReader(str(tmp_path / "b.lance"))
@@ -129,6 +130,7 @@ def test_fastlanes_bitpacked(tmp_path: Path) -> None:
     enc = pb.ArrayEncoding()
     enc.bitpacked_for_non_neg.compressed_bits_per_value = bits
     enc.bitpacked_for_non_neg.uncompressed_bits_per_value = 16
+    enc.bitpacked_for_non_neg.buffer.SetInParent()  # page buffer 0; the real writer always says which
     _craft(tmp_path / "f.lance", pa.uint16(), n, [packed], enc)
     r = LanceFileReader(str(tmp_path / "f.lance"))
     assert r.read_all().to_table().column(0).to_pylist() == values.tolist()
