@@ -308,6 +308,7 @@ def build_lance_asset_checks(
     max_rows: int | None = None,
     row_count_severity: AssetCheckSeverity = AssetCheckSeverity.ERROR,
     health: HealthLimits | None = None,
+    namespace: str | None = None,
 ) -> list[AssetChecksDefinition]:
     """Asset checks for Lance-backed assets: ``lance_schema``, ``lance_row_count``, ``lance_maintenance``.
 
@@ -324,8 +325,9 @@ def build_lance_asset_checks(
         max_rows: upper row-count bound.
         row_count_severity: severity of a failed row-count check.
         health: maintenance thresholds (default ``HealthLimits()``).
+        namespace: the IO manager's ``namespace``.
     """
-    settings = make_settings(root_uri, storage_options, "overwrite", None)
+    settings = make_settings(root_uri, storage_options, "overwrite", None, namespace=namespace)
     limits = health or HealthLimits()
     checks: list[AssetChecksDefinition] = []
     for key in _keys(assets):

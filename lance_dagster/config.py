@@ -9,6 +9,7 @@ from typing import Any, Literal, cast, get_args
 
 from lance_format.errors import InvalidInputError
 
+from .commit_options import CommitOptions, check_properties, check_writer_options
 from .masking import env_resolved_options
 
 #: ``overwrite`` replaces the table (or, for a partitioned asset, exactly its partitions); ``append`` adds
@@ -82,6 +83,22 @@ def _one_of(value: Any, options: tuple[str, ...], *, what: str, where: str) -> s
     if not isinstance(raw, str) or raw not in options:
         raise InvalidInputError(f"{where}: {what} must be one of {options}, got {raw!r}")
     return raw
+
+
+def namespace_parts(namespace: str | Sequence[str] | None, *, where: str) -> tuple[str, ...]:
+    """A namespace (``"team_a"``, ``"team_a/prod"`` or a list) as path components.
+
+    Raises:
+        InvalidInputError: an empty component, or one that would leave the root.
+    """
+    if namespace is None:
+        return ()
+    raw = [namespace] if isinstance(namespace, str) else list(namespace)
+    parts = tuple(q for p in raw for q in str(p).split("/") if q)
+    for part in parts:
+        if part in (".", "..") or "\\" in part:
+            raise InvalidInputError(f"{where}: invalid namespace component {part!r} in {namespace!r}")
+    return parts
 
 
 def dataset_uri(root_uri: str, path: Sequence[str] | str) -> str:
@@ -200,6 +217,11 @@ class LanceSettings:
         default_mode: write mode used when neither definition nor output metadata names one.
         data_storage_version: Lance file version for new datasets (``None``: the library default).
         default_schema_mode: schema mode used when no metadata names one.
+        namespace: path components between the root and every dataset, so code locations
+            sharing a root keep apart (as dagster-iceberg's ``namespace`` and dagster-deltalake's
+            ``schema``).
+        commit_properties: extra transaction properties of every commit.
+        writer_options: default writer options (see :mod:`lance_dagster.commit_options`).
     """
 
     root_uri: str
@@ -207,10 +229,19 @@ class LanceSettings:
     default_mode: WriteMode = "overwrite"
     data_storage_version: str | None = None
     default_schema_mode: SchemaMode = "strict"
+    namespace: tuple[str, ...] = ()
+    commit_properties: Mapping[str, str] = field(default_factory=dict)
+    writer_options: Mapping[str, Any] = field(default_factory=dict)
 
     def uri_for(self, path: Sequence[str] | str) -> str:
-        """Return the dataset URI for an asset key path or dataset name."""
-        return dataset_uri(self.root_uri, path)
+        """Return the dataset URI for an asset key path or dataset name (under the namespace)."""
+        parts = ([p for p in path.split("/") if p] or [path]) if isinstance(path, str) else list(path)
+        return dataset_uri(self.root_uri, [*self.namespace, *parts])
+
+    @property
+    def default_commit_options(self) -> CommitOptions:
+        """Commit properties and writer options before any metadata applies."""
+        return CommitOptions(dict(self.commit_properties), dict(self.writer_options))
 
     @property
     def options(self) -> dict[str, str] | None:
@@ -237,12 +268,23 @@ def make_settings(
     default_mode: str,
     data_storage_version: str | None,
     default_schema_mode: str = "strict",
+    *,
+    namespace: str | Sequence[str] | None = None,
+    commit_properties: Mapping[str, str] | None = None,
+    writer_options: Mapping[str, Any] | None = None,
 ) -> LanceSettings:
-    """Build :class:`LanceSettings` from raw config values, validating the modes."""
+    """Build :class:`LanceSettings` from raw config values, validating them.
+
+    Raises:
+        InvalidInputError: a bad mode, namespace, commit property or writer option (named).
+    """
     return LanceSettings(
         root_uri=root_uri or default_root_uri(),
         storage_options=dict(storage_options or {}),
         default_mode=parse_mode(default_mode, where="config write_mode"),
         data_storage_version=data_storage_version or None,
         default_schema_mode=parse_schema_mode(default_schema_mode, where="config schema_mode"),
+        namespace=namespace_parts(namespace, where="config namespace"),
+        commit_properties=check_properties(dict(commit_properties or {}), where="config"),
+        writer_options=check_writer_options(dict(writer_options or {}), where="config"),
     )

@@ -21,6 +21,7 @@ from pydantic import Field
 
 from lance_format.errors import DatasetNotFoundError, InvalidInputError, VersionNotFoundError
 
+from .commit_options import LanceWriterOptions, resolve_commit_options
 from .config import LanceSettings, SchemaMode, WriteMode, make_settings, raw_value, resolve_write_options
 from .handlers import FrameHandler, default_handlers, handler_for_type, handler_for_value
 from .lineage import transaction_properties
@@ -93,6 +94,15 @@ class LanceIOManager(MaskedCredentials, ConfigurableIOManagerFactory):  # type: 
         default=None, description="Lance data storage (file) version for new datasets: '2.0', '2.1' or '2.2' "
         "(default 2.2, as pylance)."
     )
+    namespace: str | None = Field(
+        default=None, description="Path under root_uri holding every dataset ('team_a' or 'team_a/prod'), so code "
+        "locations sharing a root keep apart (dagster-iceberg's namespace, dagster-deltalake's schema).")
+    commit_properties: dict[str, str] = Field(
+        default_factory=dict, description="Extra Lance transaction properties of every commit (output metadata "
+        "'commit_properties' adds to them; dagster/* keys are the lineage's).")
+    writer_options: LanceWriterOptions = Field(
+        default_factory=LanceWriterOptions, description="How new data files are cut (output metadata "
+        "'writer_options' overrides per key).")
 
     @classmethod
     def frame_handlers(cls) -> Sequence[FrameHandler]:
@@ -102,7 +112,9 @@ class LanceIOManager(MaskedCredentials, ConfigurableIOManagerFactory):  # type: 
     def settings(self) -> LanceSettings:
         """The resolved storage settings (``dg.EnvVar`` values read from the environment)."""
         return make_settings(env_resolved(self.root_uri, where="LanceIOManager root_uri"), self.storage_options,
-                             self.write_mode, self.data_storage_version, self.schema_mode)
+                             self.write_mode, self.data_storage_version, self.schema_mode,
+                             namespace=self.namespace, commit_properties=self.commit_properties,
+                             writer_options=self.writer_options.as_dict())
 
     def create_io_manager(self, context: InitResourceContext) -> LanceStorageIOManager:
         """Build the per-run IO manager."""
@@ -213,8 +225,9 @@ class LanceStorageIOManager(IOManager):
         if obj is None:
             raise InvalidInputError(f"{where}: LanceIOManager cannot store None (annotate the output as "
                                     "Nothing or return a table)")
-        options = resolve_write_options(self.settings.default_write_options,
-                                        [context.definition_metadata, context.output_metadata], where=where)
+        layers = [context.definition_metadata, context.output_metadata]
+        options = resolve_write_options(self.settings.default_write_options, layers, where=where)
+        extra = resolve_commit_options(self.settings.default_commit_options, layers, where=where)
         handler = handler_for_value(self.handlers, obj, where=where)
         part = output_slice(context, where)
         uri = self.settings.uri_for(_key_path(context))
@@ -227,6 +240,7 @@ class LanceStorageIOManager(IOManager):
             job_name=context.job_name,
             mode=options.mode,
             op=_op_name(context),
+            extra=extra.properties,
         )
         message = f"dagster {options.mode} of {asset or uri} in run {context.run_id}"
         if handler.distributed:
@@ -234,11 +248,12 @@ class LanceStorageIOManager(IOManager):
 
             result = commit_distributed(self.settings, uri, cast(DistributedHandler, handler), obj,
                                         mode=options.mode, properties=props, commit_message=message,
-                                        schema_mode=options.schema_mode, partition=part, where=where)
+                                        schema_mode=options.schema_mode, partition=part, where=where,
+                                        merge=options.merge, writer=extra.writer)
         else:
             result = commit_arrow(self.settings, uri, handler.to_arrow(obj), mode=options.mode, properties=props,
                                   commit_message=message, schema_mode=options.schema_mode, partition=part,
-                                  merge=options.merge, where=where)
+                                  merge=options.merge, where=where, writer=extra.writer)
         metadata = write_metadata(result)
         metadata[SCHEMA_MODE] = MetadataValue.text(options.schema_mode)
         if result.predicate is not None:

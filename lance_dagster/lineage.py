@@ -56,8 +56,9 @@ def transaction_properties(
         WRITE_MODE: mode,
         MAINTENANCE: maintenance,
     }
-    out = {k: str(v) for k, v in props.items() if v is not None}
-    out.update({str(k): str(v) for k, v in (extra or {}).items()})
+    # The lineage is written last: extra properties never overwrite it.
+    out = {str(k): str(v) for k, v in (extra or {}).items()}
+    out.update({k: str(v) for k, v in props.items() if v is not None})
     return out
 
 

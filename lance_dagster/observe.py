@@ -159,6 +159,7 @@ def build_lance_observation_sensor(
     minimum_interval_seconds: int = 60,
     max_versions_per_tick: int = 200,
     default_status: DefaultSensorStatus = DefaultSensorStatus.STOPPED,
+    namespace: str | None = None,
 ) -> SensorDefinition:
     """A sensor that records every Lance version made outside Dagster as an ``AssetObservation``.
 
@@ -175,8 +176,9 @@ def build_lance_observation_sensor(
         minimum_interval_seconds: time between evaluations.
         max_versions_per_tick: versions examined per asset and evaluation (the rest next tick).
         default_status: whether the sensor starts running.
+        namespace: the IO manager's ``namespace``.
     """
-    settings = make_settings(root_uri, storage_options, "overwrite", None)
+    settings = make_settings(root_uri, storage_options, "overwrite", None, namespace=namespace)
     if isinstance(assets, Mapping):
         targets = {k: str(v) for k, v in zip(_keys(list(assets)), assets.values(), strict=True)}
     else:
@@ -210,6 +212,7 @@ def lance_observable_source_asset(
     storage_options: Mapping[str, str] | None = None,
     description: str | None = None,
     group_name: str | None = None,
+    namespace: str | None = None,
 ) -> SourceAsset:
     """An observable source asset for a dataset written entirely outside Dagster.
 
@@ -224,9 +227,10 @@ def lance_observable_source_asset(
         storage_options: storage options for ``lance_format``.
         description: shown in the UI.
         group_name: the asset group.
+        namespace: the IO manager's ``namespace``, when ``uri`` is not given.
     """
     asset_key = _keys([key])[0]
-    settings = make_settings(root_uri, storage_options, "overwrite", None)
+    settings = make_settings(root_uri, storage_options, "overwrite", None, namespace=namespace)
     target = uri or settings.uri_for(list(asset_key.path))
 
     def observe() -> ObserveResult:

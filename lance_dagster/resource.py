@@ -11,6 +11,12 @@ from pydantic import Field
 from lance_format.dataset import LanceDataset
 from lance_format.errors import DatasetNotFoundError, InvalidInputError
 
+from .commit_options import (
+    COMMIT_PROPERTIES_KEY,
+    WRITER_OPTIONS_KEY,
+    LanceWriterOptions,
+    resolve_commit_options,
+)
 from .config import (
     MERGE_ON_KEY,
     MODE_KEY,
@@ -54,11 +60,19 @@ class LanceResource(MaskedCredentials, ConfigurableResource):  # type: ignore[ty
     data_storage_version: str | None = Field(
         default=None, description="Lance data storage (file) version for new datasets."
     )
+    namespace: str | None = Field(
+        default=None, description="Path under root_uri holding every dataset (same as LanceIOManager's).")
+    commit_properties: dict[str, str] = Field(
+        default_factory=dict, description="Extra Lance transaction properties of every commit.")
+    writer_options: LanceWriterOptions = Field(
+        default_factory=LanceWriterOptions, description="How new data files are cut.")
 
     def settings(self) -> LanceSettings:
         """The resolved storage settings (``dg.EnvVar`` values read from the environment)."""
         return make_settings(env_resolved(self.root_uri, where="LanceResource root_uri"), self.storage_options,
-                             self.write_mode, self.data_storage_version, self.schema_mode)
+                             self.write_mode, self.data_storage_version, self.schema_mode,
+                             namespace=self.namespace, commit_properties=self.commit_properties,
+                             writer_options=self.writer_options.as_dict())
 
     def uri(self, name: str | Sequence[str]) -> str:
         """URI of the dataset called ``name`` (a name, ``"a/b"`` path, or asset key path list)."""
@@ -99,6 +113,7 @@ class LanceResource(MaskedCredentials, ConfigurableResource):  # type: ignore[ty
         properties: Mapping[str, str] | None = None,
         commit_message: str | None = None,
         handlers: Sequence[FrameHandler] | None = None,
+        writer_options: Mapping[str, Any] | None = None,
     ) -> WriteResult:
         """Write ``data`` (any frame a handler stores) as exactly one Lance commit.
 
@@ -113,9 +128,10 @@ class LanceResource(MaskedCredentials, ConfigurableResource):  # type: ignore[ty
                 column dict); the write is then confined to the context's partitions, as in the IO
                 manager. An ``overwrite`` from a partitioned context without it is refused.
             merge_on: key columns for ``mode="merge"``.
-            properties: extra transaction properties.
+            properties: extra transaction properties (added to the resource's ``commit_properties``).
             commit_message: stored with the commit (default names the run).
             handlers: frame handlers to convert ``data`` (default: every stock handler).
+            writer_options: writer options (override the resource's per key).
 
         Raises:
             InvalidInputError: bad mode, or an overwrite from a partitioned context without
@@ -123,13 +139,15 @@ class LanceResource(MaskedCredentials, ConfigurableResource):  # type: ignore[ty
         """
         settings = self.settings()
         where = f"LanceResource.write({name!r})"
-        layer: dict[str, Any] = {MODE_KEY: mode, SCHEMA_MODE_KEY: schema_mode}
+        layer: dict[str, Any] = {MODE_KEY: mode, SCHEMA_MODE_KEY: schema_mode,
+                                 COMMIT_PROPERTIES_KEY: properties, WRITER_OPTIONS_KEY: writer_options}
         if merge_on is not None:
             layer[MERGE_ON_KEY] = list(merge_on)
         options = resolve_write_options(settings.default_write_options, [layer], where=where)
+        extra = resolve_commit_options(settings.default_commit_options, [layer], where=where)
         arrow = handler_for_value(handlers or default_handlers(), data, where=where).to_arrow(data)
         part = _slice(context, partition_expr, options.mode, where)
-        props = transaction_properties(mode=options.mode, extra=properties, **_lineage(context))
+        props = transaction_properties(mode=options.mode, extra=extra.properties, **_lineage(context))
         if commit_message is None and context is not None:
             commit_message = f"dagster {options.mode} of {name} in run {context.run_id}"
         return commit_arrow(
@@ -143,6 +161,7 @@ class LanceResource(MaskedCredentials, ConfigurableResource):  # type: ignore[ty
             partition=part,
             merge=options.merge,
             where=where,
+            writer=extra.writer,
         )
 
 

@@ -24,7 +24,8 @@ from lance_format.errors import (
     SchemaError,
 )
 from lance_format.evolution.merge_insert import primary_key
-from lance_format.evolution.replace import replace_where
+from lance_format.evolution.replace import replace_where, replace_with_fragments
+from lance_format.fragment import write_fragments
 from lance_format.scanner import apply_filter
 
 from .config import LanceSettings, MergeOptions, SchemaMode, WriteMode
@@ -34,6 +35,8 @@ from .reader import open_dataset
 from .schema_modes import SchemaPlan, align_to_schema, plan_schema
 
 ArrowData: TypeAlias = pa.Table | pa.RecordBatchReader
+#: Writer options that cut data files (the others apply to a new dataset only).
+FILE_OPTIONS = ("max_rows_per_file", "max_rows_per_group", "max_bytes_per_file")
 
 __all__ = ["ArrowData", "WriteResult", "align_to_schema", "commit_arrow", "commit_fragments"]
 
@@ -137,6 +140,7 @@ def commit_arrow(
     partition: PartitionSlice | None = None,
     merge: MergeOptions | None = None,
     where: str | None = None,
+    writer: Mapping[str, Any] | None = None,
 ) -> WriteResult:
     """Write ``data`` to the dataset at ``uri`` as exactly one Lance commit.
 
@@ -156,6 +160,8 @@ def commit_arrow(
         partition: the partition slice written (``None``: the whole table).
         merge: upsert options for ``mode="merge"``.
         where: what is written, for error messages (default: the URI).
+        writer: writer options (:mod:`lance_dagster.commit_options`) for the new data files of a
+            whole-table write or a partition replacement (a merge writes with the defaults).
 
     Raises:
         InvalidInputError: bad partition data or options.
@@ -183,7 +189,10 @@ def commit_arrow(
     if mode == "merge" and existing is not None:
         return _merge(existing, uri, data, keys, merge or MergeOptions(), expr, properties, commit_message,
                       before)
+    files = {k: v for k, v in (writer or {}).items() if k in FILE_OPTIONS}
     if expr is not None and existing is not None and mode != "append":
+        if files:
+            return _replace_with_options(existing, uri, data, expr, files, properties, commit_message, before)
         # the rows were checked against ``expr`` above (with the partition wording): not again
         replaced = replace_where(existing, expr, data, transaction_properties=properties,
                                  commit_message=commit_message, check_data=False)
@@ -191,14 +200,17 @@ def commit_arrow(
                          predicate=str(expr))
     # Left here: a new table, an append (to the table or into a partition), or a whole-table write.
     lance_mode = "create" if existing is None else "append" if mode == "append" else "overwrite"
+    if lance_mode == "create" and (writer or {}).get("enable_stable_row_ids") is not None:
+        files["enable_stable_row_ids"] = bool((writer or {})["enable_stable_row_ids"])
     ds = lance_format.write_dataset(
         data,
         uri,
         mode=cast(Any, lance_mode),
         storage_options=settings.options,
-        data_storage_version=cast(Any, settings.data_storage_version),
+        data_storage_version=cast(Any, (writer or {}).get("data_storage_version", settings.data_storage_version)),
         commit_message=commit_message,
         transaction_properties=dict(properties),
+        **files,
     )
     return _describe(ds, uri, mode, before, predicate=None if expr is None else str(expr))
 
@@ -226,6 +238,20 @@ def _evolve(ds: LanceDataset, plan: SchemaPlan, properties: Mapping[str, str]) -
     if plan.new_columns:
         ds.add_columns(pa.schema(list(plan.new_columns)), transaction_properties=dict(properties))
     return ds.checkout_latest()
+
+
+def _replace_with_options(ds: LanceDataset, uri: str, data: ArrowData, expr: pc.Expression,
+                          files: Mapping[str, Any], properties: Mapping[str, str], commit_message: str | None,
+                          before: _Before) -> WriteResult:
+    """A partition replacement whose new files are cut by ``files`` (writer options): the files are
+    written first, then one ``Update`` deletes the partition's old rows and adds them."""
+    frags = write_fragments(data, ds, mode="append", **files)
+    props = dict(properties)
+    if commit_message is not None:
+        props[COMMIT_MESSAGE] = commit_message
+    replaced = replace_with_fragments(ds, expr, frags, transaction_properties=props)
+    return _describe(replaced.dataset, uri, "overwrite", before, rows_deleted=replaced.rows_deleted,
+                     predicate=str(expr))
 
 
 def _merge_keys(existing: LanceDataset | None, data: pa.Schema, options: MergeOptions,

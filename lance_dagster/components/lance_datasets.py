@@ -30,7 +30,7 @@ from typing import Any, Literal
 import dagster as dg
 from pydantic import Field
 
-from ..config import dataset_uri, default_root_uri
+from ..config import dataset_uri, default_root_uri, namespace_parts
 from ..maintenance.config import CleanupConfig, CompactionConfig, IndexConfig, LanceMaintenanceConfig
 from ..maintenance.health import HealthThresholds
 from ..maintenance.jobs import build_lance_maintenance_job
@@ -117,6 +117,8 @@ class LanceDatasetsComponent(dg.Component, dg.Resolvable, dg.Model):
     """Lance datasets as assets, with scheduled maintenance (compaction → indices → cleanup)."""
 
     root_uri: str | None = Field(default=None, description="Folder or object-store URI of the datasets.")
+    namespace: str | None = Field(default=None, description="Path under root_uri of every dataset (the IO "
+                                  "manager's namespace).")
     storage_options: dict[str, str] = Field(default_factory=dict)
     datasets: list[LanceDatasetModel] = Field(default_factory=list)
     maintenance: LanceMaintenanceModel | None = None
@@ -124,7 +126,8 @@ class LanceDatasetsComponent(dg.Component, dg.Resolvable, dg.Model):
     def build_defs(self, context: dg.ComponentLoadContext) -> dg.Definitions:
         """Build the asset specs, maintenance job, schedule and sensor."""
         root = self.root_uri or default_root_uri()
-        uris = {d.asset_key: d.uri or dataset_uri(root, d.asset_key) for d in self.datasets}
+        prefix = list(namespace_parts(self.namespace, where="LanceDatasetsComponent namespace"))
+        uris = {d.asset_key: d.uri or dataset_uri(root, [*prefix, *d.asset_key.split("/")]) for d in self.datasets}
         specs = [
             dg.AssetSpec(
                 key=dg.AssetKey.from_user_string(d.asset_key),
@@ -140,7 +143,7 @@ class LanceDatasetsComponent(dg.Component, dg.Resolvable, dg.Model):
         m = self.maintenance
         if m is None or not specs:
             return dg.Definitions(assets=specs)
-        lance = LanceResource(root_uri=root, storage_options=self.storage_options)
+        lance = LanceResource(root_uri=root, storage_options=self.storage_options, namespace=self.namespace)
         # Validated here, at load time, rather than at the first scheduled run.
         run_config: dict[str, Any] = LanceMaintenanceConfig(
             runner=m.runner, dry_run=m.dry_run, compaction=CompactionConfig(**m.compaction.model_dump()),

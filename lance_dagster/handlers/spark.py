@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 from lance_format.errors import InvalidInputError, UnsupportedFrameTypeError
 from lance_format.fragment import FragmentMetadata
 
+from ..merge_keys import MergeSpec, key_values, matching
 from .base import FrameHandler, import_extra, is_class_named
 
 if TYPE_CHECKING:
@@ -51,15 +52,49 @@ def _count_outside(expr: pc.Expression) -> Any:
     return count
 
 
-def _write(plan: WritePlan) -> Any:
+_WRITTEN = pa.schema([("fragments", pa.binary()), ("keys", pa.binary())])
+
+
+def _with_nulls(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
+    """``batch`` plus all-null columns for the table columns it lacks (``schema_mode="merge"``)."""
+    missing = [f for f in target if batch.schema.get_field_index(f.name) < 0]
+    if not missing:
+        return batch
+    arrays = list(batch.columns) + [pa.nulls(batch.num_rows, f.type) for f in missing]
+    return pa.RecordBatch.from_arrays(arrays, names=batch.schema.names + [f.name for f in missing])
+
+
+def _write(plan: WritePlan, merge: MergeSpec | None = None) -> Any:
     def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from lance_format.spark.writer import write_task
 
-        message = write_task(plan, batches)
-        yield pa.RecordBatch.from_pydict({"fragments": [pickle.dumps(list(message.fragments))]},
-                                         schema=pa.schema([("fragments", pa.binary())]))
+        seen: list[pa.Array] = []
+
+        def rows() -> Iterator[pa.RecordBatch]:
+            for batch in batches:
+                batch = _with_nulls(batch, plan.schema) if plan.mode == "append" else batch
+                if merge is None:
+                    yield batch
+                    continue
+                seen.append(key_values(batch, merge.keys))  # every source key, for the driver's deletions
+                if merge.target is not None:  # update-only or insert-only: keep matched or unmatched rows
+                    hit = matching(batch, merge.keys, merge.target)
+                    batch = batch.filter(hit if merge.keep_matched else pc.invert(hit))
+                yield batch
+
+        message = write_task(plan, rows())
+        keys = b""
+        if merge is not None:
+            sink = pa.BufferOutputStream()
+            table = pa.table({"key": pa.concat_arrays(seen) if seen else pa.array([], pa.string())})
+            with pa.ipc.new_stream(sink, table.schema) as out:
+                out.write_table(table)
+            keys = sink.getvalue().to_pybytes()
+        yield pa.RecordBatch.from_pydict({"fragments": [pickle.dumps(list(message.fragments))], "keys": [keys]},
+                                         schema=_WRITTEN)
 
     return write
+
 
 
 class SparkHandler(FrameHandler):
@@ -97,11 +132,23 @@ class SparkHandler(FrameHandler):
 
     def write_fragments(self, df: Any, plan: WritePlan) -> list[FragmentMetadata]:
         """Write ``df`` as uncommitted fragments, one Spark task per DataFrame partition."""
-        rows = df.mapInArrow(_write(plan), "fragments binary").collect()
+        return self.write_merge(df, plan, None)[0]
+
+    def write_merge(self, df: Any, plan: WritePlan, merge: MergeSpec | None) -> tuple[list[FragmentMetadata],
+                                                                                        pa.Array | None]:
+        """Write ``df`` as uncommitted fragments; for an upsert (``merge``) the tasks keep only the
+        rows to write and also return every source row's key (one array, ``None`` without ``merge``)."""
+        rows = df.mapInArrow(_write(plan, merge), "fragments binary, keys binary").collect()
         out: list[FragmentMetadata] = []
+        keys: list[pa.Array] = []
         for row in rows:
             out.extend(pickle.loads(row["fragments"]))
-        return out
+            if merge is not None:
+                # a task with no rows sends an empty column of another type: left out
+                keys.extend(c for c in pa.ipc.open_stream(row["keys"]).read_all().column("key").chunks if len(c))
+        if merge is None:
+            return out, None
+        return out, pa.concat_arrays(keys) if keys else pa.array([], pa.string())
 
     def from_arrow(self, source: ArrowSource, tp: Any) -> Any:
         """A Spark DataFrame of the pinned version: selected columns, partition filter in the scan.
