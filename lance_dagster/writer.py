@@ -192,7 +192,7 @@ def commit_arrow(
     files = {k: v for k, v in (writer or {}).items() if k in FILE_OPTIONS}
     if expr is not None and existing is not None and mode != "append":
         if files:
-            return _replace_with_options(existing, uri, data, expr, files, properties, commit_message, before)
+            return _replace_with_options(existing, uri, data, expr, files, properties, commit_message, before, mode)
         # the rows were checked against ``expr`` above (with the partition wording): not again
         replaced = replace_where(existing, expr, data, transaction_properties=properties,
                                  commit_message=commit_message, check_data=False)
@@ -242,7 +242,7 @@ def _evolve(ds: LanceDataset, plan: SchemaPlan, properties: Mapping[str, str]) -
 
 def _replace_with_options(ds: LanceDataset, uri: str, data: ArrowData, expr: pc.Expression,
                           files: Mapping[str, Any], properties: Mapping[str, str], commit_message: str | None,
-                          before: _Before) -> WriteResult:
+                          before: _Before, mode: WriteMode) -> WriteResult:
     """A partition replacement whose new files are cut by ``files`` (writer options): the files are
     written first, then one ``Update`` deletes the partition's old rows and adds them."""
     frags = write_fragments(data, ds, mode="append", **files)
@@ -250,8 +250,7 @@ def _replace_with_options(ds: LanceDataset, uri: str, data: ArrowData, expr: pc.
     if commit_message is not None:
         props[COMMIT_MESSAGE] = commit_message
     replaced = replace_with_fragments(ds, expr, frags, transaction_properties=props)
-    return _describe(replaced.dataset, uri, "overwrite", before, rows_deleted=replaced.rows_deleted,
-                     predicate=str(expr))
+    return _describe(replaced.dataset, uri, mode, before, rows_deleted=replaced.rows_deleted, predicate=str(expr))
 
 
 def _merge_keys(existing: LanceDataset | None, data: pa.Schema, options: MergeOptions,
