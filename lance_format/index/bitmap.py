@@ -172,13 +172,6 @@ def _check_keys(keys: pa.Array, metadata: dict[bytes, bytes], where: str) -> Non
             raise CorruptFileError(f"{where}: {SORTED_KEYS} is {flag[:20]!r}, expected '1'")
         if not keys_sorted(keys):
             raise CorruptFileError(f"{where}: the keys are not in order, but the file says they are sorted")
-
-
-def keys_sorted(keys: pa.Array) -> bool:
-    """Whether ``keys`` are in order: a null (at most one) first, then ascending."""
-    if keys.null_count > 1 or (keys.null_count and keys[0].is_valid):
-        return False
-    return not len(descents(keys.slice(1 if keys.null_count else 0)))
     raw = metadata.get(b"lance:index_stats")
     if raw is None:
         return
@@ -189,6 +182,13 @@ def keys_sorted(keys: pa.Array) -> bool:
         raise CorruptFileError(f"{where}: unreadable lance:index_stats {raw[:40]!r}") from exc
     if not isinstance(count, int) or isinstance(count, bool) or count != len(keys):
         raise CorruptFileError(f"{where}: lance:index_stats says {count!r} bitmaps but the file holds {len(keys)}")
+
+
+def keys_sorted(keys: pa.Array) -> bool:
+    """Whether ``keys`` are in order: a null (at most one) first, then ascending."""
+    if keys.null_count > 1 or (keys.null_count and keys[0].is_valid):
+        return False
+    return not len(descents(keys.slice(1 if keys.null_count else 0)))
 
 
 # --- LABEL_LIST -------------------------------------------------------------------------------
