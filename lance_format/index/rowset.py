@@ -158,8 +158,14 @@ def decode_row_set(data: bytes, fragment_rows: Callable[[int], int | None], *, w
                 if pos + length > len(data):
                     raise CorruptFileError(f"{where}: a {length}-byte bitmap runs past the row set's "
                                            f"{len(data)} bytes")
-                offs = np.frombuffer(BitMap.deserialize(data[pos:pos + length]).to_array(),
-                                     dtype=np.uint32).astype(np.uint64)
+                chunk = data[pos:pos + length]
+                bitmap = BitMap.deserialize(chunk)
+                size, cardinality = _portable_layout(chunk)
+                if size != length or cardinality != len(bitmap):
+                    raise CorruptFileError(
+                        f"{where}: fragment {frag}'s bitmap says {cardinality} rows in {size} bytes, but it "
+                        f"holds {len(bitmap)} rows in {length} bytes")
+                offs = np.frombuffer(bitmap.to_array(), dtype=np.uint32).astype(np.uint64)
                 pos += length
             pieces.append((np.uint64(frag) << np.uint64(32)) | offs)
     except (struct.error, ValueError, OverflowError) as exc:
@@ -170,6 +176,45 @@ def decode_row_set(data: bytes, fragment_rows: Callable[[int], int | None], *, w
     if domain is not None:
         domain.check(out, where)
     return out
+
+
+_NO_RUN_COOKIE, _RUN_COOKIE, _NO_OFFSETS_BELOW, _ARRAY_MAX = 12346, 12347, 4, 4096
+
+
+def _portable_layout(data: bytes) -> tuple[int, int]:
+    """``(bytes, rows)`` the container headers of a portable roaring bitmap say it has.
+
+    Every writer (CRoaring, roaring-rs) records each container's cardinality in the header, and
+    the row set records the bitmap's byte length: a damaged cardinality can leave a valid
+    bitmap that stops early (an array container read short), which only these disagree on.
+    Layout (the portable format of roaring's ``serialization.md``): a ``u32`` cookie (12346, then
+    a ``u32`` count; or 12347 with ``count - 1`` in its high half, then one run flag per
+    container), a ``(u16 key, u16 cardinality - 1)`` per container, ``u32`` offsets (with runs
+    only from 4 containers on), then the containers: runs ``u16`` count + 4 bytes a run, more
+    than 4,096 rows a 8 KiB bitset, else ``u16`` values.
+    """
+    (cookie,) = _HEAD.unpack_from(data, 0)
+    if cookie & 0xFFFF == _RUN_COOKIE:
+        n = (cookie >> 16) + 1
+        runs = data[4 : 4 + (n + 7) // 8]
+        pos = 4 + (n + 7) // 8
+        offsets = n >= _NO_OFFSETS_BELOW
+    elif cookie == _NO_RUN_COOKIE:
+        (n,) = _HEAD.unpack_from(data, 4)
+        runs, pos, offsets = b"", 8, True
+    else:
+        raise ValueError(f"not a portable roaring bitmap (cookie {cookie})")
+    if pos + 4 * n > len(data):
+        raise ValueError(f"{n} containers do not fit in {len(data)} bytes")
+    cards = np.frombuffer(data, dtype="<u2", count=2 * n, offset=pos)[1::2].astype(np.int64) + 1
+    pos += 4 * n * (2 if offsets else 1)
+    for i, card in enumerate(cards.tolist()):
+        if runs and runs[i // 8] >> (i % 8) & 1:
+            (count,) = struct.unpack_from("<H", data, pos)
+            pos += 2 + 4 * count
+        else:
+            pos += 8192 if card > _ARRAY_MAX else 2 * card
+    return pos, int(cards.sum())
 
 
 def encode_treemap(addrs: U64) -> bytes:

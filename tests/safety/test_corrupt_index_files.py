@@ -424,6 +424,23 @@ def test_bitmap_row_of_an_uncovered_fragment_is_refused(bitmap: tuple[str, Path]
     _refused(uri, "s = 'k3'", "fragment 7, which the index does not cover", path)
 
 
+def test_bitmap_whose_container_header_undercounts_is_refused(bitmap: tuple[str, Path]) -> None:
+    # A flipped cardinality in a roaring container header: the array container is read short,
+    # a valid bitmap of fewer rows (pylance answers with those). The row set's byte length and
+    # the headers no longer agree.
+    from lance_format.index.rowset import encode_row_set
+
+    uri, path = bitmap
+    ids = lf.dataset(uri).to_table(filter="s = 'k3'", with_row_address=True).column("_rowaddr").to_numpy()
+    encoded = encode_row_set(ids.astype(np.uint64))
+    # RowIdTreeMap: u32 count, then u32 fragment, u32 length, roaring: u32 cookie, u32 containers,
+    # then (u16 key, u16 cardinality - 1) per container
+    at = 12 + 8 + 2
+    (card,) = struct.unpack_from("<H", encoded, at)
+    _replace(path, encoded[:40], encoded[:at] + struct.pack("<H", card - 8) + encoded[at + 2 : 40])
+    _refused(uri, "s = 'k3'", r"fragment 0's bitmap says \d+ rows in \d+ bytes, but it holds", path)
+
+
 # --- targeted damage: data files (what pylance refuses) ----------------------------------------
 def test_legacy_batch_offsets_that_claim_more_rows_are_refused(tmp_path: Path) -> None:
     # One bit lengthens the packed batch_offsets list (0, 50) to (0, 50, 400): the page table is
