@@ -22,8 +22,9 @@ import pytest
 import lance_format as lf
 from lance_format.cleanup import cleanup_old_versions
 from lance_format.storage import open_store
-from lance_format.table.naming import data_file_key
 from lance_format.table.versions import list_manifests
+
+from .helpers import open_with_every_file
 
 pytestmark = pytest.mark.slow
 
@@ -57,12 +58,7 @@ def _writer(uri: str, seed: int, marker: Path) -> None:
 
 
 def _check_version(uri: str, version: int | None = None) -> int:
-    ds = lf.dataset(uri) if version is None else lf.dataset(uri, version=version)
-    for frag in ds.manifest.fragments:
-        for df in frag.files:
-            assert Path(uri, data_file_key(df.path)).exists(), f"v{ds.version}: missing {df.path}"
-        if frag.deletion_file is not None:
-            assert Path(uri, frag.deletion_file.path(frag.id)).exists(), f"v{ds.version}: missing deletion file"
+    ds = open_with_every_file(uri, version)
     rows = ds.to_table().num_rows
     theirs = lance.dataset(uri, version=ds.version)
     assert theirs.count_rows() == rows

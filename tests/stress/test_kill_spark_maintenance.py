@@ -29,6 +29,8 @@ from lance_format.storage import open_store
 from lance_format.table.naming import data_file_key
 from lance_format.table.versions import list_manifests
 
+from .helpers import open_with_every_file
+
 pytestmark = pytest.mark.slow
 
 KILLS = 4
@@ -69,12 +71,7 @@ while True:
 
 
 def _check_version(uri: str, version: int | None = None) -> int:
-    ds = lf.dataset(uri) if version is None else lf.dataset(uri, version=version)
-    for frag in ds.manifest.fragments:
-        for df in frag.files:
-            assert Path(uri, data_file_key(df.path)).exists(), f"v{ds.version}: missing {df.path}"
-        if frag.deletion_file is not None:
-            assert Path(uri, frag.deletion_file.path(frag.id)).exists(), f"v{ds.version}: missing deletion file"
+    ds = open_with_every_file(uri, version)
     ours = sorted(ds.to_table(columns=["id"]).column("id").to_pylist())
     theirs = lance.dataset(uri, version=ds.version)
     assert sorted(theirs.to_table(columns=["id"]).column("id").to_pylist()) == ours
