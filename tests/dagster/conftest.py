@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from dagster import DagsterInstance
@@ -30,3 +31,16 @@ def lance_resource(root: str) -> LanceResource:
 def instance() -> Iterator[DagsterInstance]:
     with DagsterInstance.ephemeral() as inst:
         yield inst
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[Any]:
+    """A loopback ``local[2]`` SparkSession per test module (the Spark frame and merge tests)."""
+    from lance_format.spark import local_session
+
+    session = local_session("local[2]", shuffle_partitions=2)
+    session.sparkContext.setLogLevel("ERROR")
+    try:
+        yield session
+    finally:
+        session.stop()

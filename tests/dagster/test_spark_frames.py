@@ -1,6 +1,5 @@
 """Spark DataFrames: executors write the fragments, the IO manager commits once; inputs are read by Spark."""
 
-from collections.abc import Iterator
 from typing import Any
 
 import pyarrow as pa
@@ -24,18 +23,6 @@ pyspark = pytest.importorskip("pyspark")
 
 REGIONS = StaticPartitionsDefinition(["eu", "us"])
 SEEN: dict[str, Any] = {}
-
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator[Any]:
-    from lance_format.spark import local_session
-
-    session = local_session("local[2]", shuffle_partitions=2)
-    session.sparkContext.setLogLevel("ERROR")
-    try:
-        yield session
-    finally:
-        session.stop()
 
 
 @asset(partitions_def=REGIONS, metadata={"partition_expr": "region"})

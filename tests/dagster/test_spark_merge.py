@@ -1,7 +1,6 @@
 """Spark DataFrame outputs with mode 'merge' and schema_mode 'merge' (issue 26 item 8): the executors write
 the rows, the driver commits one version, and the table ends as a local ``merge_insert`` would leave it."""
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -16,18 +15,6 @@ pyspark = pytest.importorskip("pyspark")
 
 REGIONS = StaticPartitionsDefinition(["eu", "us"])
 ROWS: dict[str, Any] = {}
-
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator[Any]:
-    from lance_format.spark import local_session
-
-    session = local_session("local[2]", shuffle_partitions=2)
-    session.sparkContext.setLogLevel("ERROR")
-    try:
-        yield session
-    finally:
-        session.stop()
 
 
 def _frame(rows: list[tuple], ddl: str) -> Any:  # type: ignore[type-arg]
