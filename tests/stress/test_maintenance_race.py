@@ -31,7 +31,8 @@ import json, random, sys
 import pyarrow as pa
 import lance_format as lf
 from lance_format.errors import CommitConflictError, ObjectNotFoundError, VersionNotFoundError
-uri, kind, ops = sys.argv[1], sys.argv[2], int(sys.argv[3])
+import os
+uri, kind, ops, compacted = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 base = {"append": 1_000_000, "upsert": 2_000_000, "delete": 3_000_000, "update": 4_000_000}[kind]
 rng = random.Random(kind)
 state = {}          # id -> value, as this writer last committed it
@@ -63,7 +64,14 @@ def seed(n):
 
 if kind != "upsert":
     seed(20)
-for step in range(ops):
+# Keep writing past ``ops`` until maintenance has compacted once, so compaction provably
+# committed while every writer was still busy (on a slow machine the writers can otherwise
+# finish between two maintenance rounds).
+step = -1
+while True:
+    step += 1
+    if step >= ops and (os.path.exists(compacted) or step >= 20 * ops):
+        break
     if kind == "append":
         seed(5)
     elif kind == "upsert":
@@ -90,7 +98,7 @@ import json, sys, time
 from datetime import timedelta
 import lance_format as lf
 from lance_format.errors import CommitConflictError, ObjectNotFoundError
-uri, stop = sys.argv[1], sys.argv[2]
+uri, stop, compacted = sys.argv[1], sys.argv[2], sys.argv[3]
 attempts = committed = conflicts = cleaned = 0
 reasons = []
 seconds = []
@@ -102,6 +110,7 @@ while not os.path.exists(stop):
     try:
         if ds.optimize.compact_files(target_rows_per_fragment=200).fragments_removed:
             committed += 1
+            open(compacted, "w").close()
     except (CommitConflictError, ObjectNotFoundError) as exc:
         conflicts += 1
         reasons.append(str(exc)[-160:])
@@ -123,10 +132,11 @@ def test_writers_racing_maintenance_with_zero_retention_lose_nothing(tmp_path: P
     lf.write_dataset(seed, uri)
     lf.dataset(uri).create_scalar_index("id", "BTREE")
     stop = tmp_path / "stop"
+    compacted = tmp_path / "compacted"
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]), LANCE_FORMAT_COMMIT_GRACE="0s")
-    maint = subprocess.Popen([sys.executable, "-c", _MAINTENANCE, uri, str(stop)],
+    maint = subprocess.Popen([sys.executable, "-c", _MAINTENANCE, uri, str(stop), str(compacted)],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    writers = {kind: subprocess.Popen([sys.executable, "-c", _WRITER, uri, kind, str(OPS)],
+    writers = {kind: subprocess.Popen([sys.executable, "-c", _WRITER, uri, kind, str(OPS), str(compacted)],
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
                for kind in ("append", "upsert", "delete", "update")}
     expected = {0: 0}
