@@ -38,12 +38,17 @@ PROTOBUF_ALLOWED = (
     "lance_format.pbwire",  # wire-level checks every codec shares
     "lance_format.table.codec.",  # table models <-> lance.table messages, manifest files
     "lance_format.table.rowids",  # row-id and row-version sequences (lance.table.RowIdSequence)
+    "lance_format.index.codec",  # index details messages (lance.table.*IndexDetails) and index.proto
+    "lance_format.index.codec.",
 )
 
 #: Layers, lowest first: (name, module prefixes or exact names).
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("base", ("lance_format.errors", "lance_format._pb", "lance_format._pb.", "lance_format.pbwire",
-              "lance_format.session")),
+              "lance_format.session",
+              # The Runner protocol (local threads, processes; Spark plugs in) has no lance_format
+              # imports, so every layer that fans work out (index builds, compaction) may use it.
+              "lance_format.maintenance.runner")),
     ("storage", ("lance_format.storage", "lance_format.storage.")),
     ("schema", ("lance_format.schema", "lance_format.schema_codec", "lance_format.sql", "lance_format.sql_core",
                 "lance_format.sql_fast", "lance_format.sql_program",
@@ -52,7 +57,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("table", ("lance_format.table", "lance_format.table.")),
     ("index", ("lance_format.index", "lance_format.index.")),
     # Scans over table and index layers; what evolution and maintenance read through.
-    ("scan", ("lance_format.scanner", "lance_format.projection")),
+    # (``search``: nearest-neighbour and full-text scans, answered by vector / text indices.)
+    ("scan", ("lance_format.scanner", "lance_format.projection", "lance_format.search", "lance_format.search.")),
     ("maintenance", ("lance_format.maintenance", "lance_format.maintenance.",
                      "lance_format.evolution", "lance_format.evolution.")),
     ("facade", ("lance_format", "lance_format.dataset", "lance_format.write",
