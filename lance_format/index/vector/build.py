@@ -1,0 +1,376 @@
+"""Building IVF vector segments: train on the driver, assign and encode per task, lay out on the driver.
+
+The three steps the generic build (:mod:`lance_format.index.build`) runs through a kind:
+
+1. :func:`train_model`: from one sample of the column, the IVF centroids (k-means on
+   ``num_partitions × sample_rate`` rows) and the quantizer (PQ codebooks on up to
+   ``256 × 256`` residuals, SQ bounds on up to ``256 × 256`` vectors), as pylance trains them
+   (``docs/formats/vector-indices.md`` §7; ``rust/lance/src/index/vector/ivf.rs``);
+2. :func:`encode_rows`: one task's rows → partition, row id and stored payload (vectors or codes);
+   a pure function of the model and the rows, so local threads and Spark executors give the
+   same result;
+3. :func:`write_model_segment`: every task's rows sorted by (partition, row id), PQ codes
+   transposed per partition, HNSW graphs built per partition, both files written.
+
+The model (:class:`VectorModel`) is picklable and is what a delta segment reuses
+(``optimize_indices``) and what distributed workers share (``create_index_uncommitted``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+
+from lance_format.errors import CorruptFileError, InvalidInputError, LanceError
+from lance_format.index.codec import HnswConfig, VectorIndexDetails, decode_ivf, decode_tensor
+from lance_format.index.kind import TrainingData
+from lance_format.index.store import IndexDir
+from lance_format.index.vector import hnsw as _hnsw
+from lance_format.index.vector import quantize as q
+from lance_format.index.vector.kmeans import F32, Metric, assign, normalize, train_kmeans
+from lance_format.index.vector.write import (
+    AUX,
+    INDEX,
+    Storage,
+    flat_storage,
+    pq_storage,
+    sq_storage,
+    write_vector_segment,
+)
+from lance_format.table.index_metadata import IndexFile
+
+#: Rows per partition pylance aims for when ``num_partitions`` is not given
+#: (``IndexType::target_partition_size``, ``rust/lance-index/src/lib.rs``).
+TARGET_PARTITION_SIZE = {"IVF_FLAT": 4096, "IVF_SQ": 8192, "IVF_PQ": 8192, "IVF_RQ": 4096}
+HNSW_TARGET_PARTITION_SIZE = 1 << 20
+
+
+@dataclass(frozen=True)
+class VectorModel:
+    """What every task of one segment shares (picklable).
+
+    Attributes:
+        index_type: ``IVF_FLAT``, ``IVF_PQ``, ``IVF_SQ``, ``IVF_HNSW_*``.
+        metric: The distance.
+        centroids: ``[num_partitions, dim]`` float32 (unit rows for ``dot``).
+        element_type: The column's element type (the stored centroids and FLAT vectors keep it).
+        loss: The k-means loss recorded in ``index.idx`` (``None``: none).
+        pq: PQ codebooks (``*_PQ``).
+        sq: SQ bounds (``*_SQ``).
+        hnsw: HNSW parameters (``IVF_HNSW_*``).
+        target_partition_size: Recorded in the details when the caller gave it.
+        hints: pylance's ``runtime_hints`` (build parameters as strings), in the order written.
+    """
+
+    index_type: str
+    metric: Metric
+    centroids: F32
+    element_type: str
+    loss: float | None = None
+    pq: q.PqCodebook | None = None
+    sq: q.SqBounds | None = None
+    hnsw: _hnsw.HnswParams | None = None
+    target_partition_size: int = 0
+    hints: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def num_partitions(self) -> int:
+        """IVF partitions."""
+        return int(self.centroids.shape[0])
+
+    @property
+    def storage_kind(self) -> str:
+        """``FLAT``, ``PQ`` or ``SQ``."""
+        return self.index_type.rsplit("_", 1)[1]
+
+    def details(self) -> VectorIndexDetails:
+        """The segment's ``VectorIndexDetails``."""
+        kind = self.storage_kind
+        hnsw = None if self.hnsw is None else HnswConfig(self.hnsw.m, self.hnsw.ef_construction, self.hnsw.max_level)
+        return VectorIndexDetails(
+            metric=self.metric, target_partition_size=self.target_partition_size, hnsw=hnsw,
+            compression="pq" if kind == "PQ" else "sq" if kind == "SQ" else "flat",
+            num_bits=self.pq.num_bits if self.pq is not None else self.sq.num_bits if self.sq is not None else 0,
+            num_sub_vectors=self.pq.num_sub_vectors if self.pq is not None else 0,
+            runtime_hints=self.hints)
+
+
+@dataclass(frozen=True)
+class VectorChunk:
+    """One task's rows: partition, ``_rowid`` and stored payload (``[n, width]``), in scan order."""
+
+    partitions: npt.NDArray[np.uint32]
+    row_ids: npt.NDArray[np.uint64]
+    payload: npt.NDArray[np.generic]
+
+
+def vectors_of(values: pa.Array) -> tuple[npt.NDArray[np.generic], npt.NDArray[np.bool_]]:
+    """``[n, dim]`` values of a fixed-size-list column (null rows zero) and the mask of usable rows.
+
+    Null vectors and vectors with NaN or infinite elements are left out of an index, as
+    pylance's ``filter_nan`` does.
+    """
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    dim = values.type.list_size
+    n = len(values)
+    flat = values.flatten() if values.null_count == 0 else pa.FixedSizeListArray.from_arrays(
+        values.values, dim).flatten()
+    arr = flat.to_numpy(zero_copy_only=False).reshape(n, dim)
+    ok = np.ones(n, bool) if values.null_count == 0 else np.asarray(values.is_valid())
+    if arr.dtype.kind == "f":
+        ok &= np.isfinite(arr).all(axis=1)
+    return arr, ok
+
+
+def default_partitions(index_type: str, rows: int, target: int | None) -> int:
+    """pylance's ``num_partitions`` when none is given: ``max(1, rows // target)``."""
+    if target is None:
+        target = HNSW_TARGET_PARTITION_SIZE if "HNSW" in index_type else TARGET_PARTITION_SIZE.get(index_type, 8192)
+    return max(1, rows // max(1, int(target)))
+
+
+def _hints(index_type: str, p: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    out = [("lance.ivf.max_iters", str(p["max_iterations"])), ("lance.ivf.sample_rate", str(p["sample_rate"])),
+           ("lance.ivf.shuffle_partition_batches", str(p.get("shuffle_partition_batches") or 10240)),
+           ("lance.ivf.shuffle_partition_concurrency", str(p.get("shuffle_partition_concurrency") or 2)),
+           ("lance.skip_transpose", "true" if p.get("skip_transpose") else "false")]
+    if index_type.endswith("PQ"):
+        out += [("lance.pq.max_iters", str(p["max_iterations"])), ("lance.pq.sample_rate", str(p["sample_rate"])),
+                ("lance.pq.kmeans_redos", "1")]
+    if index_type.endswith("SQ"):
+        out.append(("lance.sq.sample_rate", str(p["sample_rate"])))
+    if "HNSW" in index_type:
+        out.append(("lance.hnsw.prefetch_distance", "2"))
+    return tuple(out)
+
+
+def _given_array(value: Any, what: str) -> F32 | None:
+    if value is None:
+        return None
+    if isinstance(value, (pa.FixedSizeListArray, pa.ChunkedArray)):
+        values, _ = vectors_of(value)
+        out: F32 = values.astype(np.float32)
+        return out
+    out = np.asarray(value, np.float32)
+    if out.ndim < 2:
+        raise InvalidInputError(f"{what} must be a 2-D (or 3-D) array, got shape {out.shape}")
+    return out
+
+
+def train_model(index_type: str, sample: Callable[[int], TrainingData], params: Mapping[str, Any],
+                element_type: str, total_rows: int) -> VectorModel:
+    """Train the IVF centroids and the quantizer from a sample (runs on the driver).
+
+    Args:
+        index_type: The kind being built.
+        sample: Returns up to ``n`` live rows of the indexed fragments.
+        params: The validated create-time parameters (pylance's names).
+        element_type: The column's element type name (``float``, ``halffloat``…).
+        total_rows: Rows in the indexed fragments (for the default ``num_partitions``).
+
+    Raises:
+        InvalidInputError: too few vectors to train on, or parameters that do not fit the data.
+    """
+    metric: Metric = params["metric"]
+    target = params.get("target_partition_size")
+    centroids = _given_array(params.get("ivf_centroids"), "ivf_centroids")
+    if centroids is not None:
+        nparts = centroids.shape[0]
+    else:
+        nparts = params.get("num_partitions") or default_partitions(index_type, total_rows, target)
+    kind = index_type.rsplit("_", 1)[1]
+    rate = int(params["sample_rate"])
+    want = max(nparts * rate, (1 << int(params.get("num_bits") or 8)) * rate if kind in ("PQ", "SQ") else 0)
+    data = sample(want)
+    arr, ok = vectors_of(data.values)
+    prepared = q.prepare(arr[ok], metric)
+    loss: float | None
+    if centroids is None:
+        pick = prepared
+        if prepared.shape[0] > nparts * rate:
+            rng = np.random.default_rng(7)
+            pick = prepared[np.sort(rng.choice(prepared.shape[0], nparts * rate, replace=False))]
+        if pick.shape[0] < nparts:
+            raise InvalidInputError(f"IVF: cannot train {nparts} partitions from {pick.shape[0]} vectors; "
+                                    "choose a smaller num_partitions")
+        km = train_kmeans(pick, nparts, metric=metric, max_iters=int(params["max_iterations"]))
+        centroids, loss = km.centroids, km.loss
+    else:
+        if metric == "dot":
+            centroids = normalize(centroids)
+        loss = float(assign(prepared, centroids, metric)[1].sum(dtype=np.float64))
+    pq = sq = None
+    if kind == "PQ":
+        given = _given_array(params.get("pq_codebook"), "pq_codebook")
+        nbits = int(params.get("num_bits") or 8)
+        if given is not None:
+            pq = q.PqCodebook(np.asarray(given, np.float32).reshape(int(params["num_sub_vectors"]), 1 << nbits, -1),
+                              nbits)
+        else:
+            parts, _ = assign(prepared, centroids, metric)
+            pq = q.train_pq(q.residuals(prepared, parts, centroids, metric), int(params["num_sub_vectors"]),
+                            num_bits=nbits, max_iters=int(params["max_iterations"]))
+    elif kind == "SQ":
+        sq = q.train_sq(prepared, 8)  # pylance ignores num_bits for SQ (§6.3): always 8
+    hnsw = None
+    if "HNSW" in index_type:
+        hnsw = _hnsw.HnswParams(int(params["m"]), int(params["ef_construction"]), int(params["max_level"]))
+    return VectorModel(index_type, metric, np.ascontiguousarray(centroids, np.float32), element_type, loss,
+                       pq, sq, hnsw, int(target or 0), _hints(index_type, params))
+
+
+def encode_rows(data: TrainingData, model: VectorModel) -> VectorChunk:
+    """Assign one task's rows to partitions and encode what the storage keeps (runs anywhere)."""
+    arr, ok = vectors_of(data.values)
+    arr, ids = arr[ok], data.ids[ok]
+    prepared = q.prepare(arr, model.metric)
+    parts, _ = assign(prepared, model.centroids, model.metric)
+    payload: npt.NDArray[np.generic]
+    if model.pq is not None:
+        codes = q.encode_pq(q.residuals(prepared, parts, model.centroids, model.metric), model.pq)
+        payload = q.pack_codes(codes, model.pq.num_bits)
+    elif model.sq is not None:
+        payload = q.encode_sq(prepared, model.sq)
+    else:
+        payload = prepared.astype(arr.dtype) if model.metric == "cosine" else arr
+    return VectorChunk(parts.astype(np.uint32), ids.astype(np.uint64), payload)
+
+
+def merge_chunks(chunks: Sequence[VectorChunk], model: VectorModel) -> tuple[VectorChunk, npt.NDArray[np.int64]]:
+    """Every task's rows sorted by (partition, row id), and each partition's row count."""
+    width = (model.pq.num_sub_vectors * model.pq.num_bits // 8 if model.pq is not None
+             else model.centroids.shape[1])
+    dtype = np.uint8 if model.pq is not None or model.sq is not None else np.dtype(_NUMPY[model.element_type])
+    parts = np.concatenate([c.partitions for c in chunks]) if chunks else np.zeros(0, np.uint32)
+    ids = np.concatenate([c.row_ids for c in chunks]) if chunks else np.zeros(0, np.uint64)
+    payload = np.concatenate([c.payload for c in chunks]) if chunks else np.zeros((0, width), dtype)
+    order = np.lexsort((ids, parts))
+    lengths = np.bincount(parts, minlength=model.num_partitions).astype(np.int64)
+    return VectorChunk(parts[order], ids[order], np.ascontiguousarray(payload[order], dtype)), lengths
+
+
+_NUMPY = {"float": "float32", "halffloat": "float16", "double": "float64", "uint8": "uint8"}
+
+
+def stored_centroids(model: VectorModel) -> npt.NDArray[np.generic]:
+    """The centroids in the column's element type, as pylance's tensor keeps them."""
+    return model.centroids.astype(_NUMPY.get(model.element_type, "float32"))
+
+
+def storage_of(rows: VectorChunk, lengths: npt.NDArray[np.int64], model: VectorModel) -> Storage:
+    """The storage column of sorted rows."""
+    dim = int(model.centroids.shape[1])
+    if model.pq is not None:
+        stored = q.transpose_partitions(rows.payload.astype(np.uint8), lengths)
+        book = model.pq.tensor_array().astype(_NUMPY.get(model.element_type, "float32"))
+        return pq_storage(stored, book, model.pq.num_sub_vectors, model.pq.num_bits, dim)
+    if model.sq is not None:
+        return sq_storage(rows.payload.astype(np.uint8), model.sq.start, model.sq.end, model.sq.num_bits)
+    return flat_storage(rows.payload, nullable=model.element_type == "uint8")
+
+
+def write_rows(out: IndexDir, rows: VectorChunk, lengths: npt.NDArray[np.int64], model: VectorModel,
+               loss: float | None) -> tuple[IndexFile, ...]:
+    """Write a segment from rows already sorted by (partition, row id)."""
+    storage = storage_of(rows, lengths, model)
+    graph = None
+    if model.hnsw is not None:
+        graph = _hnsw.build_graphs(_hnsw.storage_vectors(rows.payload, lengths, model), lengths, model.hnsw,
+                                   _hnsw.graph_metric(model.metric))
+    return write_vector_segment(out, index_type=model.index_type, metric=model.metric,
+                                centroids=stored_centroids(model), loss=loss, lengths=lengths,
+                                row_ids=rows.row_ids, storage=storage, graph=graph)
+
+
+def write_model_segment(out: IndexDir, chunks: Sequence[VectorChunk], model: VectorModel) -> tuple[IndexFile, ...]:
+    """Write the segment from every task's chunk (runs on the driver)."""
+    rows, lengths = merge_chunks(chunks, model)
+    return write_rows(out, rows, lengths, model, model.loss)
+
+
+def with_loss(model: VectorModel, loss: float | None) -> VectorModel:
+    """``model`` recording another loss (delta segments carry their own)."""
+    return replace(model, loss=loss)
+
+
+# -- existing segments: their model (delta segments) and their rows (remap) ---------------------
+
+_ELEMENT = {np.dtype("float32"): "float", np.dtype("float16"): "halffloat", np.dtype("float64"): "double",
+            np.dtype("uint8"): "uint8"}
+
+
+def _metadata(reader: Any) -> dict[str, str]:
+    return {k.decode(): v.decode() for k, v in (reader.schema.metadata or {}).items()}
+
+
+def _ivf(reader: Any, where: str) -> Any:
+    meta = _metadata(reader)
+    try:
+        pos = int(meta.get("lance:ivf", "1"))
+        return decode_ivf(reader.read_global_buffer(pos), where)
+    except (ValueError, LanceError) as exc:
+        raise CorruptFileError(f"{where}: unreadable IVF model: {exc}") from exc
+
+
+def load_model(src: IndexDir, details: VectorIndexDetails) -> VectorModel:
+    """The model of an existing segment (ours or pylance's): centroids, loss and quantizer.
+
+    Raises:
+        CorruptFileError: a file lacks the IVF model or the storage metadata.
+    """
+    index = src.reader(INDEX)
+    ivf = _ivf(index, f"{src.prefix}/{INDEX}")
+    cents = ivf.centroid_array()
+    if cents is None:
+        raise CorruptFileError(f"{src.prefix}/{INDEX}: the IVF model has no centroids")
+    aux = src.reader(AUX, columns=["_rowid"])
+    storage = json.loads(json.loads(_metadata(aux).get("storage_metadata", "[\"{}\"]"))[0] or "{}")
+    pq = sq = None
+    if details.compression == "pq":
+        book = decode_tensor(aux.read_global_buffer(int(storage.get("codebook_position", 2)))).to_numpy()
+        pq = q.PqCodebook.from_tensor(book, int(storage["num_sub_vectors"]), int(storage["nbits"]))
+    elif details.compression == "sq":
+        bounds = storage.get("bounds") or {}
+        sq = q.SqBounds(float(bounds.get("start", 0.0)), float(bounds.get("end", 0.0)), int(storage["num_bits"]))
+    hnsw = None if details.hnsw is None else _hnsw.HnswParams(
+        details.hnsw.max_connections, details.hnsw.construction_ef, details.hnsw.max_level)
+    return VectorModel(details.index_type, details.metric, np.asarray(cents, np.float32),
+                       _ELEMENT.get(np.dtype(cents.dtype), "float"), ivf.loss, pq, sq, hnsw,
+                       details.target_partition_size, details.runtime_hints)
+
+
+def read_rows(src: IndexDir, model: VectorModel) -> tuple[VectorChunk, npt.NDArray[np.int64]]:
+    """Every stored row of a segment (PQ codes untransposed) and each partition's row count."""
+    aux = src.reader(AUX)
+    lengths = _ivf(aux, f"{src.prefix}/{AUX}").lengths.astype(np.int64)
+    table = aux.read_all(batch_size=1 << 16).to_table()
+    ids = table.column("_rowid").to_numpy().astype(np.uint64)
+    column = next(n for n in table.column_names if n != "_rowid")
+    values, _ = vectors_of(table.column(column).combine_chunks())
+    if model.pq is not None:
+        values = q.untranspose_partitions(values.astype(np.uint8), lengths)
+    parts = np.repeat(np.arange(lengths.size, dtype=np.uint32), lengths)
+    return VectorChunk(parts, ids, values), lengths
+
+
+def remap_segment(src: IndexDir, out: IndexDir, details: VectorIndexDetails,
+                  translate: Callable[[npt.NDArray[np.uint64]], tuple[npt.NDArray[np.uint64], npt.NDArray[np.bool_]]]
+                  ) -> tuple[IndexFile, ...]:
+    """Write a segment again with its row ids translated (``translate`` → new ids and keep mask).
+
+    Every kept row keeps its partition and its exact code (pylance copies codes, §9.1);
+    rows are sorted again by new row id within each partition; HNSW graphs are rebuilt.
+    """
+    model = load_model(src, details)
+    rows, _ = read_rows(src, model)
+    new_ids, keep = translate(rows.row_ids)
+    kept = VectorChunk(rows.partitions[keep], new_ids, rows.payload[keep])
+    merged, lengths = merge_chunks([kept], model)
+    return write_rows(out, merged, lengths, model, model.loss)

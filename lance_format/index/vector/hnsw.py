@@ -1,0 +1,207 @@
+"""HNSW graphs of IVF partitions, built with numpy, in the layout pylance 14.0.2 reads.
+
+Layout (``docs/formats/vector-indices.md`` §5.2, verified on pylance's files): per partition,
+level 0 lists every node (``__vector_id`` = position in the partition's storage slice), each
+higher level lists only its nodes in ascending id order; ``__neighbors`` are node ids on the
+same level (at most ``2m`` on level 0, ``m`` above) and ``_distance`` their distances in the
+storage's units; ``lance:hnsw`` holds per partition the entry point (the node of the top
+non-empty level), the parameters and the cumulative ``level_offsets``.
+
+Construction. Levels are drawn as upstream does (``floor(-ln U / ln m)``, capped at
+``max_level - 1``; ``rust/lance-index/src/vector/hnsw/builder.rs``) from a fixed seed, so a
+build is reproducible. Instead of inserting nodes one by one (a sequential greedy search per
+node, which does not vectorise), each level's neighbour lists are the exact nearest nodes of
+that level, computed blockwise with one matrix product per block: a k-NN graph is a superset
+in quality of what HNSW's insertion approximates, and pylance's search (greedy descent from the
+entry point, then a beam of ``ef`` on level 0) only needs each list to hold near nodes. The
+cost is ``O(n²·dim)`` per partition; partitions are small for IVF_HNSW (the ``num_partitions``
+you choose splits the data), and above :data:`EXACT_LIMIT` nodes the candidates are restricted
+to a node's own and nearest sub-clusters (an approximate k-NN graph with the same layout).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+
+from lance_format.index.vector.kmeans import F32, assign, train_kmeans
+from lance_format.index.vector.quantize import unpack_codes
+from lance_format.index.vector.write import HnswGraph
+
+if TYPE_CHECKING:
+    from lance_format.index.vector.build import VectorModel
+
+GraphMetric = Literal["l2", "dot"]
+#: Nodes above which a partition's neighbour search is restricted to nearby sub-clusters.
+EXACT_LIMIT = 20_000
+#: Distance entries computed at once.
+_BLOCK = 1 << 22
+_SEED = 0x5EED
+
+
+@dataclass(frozen=True)
+class HnswParams:
+    """``m`` (max connections), ``ef_construction`` and ``max_level`` (pylance's defaults)."""
+
+    m: int = 20
+    ef_construction: int = 150
+    max_level: int = 7
+
+
+def graph_metric(metric: str) -> GraphMetric:
+    """The distance a graph's ``_distance`` column holds: ``dot`` for dot, squared L2 otherwise."""
+    return "dot" if metric == "dot" else "l2"
+
+
+def storage_vectors(payload: npt.NDArray[np.generic], lengths: npt.NDArray[np.int64], model: VectorModel) -> F32:
+    """The vectors the storage represents (decoded codes), row for row, for distance computation."""
+    if model.pq is not None:
+        codes = unpack_codes(payload.astype(np.uint8), model.pq.num_bits)
+        book = model.pq.codebook
+        parts = [book[s][codes[:, s]] for s in range(book.shape[0])]  # one gather per sub-vector
+        return np.ascontiguousarray(np.concatenate(parts, axis=1), np.float32) if parts else \
+            np.zeros((0, 0), np.float32)
+    if model.sq is not None:
+        span = model.sq.end - model.sq.start
+        return (model.sq.start + (payload.astype(np.float32) + 0.5) / 255.0 * span).astype(np.float32)
+    return np.ascontiguousarray(payload, np.float32)
+
+
+def _levels(n: int, params: HnswParams, rng: np.random.Generator) -> npt.NDArray[np.int64]:
+    u = 1.0 - rng.random(n)  # (0, 1]
+    lv: npt.NDArray[np.int64] = np.floor(-np.log(u) / np.log(max(params.m, 2))).astype(np.int64)
+    return np.minimum(lv, max(params.max_level - 1, 0))
+
+
+def _pair_dist(a: F32, b: F32, metric: GraphMetric) -> F32:
+    prod = a @ b.T
+    out: F32
+    if metric == "dot":
+        out = (1.0 - prod).astype(np.float32)
+        return out
+    sq = np.einsum("ij,ij->i", a, a)[:, None] - 2.0 * prod + np.einsum("ij,ij->i", b, b)[None, :]
+    out = np.maximum(sq, 0.0).astype(np.float32)
+    return out
+
+
+def _knn(x: F32, k: int, metric: GraphMetric) -> tuple[npt.NDArray[np.int64], F32]:
+    """For every row, its ``k`` nearest other rows (exact, blockwise) and their distances."""
+    n = x.shape[0]
+    k = min(k, n - 1)
+    idx = np.zeros((n, max(k, 0)), np.int64)
+    dist = np.zeros((n, max(k, 0)), np.float32)
+    if k <= 0:
+        return idx, dist
+    step = max(1, _BLOCK // n)
+    for lo in range(0, n, step):
+        d = _pair_dist(x[lo:lo + step], x, metric)
+        rows = np.arange(d.shape[0])
+        d[rows, lo + rows] = np.inf  # not its own neighbour
+        part = np.argpartition(d, k - 1, axis=1)[:, :k]
+        pd = np.take_along_axis(d, part, axis=1)
+        order = np.argsort(pd, axis=1, kind="stable")
+        idx[lo:lo + step] = np.take_along_axis(part, order, axis=1)
+        dist[lo:lo + step] = np.take_along_axis(pd, order, axis=1)
+    return idx, dist
+
+
+def _approx_knn(x: F32, k: int, metric: GraphMetric) -> tuple[npt.NDArray[np.int64], F32]:
+    """k-NN restricted to each row's sub-cluster and the nearest other sub-clusters (large partitions)."""
+    n = x.shape[0]
+    nclus = max(2, int(np.sqrt(n) / 4))
+    km = train_kmeans(x[np.random.default_rng(_SEED).choice(n, min(n, nclus * 64), replace=False)], nclus,
+                      metric="dot" if metric == "dot" else "l2", max_iters=10)
+    labels, _ = assign(x, km.centroids, metric)
+    cdist = _pair_dist(km.centroids, km.centroids, metric)
+    near = np.argsort(cdist, axis=1)[:, :3]
+    idx = np.zeros((n, k), np.int64)
+    dist = np.full((n, k), np.inf, np.float32)
+    members = [np.flatnonzero(labels == c) for c in range(nclus)]
+    for c in range(nclus):  # one block per sub-cluster, not per row
+        rows = members[c]
+        if rows.size == 0:
+            continue
+        cand = np.concatenate([members[o] for o in near[c]])
+        d = _pair_dist(x[rows], x[cand], metric)
+        d[cand[None, :] == rows[:, None]] = np.inf
+        kk = min(k, cand.size - 1)
+        if kk <= 0:
+            continue
+        part = np.argpartition(d, kk - 1, axis=1)[:, :kk]
+        pd = np.take_along_axis(d, part, axis=1)
+        order = np.argsort(pd, axis=1, kind="stable")
+        idx[rows, :kk] = cand[np.take_along_axis(part, order, axis=1)]
+        dist[rows, :kk] = np.take_along_axis(pd, order, axis=1)
+    return idx, dist
+
+
+def _lists(idx: npt.NDArray[np.int64], dist: F32, ids: npt.NDArray[np.int64]) -> tuple[pa.Array, pa.Array]:
+    """List columns of neighbour node ids and distances (inf entries: no neighbour)."""
+    ok = np.isfinite(dist)
+    counts = ok.sum(axis=1)
+    offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int32)
+    nb = pa.ListArray.from_arrays(pa.array(offsets), pa.array(ids[idx[ok]].astype(np.uint32), pa.uint32()))
+    ds = pa.ListArray.from_arrays(pa.array(offsets), pa.array(dist[ok], pa.float32()))
+    return nb, ds
+
+
+def build_partition(x: F32, params: HnswParams, metric: GraphMetric, rng: np.random.Generator
+                    ) -> tuple[npt.NDArray[np.uint32], pa.Array, pa.Array, str]:
+    """The graph rows of one partition and its ``lance:hnsw`` JSON."""
+    n = x.shape[0]
+    levels = _levels(n, params, rng)
+    vids: list[npt.NDArray[np.uint32]] = []
+    nbs: list[pa.Array] = []
+    dss: list[pa.Array] = []
+    offsets = [0]
+    entry = 0
+    for level in range(params.max_level):
+        nodes = np.flatnonzero(levels >= level)
+        if nodes.size:
+            entry = int(nodes[0])
+            degree = 2 * params.m if level == 0 else params.m
+            sub = x[nodes]
+            idx, dist = (_knn(sub, degree, metric) if nodes.size <= EXACT_LIMIT
+                         else _approx_knn(sub, degree, metric))
+            nb, ds = _lists(idx, dist, nodes)
+            vids.append(nodes.astype(np.uint32))
+            nbs.append(nb)
+            dss.append(ds)
+        offsets.append(offsets[-1] + int(nodes.size))
+    meta = json.dumps({"entry_point": entry,
+                       "params": {"max_level": params.max_level, "m": params.m,
+                                  "ef_construction": params.ef_construction, "prefetch_distance": 2},
+                       "level_offsets": offsets}, separators=(",", ":"))
+    vid = np.concatenate(vids) if vids else np.zeros(0, np.uint32)
+    empty = pa.array([], pa.list_(pa.uint32()))
+    nb_all = pa.concat_arrays(nbs) if nbs else empty
+    ds_all = pa.concat_arrays(dss) if dss else pa.array([], pa.list_(pa.float32()))
+    return vid, nb_all, ds_all, meta
+
+
+def build_graphs(vectors: F32, lengths: npt.NDArray[np.int64], params: HnswParams, metric: GraphMetric) -> HnswGraph:
+    """Graphs of every partition of a storage whose rows are grouped by partition (``lengths``)."""
+    rng = np.random.default_rng(_SEED)
+    vids: list[npt.NDArray[np.uint32]] = []
+    nbs: list[pa.Array] = []
+    dss: list[pa.Array] = []
+    metas: list[str] = []
+    glens: list[int] = []
+    lo = 0
+    for n in np.asarray(lengths, np.int64).tolist():  # one graph per partition
+        vid, nb, ds, meta = build_partition(vectors[lo:lo + n], params, metric, rng)
+        vids.append(vid)
+        nbs.append(nb)
+        dss.append(ds)
+        metas.append(meta)
+        glens.append(int(vid.size))
+        lo += n
+    return HnswGraph(np.concatenate(vids) if vids else np.zeros(0, np.uint32),
+                     pa.concat_arrays(nbs) if nbs else pa.array([], pa.list_(pa.uint32())),
+                     pa.concat_arrays(dss) if dss else pa.array([], pa.list_(pa.float32())),
+                     np.asarray(glens, np.uint32), tuple(metas))

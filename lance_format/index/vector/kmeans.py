@@ -1,0 +1,170 @@
+"""k-means for IVF centroids and PQ codebooks, vectorised on numpy/BLAS.
+
+What pylance 14.0.2 trains (``docs/formats/vector-indices.md`` §7; upstream
+``rust/lance-index/src/vector/kmeans.rs``), reproduced in its observable behaviour:
+
+* ``l2``: Lloyd iterations on squared L2; centroids are the members' means.
+* ``cosine``: the vectors are L2-normalised first, then it is ``l2`` (the centroids, means of
+  unit vectors, are *not* unit themselves, as pylance stores them).
+* ``dot``: assignment by ``1 - x·c``; the centroids are normalised to unit length before the
+  first assignment and after every mean update (pylance's "normalize dot k-means centroids").
+
+**Initialisation: random distinct rows, not k-means++.** pylance picks ``k`` distinct training
+rows uniformly, and an index we build is judged against one pylance builds (recall within
+0.02), so the same initialisation gives the same quality profile. k-means++ would also cost
+``k`` sequential passes over the sample before the first Lloyd step (256 passes per PQ
+sub-vector), more than the 50 Lloyd iterations that follow; with an empty cluster taking
+half of the largest one (below) random initialisation reaches the same loss in practice.
+The generator is seeded (:data:`SEED`), so the same data trains the same model on every
+machine: a local build and a Spark build of the same data are identical.
+
+Assignment computes ``||x||² - 2 x·c + ||c||²`` with one matrix product per chunk of rows,
+so memory stays at :data:`CHUNK_ELEMENTS` distances whatever the data size.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from lance_format.errors import InvalidInputError
+
+F32 = npt.NDArray[np.float32]
+I32 = npt.NDArray[np.int32]
+Metric = Literal["l2", "cosine", "dot", "hamming"]
+
+#: pylance's defaults (``KMeansParams``): iterations, relative loss change that stops early.
+MAX_ITERS = 50
+TOLERANCE = 1e-4
+#: Training rows per partition pylance samples (``lance.ivf.sample_rate``).
+SAMPLE_RATE = 256
+#: Seed of initialisation, so the same sample trains the same centroids everywhere.
+SEED = 42
+#: Distances held at once by :func:`assign` (rows per chunk = this / k).
+CHUNK_ELEMENTS = 1 << 22
+#: Relative perturbation when an empty cluster takes half of the largest (as upstream: 1/1024).
+_SPLIT_EPS = 1.0 / 1024
+
+
+@dataclass(frozen=True)
+class KMeans:
+    """A trained model: ``centroids`` ``[k, dim]`` float32 and the final assignment's loss."""
+
+    centroids: F32
+    loss: float
+
+
+def normalize(x: npt.NDArray[np.floating]) -> F32:
+    """Rows scaled to unit L2 norm (zero rows stay zero)."""
+    x32 = np.asarray(x, np.float32)
+    norms = np.linalg.norm(x32, axis=1, keepdims=True)
+    out: F32 = np.divide(x32, norms, out=np.zeros_like(x32), where=norms > 0)
+    return out
+
+
+def assign(data: F32, centroids: F32, metric: Metric = "l2") -> tuple[I32, F32]:
+    """The nearest centroid of every row and its distance, chunk by chunk.
+
+    Args:
+        data: ``[n, dim]`` vectors (already normalised for ``cosine``).
+        centroids: ``[k, dim]``.
+        metric: ``l2``/``cosine`` use squared L2, ``dot`` uses ``1 - x·c``.
+
+    Returns:
+        ``(labels int32 [n], distances float32 [n])``.
+    """
+    n, k = data.shape[0], centroids.shape[0]
+    labels = np.empty(n, np.int32)
+    dists = np.empty(n, np.float32)
+    if n == 0:
+        return labels, dists
+    step = max(1, CHUNK_ELEMENTS // max(k, 1))
+    ct = np.ascontiguousarray(centroids.T)
+    c_sq = np.einsum("ij,ij->i", centroids, centroids) if metric != "dot" else None
+    for lo in range(0, n, step):
+        x = data[lo:lo + step]
+        prod = x @ ct
+        if c_sq is None:
+            best = np.argmax(prod, axis=1)
+            dists[lo:lo + step] = 1.0 - prod[np.arange(x.shape[0]), best]
+        else:
+            # ||x||² is the same for every centroid: rank by ||c||² - 2x·c, add it back after
+            prod *= -2.0
+            prod += c_sq
+            best = np.argmin(prod, axis=1)
+            x_sq = np.einsum("ij,ij->i", x, x)
+            dists[lo:lo + step] = np.maximum(prod[np.arange(x.shape[0]), best] + x_sq, 0.0)
+        labels[lo:lo + step] = best
+    return labels, dists
+
+
+def _means(data: F32, labels: I32, k: int) -> tuple[F32, npt.NDArray[np.int64]]:
+    """Per-cluster sums divided by counts (empty clusters get zeros) and the counts."""
+    counts = np.bincount(labels, minlength=k)
+    order = np.argsort(labels, kind="stable")
+    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    sums = np.zeros((k, data.shape[1]), np.float64)
+    nonempty = counts > 0
+    if data.shape[0]:
+        sums[nonempty] = np.add.reduceat(data[order].astype(np.float64), starts[nonempty], axis=0)
+    means = (sums / np.maximum(counts, 1)[:, None]).astype(np.float32)
+    return means, counts
+
+
+def _split_empty(centroids: F32, counts: npt.NDArray[np.int64]) -> None:
+    """Give every empty cluster half of the currently largest one (in place, as upstream)."""
+    counts = counts.copy()
+    sign = np.where(np.arange(centroids.shape[1]) % 2 == 0, 1.0, -1.0).astype(np.float32)
+    for empty in np.flatnonzero(counts == 0):
+        big = int(np.argmax(counts))
+        if counts[big] <= 1:
+            break
+        base = centroids[big].copy()
+        centroids[empty] = base * (1 + sign * _SPLIT_EPS)
+        centroids[big] = base * (1 - sign * _SPLIT_EPS)
+        counts[empty] = counts[big] // 2
+        counts[big] -= counts[empty]
+
+
+def train_kmeans(data: npt.NDArray[np.floating], k: int, *, metric: Metric = "l2", max_iters: int = MAX_ITERS,
+                 tolerance: float = TOLERANCE, seed: int = SEED) -> KMeans:
+    """Train ``k`` centroids on ``data`` with Lloyd iterations.
+
+    Args:
+        data: ``[n, dim]`` training vectors (any float type; rows with NaN/inf must be removed).
+        k: Number of clusters (at most ``n``).
+        metric: ``l2``, ``cosine`` (vectors normalised first) or ``dot`` (unit centroids).
+        max_iters: Iteration limit (pylance's default 50).
+        tolerance: Stop once the loss changes by less than this fraction.
+        seed: Seed of the random initialisation.
+
+    Raises:
+        InvalidInputError: fewer training rows than clusters, or ``k < 1``.
+    """
+    x = np.ascontiguousarray(data, np.float32)
+    if metric == "cosine":
+        x = normalize(x)
+    n = x.shape[0]
+    if k < 1 or n < k:
+        raise InvalidInputError(f"k-means: cannot train {k} clusters from {n} vectors")
+    rng = np.random.default_rng(seed)
+    centroids = x[np.sort(rng.choice(n, k, replace=False))].copy()
+    if metric == "dot":
+        centroids = normalize(centroids)
+    prev = np.inf
+    labels, dists = assign(x, centroids, metric)
+    for _ in range(max(1, max_iters)):
+        centroids, counts = _means(x, labels, k)
+        if (counts == 0).any():
+            _split_empty(centroids, counts)
+        if metric == "dot":
+            centroids = normalize(centroids)
+        labels, dists = assign(x, centroids, metric)
+        loss = float(dists.sum(dtype=np.float64))
+        if np.isfinite(prev) and abs(prev - loss) <= tolerance * max(abs(prev), 1e-30):
+            break
+        prev = loss
+    return KMeans(centroids, float(dists.sum(dtype=np.float64)))
