@@ -1,0 +1,349 @@
+"""BLOOMFILTER scalar index files, written and read as pylance 14.0.2 does.
+
+Layout (``BloomFilterIndexBuilder``, ``rust/lance-index/src/scalar/bloomfilter.rs``; verified on
+files pylance 14.0.2 writes): one file ``bloomfilter.lance`` with a row per zone —
+``fragment_id`` / ``zone_start`` / ``zone_length`` (``uint64``, zones cut as ZONEMAP cuts them,
+:func:`lance_format.index.zonemap.cut_zones`, of ``bloomfilter_item`` rows), ``has_null``
+(bool) and ``bloom_filter_data`` (binary: a split-block bloom filter) — schema metadata
+``bloomfilter_item`` (rows per zone, also the filter's expected item count) and
+``bloomfilter_probability`` (its false-positive rate, Rust's shortest float text), and the null
+rows in global buffer 1 (``null_bitmap``), as ZONEMAP files.
+
+The filter (``rust/lance-index/src/scalar/bloomfilter/sbbf.rs``, Parquet's SBBF): 32-byte
+blocks of eight little-endian ``u32`` words; a value's 64-bit hash is XXH64 (seed 0) of its
+bytes — little-endian for numbers, dates and times (``as_bytes.rs``), UTF-8 for strings —
+the high 32 bits pick the block (``(hash >> 32) * blocks >> 32``) and the low 32 bits set one
+bit per word (``(low * SALT[i]) >> 27``). The block count is the smallest power of two whose
+estimated false-positive rate for ``bloomfilter_item`` values is at most the probability.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lance_format.errors import CorruptFileError, UnsupportedIndexTypeError
+from lance_format.index.predicates import IsNull, Range, ValueQuery
+from lance_format.index.rowset import RowDomain
+from lance_format.index.store import IndexDir
+from lance_format.index.zonemap import (
+    NULL_BITMAP_KEY,
+    check_zones,
+    cut_zones,
+    null_rows_buffer,
+    read_null_rows,
+    sort_by_address,
+    zone_rows,
+)
+from lance_format.table.index_metadata import IndexFile
+
+FILE = "bloomfilter.lance"
+ITEMS_KEY = "bloomfilter_item"
+PROBABILITY_KEY = "bloomfilter_probability"
+#: Upstream's defaults (``LANCE_BLOOMFILTER_DEFAULT_NUMBER_OF_ITEMS`` / ``..._PROBABILITY``).
+DEFAULT_ITEMS = 8192
+DEFAULT_PROBABILITY = 0.00057
+
+U64 = npt.NDArray[np.uint64]
+_SALT = np.array([0x47B6137B, 0x44974D91, 0x8824AD5B, 0xA2B7289D,
+                  0x705495C7, 0x2DF1424B, 0x9EFC4947, 0x5C6BFB31], dtype=np.uint32)
+_MIN_LOG2, _MAX_LOG2 = 5, 27
+
+
+# --- XXH64 (seed 0), vectorised over many inputs ---------------------------------------------
+_P1, _P2, _P3, _P4, _P5 = (np.uint64(0x9E3779B185EBCA87), np.uint64(0xC2B2AE3D27D4EB4F),
+                           np.uint64(0x165667B19E3779F9), np.uint64(0x85EBCA77C2B2AE63),
+                           np.uint64(0x27D4EB2F165667C5))
+
+
+def _rotl(x: U64, r: int) -> U64:
+    return (x << np.uint64(r)) | (x >> np.uint64(64 - r))
+
+
+def _round(acc: U64, lane: U64) -> U64:
+    return _rotl(acc + lane * _P2, 31) * _P1
+
+
+def _merge(h: U64, v: U64) -> U64:
+    return (h ^ _round(np.zeros_like(v), v)) * _P1 + _P4
+
+
+def _xxh64_same_length(rows: npt.NDArray[np.uint8]) -> U64:
+    """XXH64 of each row of a ``(n, length)`` byte matrix."""
+    n, length = rows.shape
+
+    def lanes(a: int, w: int) -> U64:
+        out: U64 = np.ascontiguousarray(rows[:, a:a + w]).view(f"<u{w}").reshape(n)
+        return out
+
+    pos = 0
+    with np.errstate(over="ignore"):
+        if length >= 32:
+            seed = np.zeros(n, np.uint64)
+            v1, v2, v3, v4 = seed + _P1 + _P2, seed + _P2, seed.copy(), seed - _P1
+            while pos + 32 <= length:
+                v1 = _round(v1, lanes(pos, 8))
+                v2 = _round(v2, lanes(pos + 8, 8))
+                v3 = _round(v3, lanes(pos + 16, 8))
+                v4 = _round(v4, lanes(pos + 24, 8))
+                pos += 32
+            h = _rotl(v1, 1) + _rotl(v2, 7) + _rotl(v3, 12) + _rotl(v4, 18)
+            for v in (v1, v2, v3, v4):
+                h = _merge(h, v)
+        else:
+            h = np.full(n, _P5, np.uint64)
+        h = h + np.uint64(length)
+        while pos + 8 <= length:
+            h = _rotl(h ^ _round(np.zeros(n, np.uint64), lanes(pos, 8)), 27) * _P1 + _P4
+            pos += 8
+        if pos + 4 <= length:
+            h = _rotl(h ^ (lanes(pos, 4).astype(np.uint64) * _P1), 23) * _P2 + _P3
+            pos += 4
+        while pos < length:
+            h = _rotl(h ^ (rows[:, pos].astype(np.uint64) * _P5), 11) * _P1
+            pos += 1
+        h ^= h >> np.uint64(33)
+        h *= _P2
+        h ^= h >> np.uint64(29)
+        h *= _P3
+        h ^= h >> np.uint64(32)
+    return h
+
+
+def xxh64(data: npt.NDArray[np.uint8], starts: npt.NDArray[np.int64], lengths: npt.NDArray[np.int64]) -> U64:
+    """XXH64 (seed 0) of ``data[starts[i]:starts[i]+lengths[i]]`` for every ``i``.
+
+    Inputs are hashed a length at a time, each as one byte matrix, so the work is vectorised
+    over rows (texts of a column have few distinct lengths).
+    """
+    out = np.empty(starts.size, np.uint64)
+    if starts.size == 0:
+        return out
+    order = np.argsort(lengths, kind="stable")
+    sl = lengths[order]
+    cuts = np.concatenate(([0], np.flatnonzero(sl[1:] != sl[:-1]) + 1, [sl.size]))
+    for a, b in zip(cuts[:-1].tolist(), cuts[1:].tolist(), strict=True):  # one step per distinct length
+        which = order[a:b]
+        length = int(sl[a])
+        idx = starts[which][:, None] + np.arange(length, dtype=np.int64)[None, :]
+        out[which] = _xxh64_same_length(data[idx] if length else np.empty((b - a, 0), np.uint8))
+    return out
+
+
+def check_type(column: str, typ: pa.DataType) -> None:
+    """Refuse types the upstream builder has no byte form for (booleans, decimals, nested…).
+
+    Raises:
+        UnsupportedIndexTypeError: the column type cannot be hashed as pylance hashes it.
+    """
+    t = pa.types
+    ok = (t.is_integer(typ) or t.is_float32(typ) or t.is_float64(typ) or t.is_string(typ)
+          or t.is_large_string(typ) or t.is_binary(typ) or t.is_large_binary(typ) or t.is_date(typ)
+          or t.is_timestamp(typ) or (t.is_time32(typ) and typ.unit in ("s", "ms"))
+          or (t.is_time64(typ) and typ.unit in ("us", "ns")))
+    if not ok:
+        raise UnsupportedIndexTypeError(f"a BLOOMFILTER index cannot be built on column {column!r} of type {typ}")
+
+
+def hashes(values: pa.Array) -> U64:
+    """XXH64 of each non-null value's bytes, as upstream's ``AsBytes`` lays them out (nulls dropped)."""
+    if values.null_count:
+        values = values.filter(pc.is_valid(values))
+    typ = values.type
+    if pa.types.is_string(typ) or pa.types.is_large_string(typ) or pa.types.is_binary(typ):
+        values = values.cast(pa.large_binary())
+    if pa.types.is_large_binary(values.type):
+        bufs = values.buffers()
+        offsets = np.frombuffer(bufs[1], np.int64, len(values) + 1, values.offset * 8)
+        data = np.frombuffer(bufs[2], np.uint8) if bufs[2] is not None else np.empty(0, np.uint8)
+        return xxh64(data, offsets[:-1], offsets[1:] - offsets[:-1])
+    width = typ.bit_width // 8
+    storage = values.view(pa.int64() if width == 8 else pa.int32() if width == 4 else
+                          pa.int16() if width == 2 else pa.int8()) if not pa.types.is_integer(typ) else values
+    raw = np.ascontiguousarray(storage.to_numpy(zero_copy_only=False)).astype(f"<i{width}", copy=False)
+    data = raw.view(np.uint8)
+    starts = np.arange(len(raw), dtype=np.int64) * width
+    return xxh64(data, starts, np.full(len(raw), width, np.int64))
+
+
+def _fpp(ndv: int, log2_bytes: int) -> float:
+    """Estimated false-positive rate of a filter of ``2**log2_bytes`` bytes holding ``ndv`` values."""
+    nbytes = float(1 << log2_bytes)
+    if ndv == 0:
+        return 0.0
+    if ndv / (nbytes * 8) > 2.0:
+        return 1.0
+    lam = 8 * 32.0 / ((nbytes * 8) / ndv)
+    loglam = math.log(lam)
+    i = np.arange(749, -1, -1, dtype=np.float64)  # summed from the largest term down, as upstream
+    logp = i * loglam - lam - np.array([math.lgamma(k + 1) for k in range(749, -1, -1)])
+    with np.errstate(divide="ignore"):
+        logf = 8.0 * np.log(1.0 - (1.0 - 1.0 / 32.0) ** i)
+    total = 0.0
+    for term in np.exp(logp + logf).tolist():
+        total += term
+    return min(total, 1.0)
+
+
+def filter_bytes(ndv: int, fpp: float) -> int:
+    """Size in bytes of a new filter for ``ndv`` values at false-positive rate ``fpp``."""
+    if not 0.0 <= fpp < 1.0:
+        raise UnsupportedIndexTypeError(f"a BLOOMFILTER probability must be in [0, 1), got {fpp}")
+    low, high = 0, 64
+    while high > low + 1:
+        mid = (high + low) // 2
+        if _fpp(ndv, mid) <= fpp:
+            high = mid
+        else:
+            low = mid
+    return 1 << min(max(high, _MIN_LOG2), _MAX_LOG2)
+
+
+def _block_and_bits(h: U64, blocks: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.uint32]]:
+    block = (((h >> np.uint64(32)) * np.uint64(blocks)) >> np.uint64(32)).astype(np.int64)
+    low = (h & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+    bits = (low[:, None] * _SALT[None, :]) >> np.uint32(27)
+    return block, (np.uint32(1) << bits).astype(np.uint32)
+
+
+def build_filter(h: U64, nbytes: int) -> bytes:
+    """A split-block bloom filter of ``nbytes`` bytes holding hashes ``h``."""
+    blocks = nbytes // 32
+    words = np.zeros((blocks, 8), np.uint32)
+    if h.size:
+        block, masks = _block_and_bits(h, blocks)
+        for i in range(8):  # eight words per block: OR every hash's bit into its block's word i
+            np.bitwise_or.at(words[:, i], block, masks[:, i])
+    return words.astype("<u4").tobytes()
+
+
+def filter_contains(data: bytes, h: U64) -> npt.NDArray[np.bool_]:
+    """Whether each hash may be in the filter ``data``."""
+    blocks = len(data) // 32
+    if blocks == 0:
+        return np.zeros(h.size, bool)
+    words = np.frombuffer(data, "<u4").reshape(blocks, 8)
+    block, masks = _block_and_bits(h, blocks)
+    found: npt.NDArray[np.bool_] = np.all((words[block] & masks) != 0, axis=1)
+    return found
+
+
+def _float_text(p: float) -> str:
+    """Rust's ``f64::to_string``: the shortest round-trip digits, never an exponent."""
+    text = repr(float(p))
+    if "e" in text or "E" in text:
+        text = np.format_float_positional(p, trim="-")
+    return text[:-2] if text.endswith(".0") else text
+
+
+def write_bloomfilter(out: IndexDir, values: pa.Array, addrs: U64, number_of_items: int = DEFAULT_ITEMS,
+                      probability: float = DEFAULT_PROBABILITY) -> tuple[IndexFile, ...]:
+    """Write ``bloomfilter.lance`` from a column's values and their row addresses."""
+    values, addrs = sort_by_address(values, addrs)
+    zones = cut_zones(addrs, int(number_of_items))
+    nbytes = filter_bytes(int(number_of_items), float(probability))
+    valid = pc.is_valid(values).to_numpy(zero_copy_only=False) if values.null_count else np.ones(len(values), bool)
+    all_h = np.zeros(len(values), np.uint64)
+    all_h[valid] = hashes(values)
+    blobs: list[bytes] = []
+    has_null = np.zeros(zones.first.size, bool)
+    for k, (a, b) in enumerate(zip(zones.first.tolist(), zones.stop.tolist(), strict=True)):  # per zone
+        blobs.append(build_filter(all_h[a:b][valid[a:b]], nbytes))
+        has_null[k] = not bool(valid[a:b].all())
+    table = pa.table({"fragment_id": pa.array(zones.fragment_id, pa.uint64()),
+                      "zone_start": pa.array(zones.zone_start, pa.uint64()),
+                      "zone_length": pa.array(zones.zone_length, pa.uint64()),
+                      "has_null": pa.array(has_null, pa.bool_()),
+                      "bloom_filter_data": pa.array(blobs, pa.binary())}, schema=SCHEMA)
+    return write_table(out, table, number_of_items, probability, null_rows_buffer(values, addrs))
+
+
+SCHEMA = pa.schema([pa.field("fragment_id", pa.uint64(), False), pa.field("zone_start", pa.uint64(), False),
+                    pa.field("zone_length", pa.uint64(), False), pa.field("has_null", pa.bool_(), False),
+                    pa.field("bloom_filter_data", pa.binary(), False)])
+
+
+def write_table(out: IndexDir, table: pa.Table, number_of_items: int, probability: float, nulls: bytes
+                ) -> tuple[IndexFile, ...]:
+    """Write ``bloomfilter.lance`` from its rows (the global buffer ``nulls`` as buffer 1)."""
+    meta = {NULL_BITMAP_KEY: "1", PROBABILITY_KEY: _float_text(probability), ITEMS_KEY: str(int(number_of_items))}
+    return (out.write(FILE, table, meta, global_buffers=[nulls]),)
+
+
+class BloomFilterIndex:
+    """An opened BLOOMFILTER segment: every zone's filter in memory.
+
+    Args:
+        index_dir: The segment's directory.
+        domain: Rows the segment may cover (zones past a fragment's rows are refused).
+    """
+
+    def __init__(self, index_dir: IndexDir, domain: RowDomain | None = None):
+        reader = index_dir.reader(FILE)
+        self._where = reader.path
+        names = SCHEMA.names
+        if reader.schema.names[:5] != names:
+            raise CorruptFileError(f"{self._where}: expected columns {names}, found {reader.schema.names}")
+        self.table = reader.read_all(batch_size=1 << 20).to_table()
+        md = reader.schema.metadata or {}
+        try:
+            self.number_of_items = int(md.get(ITEMS_KEY.encode(), DEFAULT_ITEMS))
+            self.probability = float(md.get(PROBABILITY_KEY.encode(), DEFAULT_PROBABILITY))
+        except ValueError as exc:
+            raise CorruptFileError(f"{self._where}: unreadable {ITEMS_KEY} / {PROBABILITY_KEY}") from exc
+        cols = {n: self.table.column(n) for n in names}
+        if any(c.null_count for n, c in cols.items() if n != "bloom_filter_data"):
+            raise CorruptFileError(f"{self._where}: a null zone entry")
+        self.fragment_id = cols["fragment_id"].to_numpy().astype(np.uint64)
+        self.zone_start = cols["zone_start"].to_numpy().astype(np.uint64)
+        self.zone_length = cols["zone_length"].to_numpy().astype(np.uint64)
+        self.has_null = cols["has_null"].to_numpy().astype(bool)
+        self.filters: list[bytes] = [b or b"" for b in cols["bloom_filter_data"].to_pylist()]
+        if any(len(f) % 32 for f in self.filters):
+            raise CorruptFileError(f"{self._where}: a bloom filter whose length is not a multiple of 32")
+        check_zones(self.fragment_id, self.zone_start, self.zone_length, domain, self._where)
+        self._reader = reader
+        self._domain = domain
+
+    @property
+    def path(self) -> str:
+        """URI of ``bloomfilter.lance``."""
+        return self._where
+
+    @property
+    def num_zones(self) -> int:
+        """Zones in the segment."""
+        return len(self.filters)
+
+    def candidate_zones(self, query: ValueQuery) -> npt.NDArray[np.bool_]:
+        """Zones that may hold a row matching ``query`` (``=``, ``IN``, ``IS NULL``)."""
+        if isinstance(query, IsNull):
+            nulls: npt.NDArray[np.bool_] = self.has_null.copy()
+            return nulls
+        if isinstance(query, Range):
+            if query.lo is None or query.hi is None or query.lo != query.hi:
+                return np.ones(len(self.filters), bool)  # not a bloom question: every zone
+            items = [query.lo]
+        else:
+            items = list(query.values)
+        if not items:
+            return np.zeros(len(self.filters), bool)
+        typ = items[0].type
+        probe = pa.array([v.as_py() for v in items], typ)
+        if pa.types.is_floating(typ):  # -0.0 = 0.0 in SQL, but their bytes hash apart
+            probe = pa.concat_arrays([probe, pc.negate(probe)])
+        h = hashes(probe)
+        hit: npt.NDArray[np.bool_] = np.array([bool(filter_contains(f, h).any()) for f in self.filters], bool)
+        return hit
+
+    def search(self, query: ValueQuery) -> U64:
+        """Every row address of the zones that may match ``query`` (sorted, unique)."""
+        return zone_rows(self.fragment_id, self.zone_start, self.zone_length, self.candidate_zones(query))
+
+    def null_rows(self) -> U64 | None:
+        """Rows recorded as null (pylance 14.0.2's global buffer), ``None`` if not recorded."""
+        return read_null_rows(self._reader, self._where, self._domain)

@@ -1,0 +1,291 @@
+"""ZONEMAP scalar index files, written and read as pylance 14.0.2 does.
+
+Layout (``ZoneMapIndexBuilder``, ``rust/lance-index/src/scalar/zonemap.rs``; verified on files
+pylance 14.0.2 writes): one file ``zonemap.lance`` with a row per *zone* — ``min`` / ``max``
+(the column type; null when the zone holds no value), ``null_count`` / ``nan_count``
+(``uint32``), ``fragment_id`` / ``zone_start`` / ``zone_length`` (``uint64``) — and schema
+metadata ``rows_per_zone`` (decimal). A zone is ``rows_per_zone`` consecutive *live* rows of
+one fragment (the last zone of a fragment may be shorter); ``zone_start`` is the row offset
+of its first row and ``zone_length`` the offsets it spans, deleted rows in between included.
+pylance 14.0.2 also records the rows holding null as a ``RowIdTreeMap`` in global buffer 1
+(schema metadata ``null_bitmap`` = ``"1"``); the same applies to BLOOMFILTER files.
+
+The index is inexact: a query returns every row of each zone that may match (the scan
+re-applies the filter to those rows), as upstream's ``SearchResult::AtMost``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lance_format.errors import CorruptFileError, LanceError
+from lance_format.file import LanceFileReader
+from lance_format.index.predicates import In, IsNull, Range, ValueQuery
+from lance_format.index.rowset import RowDomain, decode_row_set, encode_row_set, fragment_of, offset_of
+from lance_format.index.store import IndexDir
+from lance_format.table.index_metadata import IndexFile
+
+FILE = "zonemap.lance"
+ROWS_PER_ZONE_KEY = "rows_per_zone"
+#: Schema metadata naming the global buffer with the null rows (pylance 14.0.2).
+NULL_BITMAP_KEY = "null_bitmap"
+#: ``ROWS_PER_ZONE_DEFAULT`` upstream.
+DEFAULT_ROWS_PER_ZONE = 8192
+
+U64 = npt.NDArray[np.uint64]
+I64 = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True)
+class Zones:
+    """Zone boundaries over rows sorted by address: zone ``k`` is rows ``[first[k], stop[k])``.
+
+    Attributes:
+        first: Index (into the rows) of each zone's first row.
+        stop: One past each zone's last row.
+        fragment_id: Each zone's fragment.
+        zone_start: Row offset of each zone's first row.
+        zone_length: Offsets each zone spans (last offset - first offset + 1).
+    """
+
+    first: I64
+    stop: I64
+    fragment_id: U64
+    zone_start: U64
+    zone_length: U64
+
+
+def cut_zones(addrs: U64, rows_per_zone: int) -> Zones:
+    """Cut rows (sorted by row address) into zones of ``rows_per_zone`` rows of one fragment."""
+    n = addrs.size
+    if n == 0:
+        e = np.empty(0, np.int64)
+        u = np.empty(0, np.uint64)
+        return Zones(e, e, u, u, u)
+    frags = fragment_of(addrs)
+    frag_first = np.concatenate(([0], np.flatnonzero(frags[1:] != frags[:-1]) + 1)).astype(np.int64)
+    # position of each row inside its fragment
+    run = np.repeat(frag_first, np.diff(np.append(frag_first, n)))
+    pos = np.arange(n, dtype=np.int64) - run
+    first = np.flatnonzero(pos % rows_per_zone == 0).astype(np.int64)
+    stop = np.append(first[1:], n).astype(np.int64)
+    offs = offset_of(addrs).astype(np.uint64)
+    start = offs[first]
+    length = offs[stop - 1] - start + np.uint64(1)
+    return Zones(first, stop, frags[first], start, length)
+
+
+def zone_rows(fragment_id: U64, zone_start: U64, zone_length: U64, which: npt.NDArray[np.bool_]) -> U64:
+    """Every row address of the zones picked by ``which`` (sorted when the zones are)."""
+    lens = zone_length[which].astype(np.int64)
+    if lens.size == 0 or int(lens.sum()) == 0:
+        return np.empty(0, np.uint64)
+    base = (fragment_id[which] << np.uint64(32)) + zone_start[which]
+    starts = np.repeat(base, lens)
+    steps = np.arange(int(lens.sum()), dtype=np.uint64) - np.repeat(np.cumsum(lens) - lens, lens).astype(np.uint64)
+    out: U64 = np.unique(starts + steps)
+    return out
+
+
+def null_rows_buffer(values: pa.Array, addrs: U64) -> bytes:
+    """Global buffer 1 of a ZONEMAP / BLOOMFILTER file: the null rows as a ``RowIdTreeMap``."""
+    if values.null_count == 0:
+        return encode_row_set(addrs[:0])
+    return encode_row_set(np.sort(addrs[values.is_null().to_numpy(zero_copy_only=False)]))
+
+
+def _min_max(values: pa.Array) -> tuple[pa.Scalar, pa.Scalar, int]:
+    """Min, max (null when no value) and NaN count; NaN sorts above every number (DataFusion's order)."""
+    nans = 0
+    if pa.types.is_floating(values.type):
+        isnan = pc.fill_null(pc.is_nan(values), False)
+        nans = int(pc.sum(isnan).as_py() or 0)
+    if nans:
+        nan = pa.scalar(float("nan"), values.type)
+        rest = values.filter(pc.invert(isnan))
+        lo = pc.min_max(rest)["min"].cast(values.type) if len(rest) > rest.null_count else nan
+        return lo, nan, nans
+    mm = pc.min_max(values)
+    return mm["min"].cast(values.type), mm["max"].cast(values.type), nans
+
+
+def zone_stats(values: pa.Array, zones: Zones) -> pa.Table:
+    """The rows of ``zonemap.lance`` for ``values`` (aligned with the rows ``zones`` cut)."""
+    typ = values.type
+    mins: list[pa.Scalar] = []
+    maxs: list[pa.Scalar] = []
+    nulls = np.zeros(zones.first.size, np.uint32)
+    nans = np.zeros(zones.first.size, np.uint32)
+    for k, (a, b) in enumerate(zip(zones.first.tolist(), zones.stop.tolist(), strict=True)):  # one step per zone
+        part = values.slice(a, b - a)
+        lo, hi, nan = _min_max(part)
+        mins.append(lo)
+        maxs.append(hi)
+        nulls[k] = part.null_count
+        nans[k] = nan
+    return pa.table({
+        "min": pa.array([m.as_py() for m in mins], typ), "max": pa.array([m.as_py() for m in maxs], typ),
+        "null_count": pa.array(nulls, pa.uint32()), "nan_count": pa.array(nans, pa.uint32()),
+        "fragment_id": pa.array(zones.fragment_id, pa.uint64()),
+        "zone_start": pa.array(zones.zone_start, pa.uint64()),
+        "zone_length": pa.array(zones.zone_length, pa.uint64())}, schema=schema(typ))
+
+
+def schema(typ: pa.DataType) -> pa.Schema:
+    """``zonemap.lance``'s columns for a column of type ``typ``."""
+    u32, u64 = pa.uint32(), pa.uint64()
+    return pa.schema([pa.field("min", typ), pa.field("max", typ), pa.field("null_count", u32, False),
+                      pa.field("nan_count", u32, False), pa.field("fragment_id", u64, False),
+                      pa.field("zone_start", u64, False), pa.field("zone_length", u64, False)])
+
+
+def sort_by_address(values: pa.Array, addrs: U64) -> tuple[pa.Array, U64]:
+    """Rows in address order (a build reads them so; tasks may come back in any order)."""
+    if addrs.size > 1 and not bool(np.all(addrs[1:] > addrs[:-1])):
+        order = np.argsort(addrs, kind="stable")
+        return values.take(pa.array(order)), addrs[order]
+    return values, addrs
+
+
+def write_zonemap(out: IndexDir, values: pa.Array, addrs: U64, rows_per_zone: int = DEFAULT_ROWS_PER_ZONE
+                  ) -> tuple[IndexFile, ...]:
+    """Write ``zonemap.lance`` from a column's values and their row addresses."""
+    values, addrs = sort_by_address(values, addrs)
+    table = zone_stats(values, cut_zones(addrs, rows_per_zone))
+    return write_table(out, table, rows_per_zone, null_rows_buffer(values, addrs))
+
+
+def write_table(out: IndexDir, table: pa.Table, rows_per_zone: int, nulls: bytes) -> tuple[IndexFile, ...]:
+    """Write ``zonemap.lance`` from its rows (the global buffer ``nulls`` as buffer 1)."""
+    meta = {NULL_BITMAP_KEY: "1", ROWS_PER_ZONE_KEY: str(int(rows_per_zone))}
+    return (out.write(FILE, table, meta, global_buffers=[nulls]),)
+
+
+def read_null_rows(reader: LanceFileReader, where: str, domain: RowDomain | None) -> U64 | None:
+    """The null rows a ZONEMAP / BLOOMFILTER file records (``None`` when it records none)."""
+    md = reader.schema.metadata or {}
+    raw = md.get(NULL_BITMAP_KEY.encode())
+    if raw is None:
+        return None
+    try:
+        data = reader.read_global_buffer(int(raw))
+    except (ValueError, LanceError) as exc:
+        raise CorruptFileError(f"{where}: bad {NULL_BITMAP_KEY} global buffer {raw!r}: {exc}") from exc
+    rows = domain.fragment_rows if domain is not None else (lambda _f: None)
+    return decode_row_set(data, rows, where=f"{where} null rows", domain=domain)
+
+
+class ZoneMapIndex:
+    """An opened ZONEMAP segment: every zone in memory.
+
+    Args:
+        index_dir: The segment's directory.
+        domain: Rows the segment may cover (zones outside it are refused), unchecked when ``None``.
+    """
+
+    def __init__(self, index_dir: IndexDir, domain: RowDomain | None = None):
+        reader = index_dir.reader(FILE)
+        self._where = reader.path
+        names = ["min", "max", "null_count", "nan_count", "fragment_id", "zone_start", "zone_length"]
+        if reader.schema.names[:7] != names:
+            raise CorruptFileError(f"{self._where}: expected columns {names}, found {reader.schema.names}")
+        table = reader.read_all(batch_size=1 << 20).to_table()
+        self.table = table
+        md = reader.schema.metadata or {}
+        try:
+            self.rows_per_zone = int(md.get(ROWS_PER_ZONE_KEY.encode(), DEFAULT_ROWS_PER_ZONE))
+        except ValueError as exc:
+            raise CorruptFileError(f"{self._where}: bad {ROWS_PER_ZONE_KEY} {md[ROWS_PER_ZONE_KEY.encode()]!r}") from exc
+        self.min = table.column("min").combine_chunks()
+        self.max = table.column("max").combine_chunks()
+        self.null_count = _u(table, "null_count", self._where)
+        self.nan_count = _u(table, "nan_count", self._where)
+        self.fragment_id = _u(table, "fragment_id", self._where).astype(np.uint64)
+        self.zone_start = _u(table, "zone_start", self._where).astype(np.uint64)
+        self.zone_length = _u(table, "zone_length", self._where).astype(np.uint64)
+        check_zones(self.fragment_id, self.zone_start, self.zone_length, domain, self._where)
+        self._nulls = reader
+        self._domain = domain
+
+    @property
+    def path(self) -> str:
+        """URI of ``zonemap.lance``."""
+        return self._where
+
+    @property
+    def num_zones(self) -> int:
+        """Zones in the segment."""
+        return len(self.table)
+
+    def candidate_zones(self, query: ValueQuery) -> npt.NDArray[np.bool_]:
+        """Zones that may hold a row matching ``query`` (a superset, as upstream's zone test)."""
+        if isinstance(query, IsNull):
+            return self.null_count > 0
+        floating = pa.types.is_floating(self.min.type)
+        has_value = pc.is_valid(self.min).to_numpy(zero_copy_only=False)
+        if isinstance(query, In):
+            hit = np.zeros(len(self.min), bool)
+            for v in query.values:
+                hit |= self._in_range(Range(v, True, v, True), has_value)
+        else:
+            hit = self._in_range(query, has_value)
+        if floating:  # NaN sorts above every number: a zone with NaN may match any comparison
+            hit |= self.nan_count > 0
+        return hit
+
+    def _in_range(self, q: Range, has_value: npt.NDArray[np.bool_]) -> npt.NDArray[np.bool_]:
+        ok = has_value.copy()
+        if q.lo is not None:
+            cmp = pc.greater_equal if q.lo_inclusive else pc.greater
+            ok &= _mask(cmp(self.max, q.lo.cast(self.max.type)))
+        if q.hi is not None:
+            cmp = pc.less_equal if q.hi_inclusive else pc.less
+            ok &= _mask(cmp(self.min, q.hi.cast(self.min.type)))
+        return ok
+
+    def search(self, query: ValueQuery) -> U64:
+        """Every row address of the zones that may match ``query`` (sorted, unique)."""
+        return zone_rows(self.fragment_id, self.zone_start, self.zone_length, self.candidate_zones(query))
+
+    def null_rows(self) -> U64 | None:
+        """Rows recorded as null (pylance 14.0.2's global buffer), ``None`` if not recorded."""
+        return read_null_rows(self._nulls, self._where, self._domain)
+
+
+def _mask(mask: pa.Array) -> npt.NDArray[np.bool_]:
+    # A zone whose max is NaN compares false here; it holds NaN, which makes it a candidate anyway.
+    out: npt.NDArray[np.bool_] = pc.fill_null(mask, False).to_numpy(zero_copy_only=False)
+    return out
+
+
+def _u(table: pa.Table, name: str, where: str) -> npt.NDArray[np.uint64]:
+    col = table.column(name)
+    if col.null_count:
+        raise CorruptFileError(f"{where}: a null in column {name}")
+    out: npt.NDArray[np.uint64] = col.to_numpy().astype(np.uint64)
+    return out
+
+
+def check_zones(fragment_id: U64, zone_start: U64, zone_length: U64, domain: RowDomain | None, where: str) -> None:
+    """Refuse zones reaching past the rows of a fragment the segment covers.
+
+    Raises:
+        CorruptFileError: a zone names rows its fragment does not have.
+    """
+    if domain is None or fragment_id.size == 0:
+        return
+    for frag in np.unique(fragment_id).tolist():
+        if domain.fragments is not None and frag not in domain.fragments:
+            continue  # pylance keeps zones of fragments a compaction removed; they answer no row
+        rows = domain.fragment_rows(int(frag))
+        if rows is None:
+            continue
+        mine = fragment_id == frag
+        end = int((zone_start[mine] + zone_length[mine]).max())
+        if end > rows:
+            raise CorruptFileError(f"{where}: a zone of fragment {frag} ends at row {end}, past its {rows} rows")
