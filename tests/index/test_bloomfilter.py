@@ -5,7 +5,6 @@ every matching row."""
 from __future__ import annotations
 
 import datetime
-from collections.abc import Callable
 
 import lance
 import numpy as np
