@@ -1,0 +1,363 @@
+"""The two files of a vector segment, ``index.idx`` and ``auxiliary.idx``, read and written.
+
+pylance 14.0.2's v3 layout (``docs/formats/vector-indices.md`` §3-6; upstream
+``rust/lance-index/src/vector/v3/``, ``ivf/storage.rs``, ``pq/storage.rs``, ``sq/storage.rs``,
+``hnsw/``): both files carry an ``IVF`` protobuf in the global buffer named by the schema
+metadata key ``lance:ivf``. ``index.idx`` holds the centroids (and, for HNSW kinds, the graph
+rows of each partition); ``auxiliary.idx`` holds the quantized storage, one row per indexed
+vector with its ``_rowid``, grouped by partition and sorted by row id inside each.
+
+:func:`read_segment` turns the files into an :class:`IvfSegment` of plain numpy arrays
+(PQ codes untransposed and unpacked, one row per vector); :func:`write_ivf_files` writes
+such a segment back in pylance's layout, so a build, remap or optimize only produces arrays.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Literal, Union
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+
+from lance_format.errors import CorruptFileError, NotSupportedError
+from lance_format.index.codec.vector import (
+    IvfModel,
+    Tensor,
+    decode_ivf,
+    decode_tensor,
+    encode_ivf,
+    encode_tensor,
+)
+from lance_format.index.store import IndexDir
+from lance_format.index.vector.distance import Metric, metric_name
+from lance_format.table.index_metadata import IndexFile
+
+INDEX_FILE = "index.idx"
+AUX_FILE = "auxiliary.idx"
+ROW_ID = "_rowid"
+#: pylance 14.0.2 writes vector index files as Lance 2.2 files on every dataset.
+VECTOR_FILE_VERSION = "2.2"
+U64 = npt.NDArray[np.uint64]
+U8 = npt.NDArray[np.uint8]
+IndexType = Literal["IVF_FLAT", "IVF_PQ", "IVF_SQ", "IVF_RQ", "IVF_HNSW_FLAT", "IVF_HNSW_PQ", "IVF_HNSW_SQ"]
+
+
+def _compact(obj: Any) -> str:
+    return json.dumps(obj, separators=(",", ":"))
+
+
+@dataclass(frozen=True)
+class FlatStorage:
+    """Raw vectors (``flat`` column); L2-normalized for cosine indices."""
+
+    vectors: npt.NDArray[Any]  # [n, dim], the column's element type
+
+
+@dataclass(frozen=True)
+class PQStorage:
+    """Product-quantized codes (``__pq_code``) and their codebook.
+
+    Attributes:
+        codebook: ``[num_sub_vectors, 2**nbits, dim // num_sub_vectors]`` codewords.
+        codes: ``[n, num_sub_vectors]`` codeword index per vector and sub-vector (unpacked).
+        nbits: 8 or 4 bits per code.
+    """
+
+    codebook: npt.NDArray[Any]
+    codes: U8
+    nbits: int = 8
+
+    @property
+    def num_sub_vectors(self) -> int:
+        """Sub-vectors per vector."""
+        return int(self.codebook.shape[0])
+
+    @property
+    def dimension(self) -> int:
+        """Vector dimension."""
+        return int(self.codebook.shape[0] * self.codebook.shape[2])
+
+
+@dataclass(frozen=True)
+class SQStorage:
+    """Scalar-quantized codes (``__sq_code``): ``floor((x - start) / (end - start) * 255)`` per element."""
+
+    codes: U8  # [n, dim]
+    start: float
+    end: float
+    num_bits: int = 8
+
+
+@dataclass(frozen=True)
+class RQStorage:
+    """RaBitQ storage, kept as pylance wrote it (columns after ``_rowid`` and the metadata JSON).
+
+    Searching it needs the packed code layout and factor formulas, which are not implemented.
+    """
+
+    columns: pa.Table
+    metadata: dict[str, Any]
+
+
+Storage = Union[FlatStorage, PQStorage, SQStorage, RQStorage]
+
+
+@dataclass(frozen=True)
+class HnswGraph:
+    """The HNSW rows of ``index.idx``: per partition, its levels (§5.2).
+
+    Attributes:
+        table: ``__vector_id`` (uint32), ``__neighbors`` (list<uint32>), ``_distance``
+            (list<float32>) rows of every partition, partition after partition.
+        lengths: Graph rows of each partition.
+        partitions: Per partition, ``{"entry_point", "params", "level_offsets"}`` as in ``lance:hnsw``.
+    """
+
+    table: pa.Table
+    lengths: npt.NDArray[np.uint32]
+    partitions: tuple[dict[str, Any], ...]
+
+
+@dataclass(frozen=True)
+class IvfSegment:
+    """One vector segment in memory.
+
+    Attributes:
+        index_type: ``IVF_PQ``, ``IVF_HNSW_SQ``…
+        metric: The segment's distance type.
+        centroids: ``[num_partitions, dim]`` IVF centroids.
+        lengths: Vectors of each partition (rows of ``auxiliary.idx``).
+        row_ids: ``_rowid`` of each vector, partition after partition.
+        storage: The vectors' storage (same row order as ``row_ids``).
+        loss: k-means loss recorded in ``index.idx`` (``None``: not recorded).
+        hnsw: The graph of ``IVF_HNSW_*`` kinds.
+    """
+
+    index_type: str
+    metric: Metric
+    centroids: npt.NDArray[Any]
+    lengths: npt.NDArray[np.uint32]
+    row_ids: U64
+    storage: Storage
+    loss: float | None = None
+    hnsw: HnswGraph | None = None
+
+    @property
+    def offsets(self) -> npt.NDArray[np.uint64]:
+        """First row of each partition."""
+        return np.concatenate([[0], np.cumsum(self.lengths, dtype=np.uint64)[:-1]]).astype(np.uint64)
+
+    @property
+    def num_partitions(self) -> int:
+        """Partitions of the IVF model."""
+        return int(self.centroids.shape[0])
+
+    def partition_rows(self, p: int) -> slice:
+        """Rows of partition ``p`` in ``row_ids`` and the storage arrays."""
+        start = int(self.offsets[p])
+        return slice(start, start + int(self.lengths[p]))
+
+
+# -- reading -------------------------------------------------------------------------------------
+
+def _ivf_of(reader: Any, where: str) -> IvfModel:
+    meta = reader.schema.metadata or {}
+    pos = meta.get(b"lance:ivf")
+    if pos is None:
+        raise CorruptFileError(f"{where}: no lance:ivf schema metadata")
+    try:
+        return decode_ivf(reader.read_global_buffer(int(pos)), f"{where}: IVF")
+    except ValueError as exc:
+        raise CorruptFileError(f"{where}: bad lance:ivf {pos!r}: {exc}") from exc
+
+
+def _json_meta(meta: dict[bytes, bytes], key: bytes, where: str) -> Any:
+    raw = meta.get(key)
+    if raw is None:
+        raise CorruptFileError(f"{where}: no {key.decode()} schema metadata")
+    try:
+        return json.loads(raw)
+    except ValueError as exc:
+        raise CorruptFileError(f"{where}: {key.decode()} is not JSON: {exc}") from exc
+
+
+def _fsl_matrix(col: pa.ChunkedArray | pa.Array, where: str) -> npt.NDArray[Any]:
+    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    width = arr.type.list_size
+    values = arr.flatten().to_numpy(zero_copy_only=False)
+    if values.size != len(arr) * width:
+        raise CorruptFileError(f"{where}: null vectors in index storage")
+    out: npt.NDArray[Any] = values.reshape(len(arr), width)
+    return out
+
+
+def _untranspose(raw: U8, lengths: npt.NDArray[np.uint32], width: int) -> U8:
+    """Per partition, the stored bytes are the transpose of its ``n × width`` code matrix."""
+    out = np.empty_like(raw)
+    flat, start = raw.reshape(-1), 0
+    for n in lengths.tolist():
+        block = flat[start * width:(start + n) * width]
+        out[start:start + n] = block.reshape(width, n).T
+        start += n
+    return out
+
+
+def _transpose(codes: U8, lengths: npt.NDArray[np.uint32]) -> U8:
+    width = codes.shape[1]
+    out = np.empty(codes.size, dtype=np.uint8)
+    start = 0
+    for n in lengths.tolist():
+        out[start * width:(start + n) * width] = codes[start:start + n].T.reshape(-1)
+        start += n
+    return out.reshape(codes.shape)
+
+
+def _storage(table: pa.Table, meta: dict[bytes, bytes], lengths: npt.NDArray[np.uint32], reader: Any,
+             where: str) -> Storage:
+    names = table.schema.names
+    sm = _json_meta(meta, b"storage_metadata", where)
+    info = json.loads(sm[0]) if isinstance(sm, list) and sm else {}
+    if "flat" in names:
+        return FlatStorage(_fsl_matrix(table.column("flat"), where))
+    if "__sq_code" in names:
+        bounds = info.get("bounds") or {}
+        return SQStorage(_fsl_matrix(table.column("__sq_code"), where).astype(np.uint8),
+                         float(bounds.get("start", 0.0)), float(bounds.get("end", 0.0)), int(info.get("num_bits", 8)))
+    if "__pq_code" in names:
+        nbits, m, dim = int(info["nbits"]), int(info["num_sub_vectors"]), int(info["dimension"])
+        tensor = decode_tensor(reader.read_global_buffer(int(info["codebook_position"])), f"{where}: PQ codebook")
+        codebook = tensor.to_numpy().reshape(m, 1 << nbits, dim // m)
+        raw = _fsl_matrix(table.column("__pq_code"), where).astype(np.uint8)
+        if info.get("transposed", False):
+            raw = _untranspose(raw, lengths, raw.shape[1])
+        if nbits == 4:
+            codes = np.empty((raw.shape[0], raw.shape[1] * 2), dtype=np.uint8)
+            codes[:, 0::2], codes[:, 1::2] = raw & 0x0F, raw >> 4
+            raw = codes[:, :m]
+        elif nbits != 8:
+            raise NotSupportedError(f"{where}: PQ with {nbits} bits per code is not supported")
+        return PQStorage(codebook, raw, nbits)
+    if "_rabit_codes" in names:
+        return RQStorage(table.drop_columns([ROW_ID]), info)
+    raise NotSupportedError(f"{where}: unknown vector storage columns {names}")
+
+
+def _hnsw(reader: Any, ivf: IvfModel, meta: dict[bytes, bytes], where: str) -> HnswGraph:
+    parts = tuple(json.loads(p) for p in _json_meta(meta, b"lance:hnsw", where))
+    return HnswGraph(reader.read_all().to_table(), ivf.lengths.astype(np.uint32), parts)
+
+
+def read_segment(src: IndexDir) -> IvfSegment:
+    """Read both files of a vector segment.
+
+    Raises:
+        CorruptFileError: missing or inconsistent metadata, buffers or columns.
+        NotSupportedError: a storage or layout this reader does not know.
+    """
+    idx = src.reader(INDEX_FILE)
+    aux = src.reader(AUX_FILE)
+    where_i, where_a = idx.path, aux.path
+    imeta = dict(idx.schema.metadata or {})
+    ameta = dict(aux.schema.metadata or {})
+    kind = _json_meta(imeta, b"lance:index", where_i)
+    index_type = str(kind.get("type", ""))
+    metric = metric_name(str(kind.get("distance_type", ameta.get(b"distance_type", b"l2").decode())))
+    ivf_i, ivf_a = _ivf_of(idx, where_i), _ivf_of(aux, where_a)
+    centroids = ivf_i.centroid_array()
+    if centroids is None:  # a merged segment also keeps them in the aux file (§11)
+        centroids = ivf_a.centroid_array()
+    if centroids is None:
+        raise CorruptFileError(f"{where_i}: the IVF model has no centroids")
+    lengths = ivf_a.lengths.astype(np.uint32)
+    if lengths.size != centroids.shape[0] or int(lengths.sum()) != aux.num_rows:
+        raise CorruptFileError(f"{where_a}: partition lengths {lengths.tolist()[:8]}… do not match "
+                               f"{centroids.shape[0]} centroids and {aux.num_rows} rows")
+    table = aux.read_all().to_table()
+    row_ids = table.column(ROW_ID).to_numpy().astype(np.uint64)
+    storage = _storage(table, ameta, lengths, aux, where_a)
+    hnsw = _hnsw(idx, ivf_i, imeta, where_i) if b"lance:hnsw" in imeta else None
+    return IvfSegment(index_type, metric, centroids, lengths, row_ids, storage, ivf_i.loss, hnsw)
+
+
+# -- writing -------------------------------------------------------------------------------------
+
+def _fsl(matrix: npt.NDArray[Any], typ: pa.DataType) -> pa.FixedSizeListArray:
+    n, width = matrix.shape
+    return pa.FixedSizeListArray.from_arrays(pa.array(np.ascontiguousarray(matrix).reshape(-1), type=typ), width)
+
+
+def _aux_table(seg: IvfSegment) -> tuple[pa.Table, dict[str, Any], list[bytes]]:
+    """The storage columns, the ``storage_metadata`` object and extra global buffers (after the IVF)."""
+    st = seg.storage
+    rid = pa.field(ROW_ID, pa.uint64(), nullable=True)
+    ids = pa.array(seg.row_ids, pa.uint64())
+    if isinstance(st, FlatStorage):
+        typ = pa.from_numpy_dtype(st.vectors.dtype)
+        f = pa.field("flat", pa.list_(typ, st.vectors.shape[1]), nullable=st.vectors.dtype == np.uint8)
+        return (pa.Table.from_arrays([ids, _fsl(st.vectors, typ)], schema=pa.schema([rid, f])),
+                {"dim": int(st.vectors.shape[1])}, [])
+    if isinstance(st, SQStorage):
+        f = pa.field("__sq_code", pa.list_(pa.uint8(), st.codes.shape[1]), nullable=True)
+        info = {"dim": int(st.codes.shape[1]), "num_bits": st.num_bits, "bounds": {"start": st.start, "end": st.end}}
+        return pa.Table.from_arrays([ids, _fsl(st.codes, pa.uint8())], schema=pa.schema([rid, f])), info, []
+    if isinstance(st, PQStorage):
+        codes = st.codes.astype(np.uint8)
+        if st.nbits == 4:
+            padded = np.zeros((codes.shape[0], codes.shape[1] + codes.shape[1] % 2), np.uint8)
+            padded[:, :codes.shape[1]] = codes
+            codes = ((padded[:, 0::2] & 0x0F) | (padded[:, 1::2] << 4)).astype(np.uint8)
+        codes = _transpose(codes, seg.lengths)
+        f = pa.field("__pq_code", pa.list_(pa.uint8(), codes.shape[1]), nullable=True)
+        # The codebook tensor says [2**nbits, dim] but its data is sub-vector-major (§6.2).
+        cb = Tensor.from_numpy(np.ascontiguousarray(st.codebook))
+        cb = Tensor(cb.data_type, (st.codebook.shape[1], st.dimension), cb.data)
+        info = {"codebook_position": 2, "nbits": st.nbits, "num_sub_vectors": st.num_sub_vectors,
+                "dimension": st.dimension, "codebook_tensor": [], "transposed": True}
+        return (pa.Table.from_arrays([ids, _fsl(codes, pa.uint8())], schema=pa.schema([rid, f])), info,
+                [encode_tensor(cb)])
+    cols = [ids, *st.columns.columns]
+    schema = pa.schema([rid, *st.columns.schema])
+    return pa.Table.from_arrays(cols, schema=schema), dict(st.metadata), []
+
+
+def write_ivf_files(out: IndexDir, seg: IvfSegment) -> tuple[IndexFile, IndexFile]:
+    """Write ``seg`` as pylance 14.0.2 does; returns the manifest's file entries (aux first).
+
+    The caller gives rows grouped by partition (``seg.lengths``) and sorted by row id inside
+    each partition, cosine FLAT vectors normalized, PQ codes one row per vector. Both files are
+    Lance 2.2 files whatever the dataset's storage version (§1).
+    """
+    if out.version != VECTOR_FILE_VERSION:
+        sub = IndexDir(out.store, out.uuid, VECTOR_FILE_VERSION)
+        try:
+            return write_ivf_files(sub, seg)
+        finally:
+            out.written.extend(sub.written)
+    nparts = seg.num_partitions
+    if seg.lengths.size != nparts or int(seg.lengths.sum()) != seg.row_ids.size:
+        raise ValueError(f"{seg.lengths.size} partition lengths summing to {int(seg.lengths.sum())} "
+                         f"for {nparts} centroids and {seg.row_ids.size} rows")
+    table, info, extra = _aux_table(seg)
+    aux_ivf = encode_ivf(IvfModel(seg.offsets, seg.lengths.astype(np.uint32)))
+    aux = out.write(AUX_FILE, table, {"distance_type": seg.metric, "lance:ivf": "1",
+                                      "storage_metadata": _compact([_compact(info)])},
+                    [aux_ivf, *extra])
+    kind = _compact({"type": seg.index_type, "distance_type": seg.metric})
+    centroids = Tensor.from_numpy(np.asarray(seg.centroids))
+    if seg.hnsw is None:
+        zeros = np.zeros(nparts, np.uint64)
+        ivf = IvfModel(zeros, zeros.astype(np.uint32), centroids, seg.loss)
+        marker = pa.schema([pa.field("__flat_marker", pa.uint64(), nullable=False)])
+        meta = {"lance:index": kind, "lance:ivf": "1", "lance:flat": _compact([""] * nparts)}
+        graph = marker.empty_table()
+    else:
+        g = seg.hnsw
+        goff = np.concatenate([[0], np.cumsum(g.lengths, dtype=np.uint64)[:-1]]).astype(np.uint64)
+        ivf = IvfModel(goff, g.lengths.astype(np.uint32), centroids, seg.loss)
+        meta = {"lance:index": kind, "lance:ivf": "1", "lance:hnsw": _compact([_compact(p) for p in g.partitions])}
+        graph = g.table
+    index = out.write(INDEX_FILE, graph, meta, [encode_ivf(ivf)])
+    return aux, index

@@ -1,0 +1,181 @@
+"""Approximate nearest-neighbour search inside one IVF segment.
+
+Partitions are ranked by the distance from the query to their centroids and probed in that
+order; each probed partition's vectors are scored from their storage, in the units pylance
+reports before any refine (``docs/formats/vector-indices.md`` §7.2, §8):
+
+* FLAT: the exact distance (cosine vectors are stored normalized, so ``1 - q̂·x``);
+* PQ: asymmetric distance with one lookup table per partition (``rust/lance-index/src/vector/pq/
+  distance.rs``): squared l2 between the residual query and each codeword, summed over the
+  codes; dot sums ``1 - q_s·c`` and subtracts ``m - 1``; cosine is l2 on the normalized query;
+* SQ: for l2 and cosine the query is quantized with the segment's bounds and compared code to
+  code, scaled back by ``(end - start)² / 255²`` (``rust/lance-index/src/vector/sq/storage.rs``);
+  dot is ``1 - q·x̂`` on the dequantized vectors.
+
+HNSW kinds (``IVF_HNSW_*``) are scored the same way: every vector of a probed partition is
+scored instead of walking the graph from its entry point. That is exhaustive within the probed
+partitions, so recall is equal to or better than pylance's graph walk for the same ``nprobes``;
+``ef`` therefore has no effect here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from lance_format.errors import NotSupportedError
+from lance_format.index.vector.distance import F32, Metric, centroid_distances, distances, normalize
+from lance_format.index.vector.layout import FlatStorage, IvfSegment, PQStorage, RQStorage, SQStorage
+
+U64 = npt.NDArray[np.uint64]
+BoolMask = npt.NDArray[np.bool_]
+#: ``allowed(rows)``: which of the segment's rows (positions into ``row_ids``) may be returned.
+Allowed = Callable[[npt.NDArray[np.int64]], BoolMask]
+#: pylance's default ``search_effort``: the first round probes ``min * (P / min) ** 0.5`` partitions.
+SEARCH_EFFORT = 0.5
+
+
+@dataclass(frozen=True)
+class Probe:
+    """How many partitions to probe: at least ``minimum``, more (up to ``maximum``) while fewer
+    than ``k`` candidates were found (pylance's ``minimum_nprobes`` / ``maximum_nprobes``)."""
+
+    minimum: int = 1
+    maximum: int | None = None
+    #: Probe exactly ``minimum`` first (``nprobes=`` given), else start from the search effort.
+    exact: bool = False
+
+
+def first_round(probe: Probe, num_partitions: int) -> int:
+    """Partitions probed before checking whether enough candidates were found."""
+    top = num_partitions if probe.maximum is None else min(probe.maximum, num_partitions)
+    low = max(1, min(probe.minimum, top))
+    if probe.exact or top <= low:
+        return low
+    return min(top, max(low, int(round(low * (top / low) ** SEARCH_EFFORT))))
+
+
+def rank_partitions(seg: IvfSegment, q: npt.NDArray[np.generic]) -> npt.NDArray[np.int64]:
+    """Partitions in probe order (nearest centroid first, ties by partition id)."""
+    d = centroid_distances(seg.metric, seg.centroids, q)
+    return np.lexsort((np.arange(d.size), np.nan_to_num(d, nan=np.inf))).astype(np.int64)
+
+
+def _score_pq(seg: IvfSegment, st: PQStorage, q: npt.NDArray[np.floating], parts: npt.NDArray[np.int64],
+              rows: list[npt.NDArray[np.int64]]) -> F32:
+    m, k, sd = st.codebook.shape
+    cb = st.codebook.astype(np.float32)
+    out = []
+    sub_idx = np.arange(m)
+    for p, r in zip(parts.tolist(), rows, strict=True):
+        codes = st.codes[r]
+        if seg.metric == "dot":
+            table = 1 - np.einsum("sd,skd->sk", q.reshape(m, sd), cb)
+            out.append(table[sub_idx, codes].sum(axis=1) - (m - 1))
+            continue
+        resid = (q - seg.centroids[p].astype(np.float32)).reshape(m, 1, sd)
+        diff = cb - resid
+        table = np.einsum("skd,skd->sk", diff, diff)
+        out.append(table[sub_idx, codes].sum(axis=1))
+    return np.concatenate(out).astype(np.float32) if out else np.empty(0, np.float32)
+
+
+def _score_sq(seg: IvfSegment, st: SQStorage, q: npt.NDArray[np.floating], rows: npt.NDArray[np.int64]) -> F32:
+    span = st.end - st.start
+    if seg.metric == "dot":
+        # 14.0.2 scores dot on the dequantized vectors, ``start + code * span / 255`` (observed on
+        # its ``_distance``), not code to code as the l2 path does.
+        xh = (st.start + st.codes[rows].astype(np.float64) * (span / 255.0)).astype(np.float32)
+        return distances("dot", xh, q)
+    if span == 0:
+        qc = np.zeros(q.size, np.int64)
+    else:  # Rust's saturating `as u8`: NaN -> 0, out of range clamped
+        qc = np.clip(np.nan_to_num((q.astype(np.float64) - st.start) * 255.0 / span, nan=0.0), 0, 255)
+        qc = qc.astype(np.int64)
+    diff = st.codes[rows].astype(np.int64) - qc[None, :]
+    raw = np.einsum("ij,ij->i", diff, diff).astype(np.float32)
+    out: F32 = (raw * np.float32(span) ** 2 / np.float32(255.0 ** 2)).astype(np.float32)
+    return out
+
+
+def score_rows(seg: IvfSegment, q: npt.NDArray[np.generic], parts: npt.NDArray[np.int64],
+               rows: list[npt.NDArray[np.int64]]) -> F32:
+    """Distances from ``q`` to the segment rows ``rows[i]`` of partitions ``parts[i]``.
+
+    Raises:
+        NotSupportedError: IVF_RQ (RaBitQ) storage.
+    """
+    st = seg.storage
+    metric: Metric = seg.metric
+    flat_rows = np.concatenate(rows) if rows else np.empty(0, np.int64)
+    qf: npt.NDArray[np.floating] = np.asarray(q, dtype=np.float32)
+    if metric == "cosine":
+        qf = normalize(qf[None, :])[0]
+    if isinstance(st, FlatStorage):
+        if metric == "cosine":  # stored normalized: 1 - cos is 1 - q̂·x
+            return distances("dot", st.vectors[flat_rows], qf)
+        return distances(metric, st.vectors[flat_rows], q if metric == "hamming" else qf)
+    if isinstance(st, PQStorage):
+        return _score_pq(seg, st, qf, parts, rows)
+    if isinstance(st, SQStorage):
+        return _score_sq(seg, st, qf, flat_rows)
+    assert isinstance(st, RQStorage)
+    raise NotSupportedError(f"searching {seg.index_type} (RaBitQ) indices is not supported: the packed code "
+                            "layout and its distance estimate are not implemented; pass use_index=False")
+
+
+def top_k(dist: F32, ids: U64, k: int) -> npt.NDArray[np.int64]:
+    """Positions of the ``k`` smallest distances, sorted by (distance, id); NaN distances dropped."""
+    ok = np.flatnonzero(~np.isnan(dist))
+    if ok.size > k:
+        # Everything strictly below the k-th value, plus ties at it (ordered by id below).
+        kth = np.partition(dist[ok], k - 1)[k - 1]
+        ok = ok[dist[ok] <= kth]
+    order = np.lexsort((ids[ok], dist[ok]))
+    return ok[order[:k]]
+
+
+def search_segment(seg: IvfSegment, q: npt.NDArray[np.generic], k: int, probe: Probe,
+                   allowed: Allowed | None = None,
+                   distance_range: tuple[float | None, float | None] = (None, None)) -> tuple[npt.NDArray[np.int64], F32]:
+    """The ``k`` best rows of ``seg`` for ``q``: positions into ``seg.row_ids`` and their distances.
+
+    Args:
+        seg: The segment.
+        q: The query vector (the column's element type).
+        k: Candidates wanted.
+        probe: Partitions to probe.
+        allowed: Which rows may be returned (deleted rows, rows a prefilter rejects are not).
+        distance_range: ``[lower, upper)`` bounds on the distance (``None``: unbounded).
+    """
+    order = rank_partitions(seg, q)
+    offsets = seg.offsets.astype(np.int64)
+    lengths = seg.lengths.astype(np.int64)
+    top = order.size if probe.maximum is None else min(probe.maximum, order.size)
+    n = first_round(probe, order.size)
+    done = 0
+    best_rows = np.empty(0, np.int64)
+    best_dist = np.empty(0, np.float32)
+    lo, hi = distance_range
+    while True:
+        parts = order[done:n]
+        rows = [np.arange(offsets[p], offsets[p] + lengths[p], dtype=np.int64) for p in parts.tolist()]
+        if rows and sum(r.size for r in rows):
+            dist = score_rows(seg, q, parts, rows)
+            cand = np.concatenate(rows)
+            keep = np.ones(cand.size, bool) if allowed is None else allowed(cand)
+            if lo is not None:
+                keep &= dist >= lo
+            if hi is not None:
+                keep &= dist < hi
+            best_rows = np.concatenate([best_rows, cand[keep]])
+            best_dist = np.concatenate([best_dist, dist[keep]])
+            pick = top_k(best_dist, seg.row_ids[best_rows], k)
+            best_rows, best_dist = best_rows[pick], best_dist[pick]
+        done = n
+        if best_rows.size >= k or done >= top:
+            return best_rows, best_dist
+        n = min(top, done + max(1, done))  # widen geometrically while short of k
