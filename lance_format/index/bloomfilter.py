@@ -244,6 +244,12 @@ def write_bloomfilter(out: IndexDir, values: pa.Array, addrs: U64, number_of_ite
                       probability: float = DEFAULT_PROBABILITY) -> tuple[IndexFile, ...]:
     """Write ``bloomfilter.lance`` from a column's values and their row addresses."""
     values, addrs = sort_by_address(values, addrs)
+    table = bloom_table(values, addrs, number_of_items, probability)
+    return write_table(out, table, number_of_items, probability, null_rows_buffer(values, addrs))
+
+
+def bloom_table(values: pa.Array, addrs: U64, number_of_items: int, probability: float) -> pa.Table:
+    """The rows of ``bloomfilter.lance`` for values sorted by row address."""
     zones = cut_zones(addrs, int(number_of_items))
     nbytes = filter_bytes(int(number_of_items), float(probability))
     valid = pc.is_valid(values).to_numpy(zero_copy_only=False) if values.null_count else np.ones(len(values), bool)
@@ -254,12 +260,11 @@ def write_bloomfilter(out: IndexDir, values: pa.Array, addrs: U64, number_of_ite
     for k, (a, b) in enumerate(zip(zones.first.tolist(), zones.stop.tolist(), strict=True)):  # per zone
         blobs.append(build_filter(all_h[a:b][valid[a:b]], nbytes))
         has_null[k] = not bool(valid[a:b].all())
-    table = pa.table({"fragment_id": pa.array(zones.fragment_id, pa.uint64()),
-                      "zone_start": pa.array(zones.zone_start, pa.uint64()),
-                      "zone_length": pa.array(zones.zone_length, pa.uint64()),
-                      "has_null": pa.array(has_null, pa.bool_()),
-                      "bloom_filter_data": pa.array(blobs, pa.binary())}, schema=SCHEMA)
-    return write_table(out, table, number_of_items, probability, null_rows_buffer(values, addrs))
+    return pa.table({"fragment_id": pa.array(zones.fragment_id, pa.uint64()),
+                     "zone_start": pa.array(zones.zone_start, pa.uint64()),
+                     "zone_length": pa.array(zones.zone_length, pa.uint64()),
+                     "has_null": pa.array(has_null, pa.bool_()),
+                     "bloom_filter_data": pa.array(blobs, pa.binary())}, schema=SCHEMA)
 
 
 SCHEMA = pa.schema([pa.field("fragment_id", pa.uint64(), False), pa.field("zone_start", pa.uint64(), False),

@@ -58,6 +58,21 @@ class IsNull:
 ValueQuery = Range | In | IsNull
 
 
+@dataclass(frozen=True)
+class Contains:
+    """``contains(column, substring)`` on a string column (answered by NGRAM indices)."""
+
+    substring: str
+
+    def describe(self, column: str) -> str:
+        """SQL-like text for ``explain_plan``."""
+        return f"contains({column}, {self.substring!r})"
+
+
+#: Every question an index leaf may carry.
+IndexQuery = ValueQuery | Contains
+
+
 def value_mask(values: pa.Array, query: ValueQuery) -> pa.Array:
     """Boolean mask of ``values`` matching ``query`` (nulls never match a Range or In).
 

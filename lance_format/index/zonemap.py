@@ -16,6 +16,7 @@ re-applies the filter to those rows), as upstream's ``SearchResult::AtMost``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -289,3 +290,41 @@ def check_zones(fragment_id: U64, zone_start: U64, zone_length: U64, domain: Row
         end = int((zone_start[mine] + zone_length[mine]).max())
         if end > rows:
             raise CorruptFileError(f"{where}: a zone of fragment {frag} ends at row {end}, past its {rows} rows")
+
+
+def remap_zones(table: pa.Table, translate: Callable[[U64], tuple[U64, npt.NDArray[np.bool_]]]) -> pa.Table:
+    """A zone table (ZONEMAP or BLOOMFILTER rows) with its zones moved by a compaction.
+
+    A zone's rows keep their order when compacted, so the rows it held land in one span of a
+    new fragment (or one per new fragment when the output is cut): each such span becomes a
+    zone with the old zone's statistics, which still bound its rows (deletions only remove
+    rows). Zones whose rows were all deleted are dropped; zones of untouched fragments stay.
+
+    Args:
+        table: The file's rows (``fragment_id`` / ``zone_start`` / ``zone_length`` columns).
+        translate: Old row addresses → ``(new addresses, kept mask)`` (``RowAddressMap.translate``).
+    """
+    frag = table.column("fragment_id").to_numpy().astype(np.uint64)
+    start = table.column("zone_start").to_numpy().astype(np.uint64)
+    length = table.column("zone_length").to_numpy().astype(np.uint64)
+    lens = length.astype(np.int64)
+    total = int(lens.sum())
+    zone = np.repeat(np.arange(frag.size, dtype=np.int64), lens)
+    steps = np.arange(total, dtype=np.uint64) - np.repeat(np.cumsum(lens) - lens, lens).astype(np.uint64)
+    old = np.repeat((frag << np.uint64(32)) + start, lens) + steps
+    new, keep = translate(old)
+    zone = zone[keep]
+    if new.size == 0:
+        return table.slice(0, 0)
+    order = np.lexsort((new, zone))
+    zone, new = zone[order], new[order]
+    nfrag = fragment_of(new)
+    cut = np.concatenate(([0], np.flatnonzero((zone[1:] != zone[:-1]) | (nfrag[1:] != nfrag[:-1])) + 1))
+    last = np.append(cut[1:], new.size) - 1
+    offs = offset_of(new).astype(np.uint64)
+    out = table.take(pa.array(zone[cut]))
+    cols = {"fragment_id": nfrag[cut], "zone_start": offs[cut], "zone_length": offs[last] - offs[cut] + np.uint64(1)}
+    for name, values in cols.items():
+        out = out.set_column(out.schema.get_field_index(name), out.schema.field(name), pa.array(values, pa.uint64()))
+    by = np.lexsort((out.column("zone_start").to_numpy(), out.column("fragment_id").to_numpy()))
+    return out.take(pa.array(by))

@@ -95,3 +95,37 @@ def test_bloomfilter_is_null_picks_zones_with_nulls(pylance_blooms: tuple[str, l
     assert np.isin(truth, index.search(IsNull())).all()
     nulls = index.null_rows()
     assert nulls is not None and sorted(nulls.tolist()) == sorted(truth.tolist())
+
+
+# --- the kind: per-task encode + write --------------------------------------------------------
+from lance_format.index.kind import BuildContext, TrainingData  # noqa: E402
+from lance_format.index.kinds import bloomfilter as bloom_kind  # noqa: E402
+
+
+@pytest.mark.parametrize("col", ["s", "i64"])
+def test_bloomfilter_kind_built_per_fragment_equals_pylances_file(pylance_blooms: tuple[str, lance.LanceDataset],
+                                                                  tmp_path: object, col: str) -> None:
+    uri, ds = pylance_blooms
+    params = bloom_kind.KIND.params(col, {"number_of_items": 300, "probability": 0.05})
+    ctx = BuildContext(col, ds.schema.field(col).type, params, False, {})
+    chunks = []
+    for frag in ds.get_fragments():
+        t = frag.to_table(columns=[col], with_row_address=True)
+        chunks.append(bloom_kind.KIND.encode(TrainingData(t.column(col).combine_chunks(),
+                                                          t.column("_rowaddr").to_numpy()), None, ctx))
+    bloom_kind.KIND.write(IndexDir(open_store(str(tmp_path)), "ours", "2.2"), chunks, None, ctx)
+    uuid = next(i["uuid"] for i in ds.list_indices() if i["fields"] == [col])
+    theirs = LanceFileReader(f"{uri}/_indices/{uuid}/{bloomfilter.FILE}")
+    ours = LanceFileReader(f"{tmp_path}/_indices/ours/{bloomfilter.FILE}")
+    assert theirs.read_all().to_table().equals(ours.read_all().to_table())
+    assert theirs.schema.metadata == ours.schema.metadata
+    assert theirs.read_global_buffer(1) == ours.read_global_buffer(1)
+
+
+def test_bloomfilter_kind_refuses_bad_parameters() -> None:
+    from lance_format.errors import InvalidInputError
+
+    with pytest.raises(InvalidInputError, match="probability"):
+        bloom_kind.KIND.params("s", {"probability": 1.5})
+    with pytest.raises(InvalidInputError, match="unknown parameter"):
+        bloom_kind.KIND.params("s", {"rows_per_zone": 10})

@@ -79,3 +79,40 @@ def test_ngram_without_a_trigram_is_not_answered() -> None:
     assert ngram.query_tokens("ab") is None
     assert ngram.query_tokens("é!é") is None
     assert ngram.query_tokens("a b") is None
+
+
+# --- the kind: per-task encode + write, remap -------------------------------------------------
+from lance_format.index.kind import BuildContext, TrainingData  # noqa: E402
+from lance_format.index.kinds import ngram as ngram_kind  # noqa: E402
+from lance_format.index.predicates import Contains  # noqa: E402
+from lance_format.index.remap import RowAddressMap  # noqa: E402
+
+
+def test_ngram_kind_built_per_fragment_equals_pylances_file(pylance_ngram: tuple[str, lance.LanceDataset],
+                                                            tmp_path: object) -> None:
+    uri, ds = pylance_ngram
+    ctx = BuildContext("t", pa.string(), {}, False, {})
+    chunks = []
+    for frag in ds.get_fragments():
+        t = frag.to_table(columns=["t"], with_row_id=True)
+        chunks.append(ngram_kind.KIND.encode(TrainingData(t.column("t").combine_chunks(),
+                                                          t.column("_rowid").to_numpy()), None, ctx))
+    out = IndexDir(open_store(str(tmp_path)), "ours", "2.2")
+    ngram_kind.KIND.write(out, chunks, None, ctx)
+    theirs = LanceFileReader(f"{uri}/_indices/{ds.list_indices()[0]['uuid']}/{ngram.FILE}").read_all().to_table()
+    assert theirs.equals(LanceFileReader(f"{tmp_path}/_indices/ours/{ngram.FILE}").read_all().to_table())
+    assert ngram_kind.KIND.answers(Contains("gamma")) and not ngram_kind.KIND.answers(Contains("ab"))
+
+
+def test_ngram_kind_remap_moves_postings_and_drops_deleted_rows(tmp_path: object) -> None:
+    ctx = BuildContext("t", pa.string(), {}, False, {})
+    src = IndexDir(open_store(str(tmp_path)), "src", "2.2")
+    ids = np.array([0, 1, 2, 1 << 32], np.uint64)
+    ngram_kind.KIND.write(src, [ngram_kind.KIND.encode(
+        TrainingData(pa.array(["hello", "yellow", None, "mellow"]), ids), None, ctx)], None, ctx)
+    amap = RowAddressMap.from_arrays(ids, np.array([(7 << 32) + 0, 2**64 - 1, (7 << 32) + 1, (7 << 32) + 2], np.uint64))
+    dst = IndexDir(open_store(str(tmp_path)), "dst", "2.2")
+    ngram_kind.KIND.remap(src, dst, None, amap, {})  # type: ignore[arg-type]
+    index = ngram.NGramIndex(dst)
+    assert (index.search_contains("ello") == np.array([7 << 32, (7 << 32) + 2], np.uint64)).all()
+    assert index.postings(np.array([0]))[0].tolist() == [(7 << 32) + 1]  # the null text, token 0

@@ -102,3 +102,50 @@ def test_zonemap_float_zone_with_nan_is_a_candidate_for_any_range() -> None:
     assert table.column("min").to_pylist() == [1.0]
     assert np.isnan(table.column("max").to_pylist()[0])
     assert pc.is_nan(table.column("max")).to_pylist() == [True]
+
+
+# --- the kind: per-task encode + write, remap -------------------------------------------------
+from lance_format.index.kind import BuildContext, TrainingData  # noqa: E402
+from lance_format.index.kinds import zonemap as zonemap_kind  # noqa: E402
+from lance_format.index.remap import RowAddressMap  # noqa: E402
+
+
+def _ctx(col: str, typ: pa.DataType, **params: object) -> BuildContext:
+    return BuildContext(col, typ, zonemap_kind.KIND.params(col, params), False, {})
+
+
+@pytest.mark.parametrize("col", ["num", "f", "s"])
+def test_zonemap_kind_built_per_fragment_equals_pylances_file(pylance_zonemaps: tuple[str, lance.LanceDataset],
+                                                               tmp_path: object, col: str) -> None:
+    uri, ds = pylance_zonemaps
+    ctx = _ctx(col, ds.schema.field(col).type, rows_per_zone=400)
+    chunks = []
+    for frag in reversed(ds.get_fragments()):  # tasks may finish in any order
+        t = frag.to_table(columns=[col], with_row_address=True)
+        chunks.append(zonemap_kind.KIND.encode(
+            TrainingData(t.column(col).combine_chunks(), t.column("_rowaddr").to_numpy()), None, ctx))
+    zonemap_kind.KIND.write(IndexDir(open_store(str(tmp_path)), "ours", "2.2"), chunks, None, ctx)
+    theirs = LanceFileReader(_file(uri, ds, col))
+    ours = LanceFileReader(f"{tmp_path}/_indices/ours/{zonemap.FILE}")
+    a, b = theirs.read_all().to_table(), ours.read_all().to_table()
+    for name in a.column_names:
+        assert [str(v) for v in a.column(name).to_pylist()] == [str(v) for v in b.column(name).to_pylist()], name
+    assert theirs.read_global_buffer(1) == ours.read_global_buffer(1)
+
+
+def test_zonemap_remap_moves_each_zone_onto_its_rows_new_span() -> None:
+    # fragment 0: 10 rows, zones of 4 rows (rows 2 and 3 deleted); compacted with fragment 1 into fragment 5
+    table = pa.table({"min": [0, 4, 8, 100], "max": [3, 7, 9, 101], "null_count": pa.array([0, 0, 0, 0], pa.uint32()),
+                      "nan_count": pa.array([0, 0, 0, 0], pa.uint32()),
+                      "fragment_id": pa.array([0, 0, 0, 1], pa.uint64()),
+                      "zone_start": pa.array([0, 4, 8, 0], pa.uint64()),
+                      "zone_length": pa.array([4, 4, 2, 2], pa.uint64())})
+    old = np.array([0, 1, 4, 5, 6, 7, 8, 9, 1 << 32, (1 << 32) + 1], np.uint64)
+    new = (np.uint64(5) << np.uint64(32)) + np.arange(old.size, dtype=np.uint64)
+    amap = RowAddressMap.from_arrays(np.append(old, [2, 3]).astype(np.uint64),
+                                     np.append(new, [2**64 - 1, 2**64 - 1]).astype(np.uint64))
+    out = zonemap.remap_zones(table, amap.translate)
+    assert out.column("fragment_id").to_pylist() == [5, 5, 5, 5]
+    assert out.column("zone_start").to_pylist() == [0, 2, 6, 8]
+    assert out.column("zone_length").to_pylist() == [2, 4, 2, 2]
+    assert out.column("min").to_pylist() == [0, 4, 8, 100]
