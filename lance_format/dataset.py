@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Union
+from typing import TYPE_CHECKING, Any, Union
 
 import numpy as np
 import pyarrow as pa
@@ -35,7 +35,7 @@ from lance_format.evolution.scan_options import ColumnOrdering, check_unsupporte
 from lance_format.evolution.update import update
 from lance_format.fragment import LanceFragment
 from lance_format.index.api import DatasetStats, describe_indices, list_indices
-from lance_format.index.build import create_scalar_index, drop_index
+from lance_format.index.build import create_index, drop_index
 from lance_format.maintenance.cleanup import auto_cleanup, cleanup_old_versions
 from lance_format.optimize import Optimize
 from lance_format.projection import ProjectedScanner, plan
@@ -48,6 +48,8 @@ from lance_format.scanner import (
     take_rows,
 )
 from lance_format.schema import LanceSchema
+from lance_format.search.fulltext import FullTextSearch
+from lance_format.search.nearest import nearest_scanner, without_distance
 from lance_format.session import Session
 from lance_format.storage import ObjectStore, check_storage_options, open_store, uri_text
 from lance_format.table import delete as _delete
@@ -423,8 +425,7 @@ class LanceDataset:
         ``TypeError``.
         """
 
-        check_unsupported({"nearest": nearest, "full_text_query": full_text_query,
-                           "include_deleted_rows": include_deleted_rows, "blob_handling": blob_handling,
+        check_unsupported({"include_deleted_rows": include_deleted_rows, "blob_handling": blob_handling,
                            "batch_size_bytes": batch_size_bytes, "index_segments": index_segments,
                            "scan_stats_callback": scan_stats_callback, "row_addr_allowlist": row_addr_allowlist,
                            "row_addr_blocklist": row_addr_blocklist, "with_fragments": with_fragments,
@@ -439,6 +440,8 @@ class LanceDataset:
         batch_size = _arg.optional_integer(batch_size, "batch_size", minimum=1, maximum=_arg.U32_MAX)
         with_row_id = _arg.flag(with_row_id, "with_row_id")
         with_row_address = _arg.flag(with_row_address, "with_row_address")
+        if nearest is not None:  # a vector search may name its _distance column
+            columns = without_distance(columns)
         # Nested paths, SQL expressions and row id / lineage columns (lance_format.projection).
         projection = plan(self.schema, columns)
         cols = projection.read_columns
@@ -448,6 +451,12 @@ class LanceDataset:
                            bool(with_row_address) or projection.with_row_address,
                            batch_size or DEFAULT_BATCH_SIZE, frag_list, normalize_order_by(order_by, names),
                            filter_sql=filter if isinstance(filter, str) else None)
+        if full_text_query is not None:  # BM25 over INVERTED indices (lance_format.search.fulltext)
+            return FullTextSearch(self._ctx, full_text_query, opts,  # type: ignore[return-value]
+                                  prefilter=bool(prefilter), fast_search=bool(fast_search))
+        if nearest is not None:  # k nearest neighbours (lance_format.search.nearest)
+            kinds = None if projection.outputs is None else [o.kind for o in projection.outputs]
+            return nearest_scanner(self._ctx, opts, nearest, kinds, prefilter=prefilter)
         if projection.outputs is None and not strict_batch_size:
             return LanceScanner(self._ctx, opts)
         return ProjectedScanner(self._ctx, opts, projection.outputs, user_row_id=bool(with_row_id),
@@ -525,16 +534,18 @@ class LanceDataset:
 
     # -- indices (lance_format.index) ----------------------------------------------
 
-    def create_scalar_index(self, column: str, index_type: Literal["BTREE", "BITMAP"], *,
-                            name: str | None = None, replace: bool = True, runner: Any = None) -> LanceDataset:
-        """Build a BTREE or BITMAP index on ``column`` and commit it; this handle moves to the new version.
+    def create_scalar_index(self, column: str, index_type: str, *,
+                            name: str | None = None, replace: bool = True, runner: Any = None,
+                            **kwargs: Any) -> LanceDataset:
+        """Build a scalar index on ``column`` and commit it; this handle moves to the new version.
 
         Args:
             column: Top-level column to index.
-            index_type: ``"BTREE"`` or ``"BITMAP"``.
+            index_type: A scalar kind of the registry (``"BTREE"``, ``"BITMAP"``, ``"LABEL_LIST"``…).
             name: Index name (default ``"{column}_idx"``).
             replace: Replace an index of the same name (else ``IndexExistsError``).
-            runner: A ``lance_format.maintenance.runner.Runner`` for the read tasks (local threads by default).
+            runner: A ``lance_format.maintenance.runner.Runner`` for the build tasks (local threads by default).
+            **kwargs: The kind's parameters, as pylance names them.
 
         Raises:
             InvalidInputError: unknown column; ``UnsupportedIndexTypeError`` / ``IndexExistsError`` subclasses.
@@ -549,8 +560,8 @@ class LanceDataset:
         kind = _arg.string(index_type, "create_scalar_index(): index_type")
         if name is not None:
             name = _arg.string(name, "create_scalar_index(): name")
-        new = create_scalar_index(self, column, kind, name=name, replace=replace, runner=runner)
-        self._set_manifest(new.manifest)
+        self._set_manifest(create_index(self, column, kind, name=name, replace=replace, runner=runner,
+                                        params=kwargs))
         return self
 
     def list_indices(self) -> list[Any]:
@@ -566,7 +577,7 @@ class LanceDataset:
     def drop_index(self, name: str) -> LanceDataset:
         """Remove index ``name`` in a new version (``IndexNotFoundError`` if absent)."""
 
-        self._set_manifest(drop_index(self, name).manifest)
+        self._set_manifest(drop_index(self, name))
         return self
 
     @property

@@ -96,16 +96,19 @@ class Optimize:
                                                 maximum=U64_MAX) for i in excluded))
 
     def optimize_indices(self, *, index_names: list[str] | None = None, runner: Runner | None = None,
-                         transaction_properties: Mapping[str, str] | None = None) -> None:
-        """Index fragments added since each BTREE / BITMAP index was built and fold deferred remaps.
+                         transaction_properties: Mapping[str, str] | None = None, retrain: bool = False,
+                         num_indices_to_merge: int | None = None) -> None:
+        """Index fragments added since each index was built and fold deferred remaps.
 
-        See :func:`lance_format.index.optimize.optimize_indices` (INDEX owns it); the
-        dataset handle moves to the new version when something was committed, and that
-        commit carries ``transaction_properties``.
+        See :func:`lance_format.index.optimize.optimize_indices`; the dataset handle moves to
+        the new version when something was committed, and that commit carries
+        ``transaction_properties``.
         """
-
-        optimize_indices(self._ds, index_names=index_names, runner=runner,
-                         transaction_properties=transaction_properties)
+        result = optimize_indices(self._ds, index_names=index_names, runner=runner,
+                                  transaction_properties=transaction_properties, retrain=retrain,
+                                  num_indices_to_merge=num_indices_to_merge)
+        if result.manifest is not None:
+            self._ds._set_manifest(result.manifest)
 
 
 def _or(value: T | None, default: T) -> T:

@@ -74,22 +74,13 @@ BANNED = (
     ("lance_format.evolution", "lance_format.spark", "evolution runs without Spark"),
 )
 _SQLGLOT = "start-up cost: lance_format.sql loads sqlglot (~0.1 s), needed only for filters the fast parser rejects"
-_REGISTRY = "debt: the index-kind registry (issue 22 item 1) gives index builds a commit path without LanceDataset"
 #: (importer, imported) -> why the import stays inside a function. Nothing else may.
 DEFERRED: dict[tuple[str, str], str] = {
     ("lance_format.evolution.merge_insert", "lance_format.sql"): _SQLGLOT,
     ("lance_format.evolution.sqlexpr", "lance_format.sql"): _SQLGLOT,
     ("lance_format.index.query", "lance_format.sql"): _SQLGLOT,
     ("lance_format.table.scan", "lance_format.sql"): _SQLGLOT,
-    **{("lance_format.index.api", t): _REGISTRY for t in ("lance_format.index.bitmap", "lance_format.index.btree")},
-    **{("lance_format.index.build", t): _REGISTRY for t in (
-        "lance_format.dataset", "lance_format.table.transaction", "lance_format.maintenance.runner",
-        "lance_format.errors")},
-    **{("lance_format.index.optimize", t): _REGISTRY for t in (
-        "lance_format.dataset", "lance_format.maintenance.runner", "lance_format.table.transaction")},
-    **{("lance_format.index.remap", t): _REGISTRY for t in ("lance_format.table.transaction", "lance_format.errors")},
-    **{("lance_format.index.scan", t): _REGISTRY for t in (
-        "lance_format.index.query", "lance_format.table.read", "lance_format.table.scan")},
+    ("lance_format.index.scan", "lance_format.index.query"): _SQLGLOT,
 }
 
 #: Third-party packages only some parts of ``lance_format`` may import (any level).
@@ -302,10 +293,7 @@ def test_no_lance_format_imports_inside_functions() -> None:
 def test_no_import_cycles_counting_imports_inside_functions() -> None:
     graph = {m: {i.target for i in IMPORTS[m] if (i.top_level or i.in_function) and i.target in MODULES
                  and i.target != m} for m in MODULES}
-    cycles = [c for c in _cycles(graph)
-              # the registry debt: index builds still open LanceDataset (see DEFERRED)
-              if not set(c) <= {"lance_format.dataset", "lance_format.index.build", "lance_format.index.optimize",
-                                "lance_format.optimize"}]
+    cycles = _cycles(graph)
     assert cycles == [], "import cycles:\n" + "\n".join(" <-> ".join(c) for c in cycles)
 
 

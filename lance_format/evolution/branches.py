@@ -39,6 +39,7 @@ from lance_format.storage import ObjectStore, open_store
 from lance_format.table import tags as _tags
 from lance_format.table.codec.manifest import encode_manifest
 from lance_format.table.codec.transaction import clone_operation, encode_transaction
+from lance_format.table.commit import run_after_commit
 from lance_format.table.external_commit import put_manifest
 from lance_format.table.manifest import OUR_WRITER_VERSION, Manifest, compute_feature_flags
 from lance_format.table.models import BasePath, FragmentMetadata
@@ -247,7 +248,9 @@ def write_first_version(target: ObjectStore, manifest: Manifest, txn: Transactio
         target.delete(transaction_key(txn.file_name))
         raise DatasetAlreadyExistsError(f"{target.uri('')}: a dataset already exists there") from None
     write_hint(target, manifest.version)
-    return load_manifest(target, manifest.version), len(data)
+    written = load_manifest(target, manifest.version)
+    run_after_commit(target, written)  # the hooks every commit runs (auto-cleanup…)
+    return written, len(data)
 
 
 def create_branch(ds: LanceDataset, name: str, reference: Reference = None) -> LanceDataset:

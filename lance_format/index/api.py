@@ -11,15 +11,8 @@ from typing import TYPE_CHECKING
 
 from lance_format.errors import IndexNotFoundError
 from lance_format.index._compat import manifest_indices
-from lance_format.index.models import (
-    IndexDescription,
-    IndexInfo,
-    IndexStatistics,
-    SegmentStats,
-    display_type,
-    is_system,
-    kind_of,
-)
+from lance_format.index.models import IndexDescription, IndexInfo, IndexStatistics, SegmentStats, is_system
+from lance_format.index.registry import display_type, for_segment
 from lance_format.index.store import IndexDir
 from lance_format.table.index_metadata import IndexMetadata
 
@@ -61,21 +54,19 @@ def describe_indices(ds: LanceDataset) -> list[IndexDescription]:
     return out
 
 
-def _segment_stats(ds: LanceDataset, m: IndexMetadata) -> SegmentStats:
-    from lance_format.index.bitmap import BitmapIndex
-    from lance_format.index.btree import BTreeIndex
+_SEGMENT_KEYS = frozenset(f for f in SegmentStats.__dataclass_fields__ if f not in ("uuid", "num_rows", "details"))
 
+
+def _segment_stats(ds: LanceDataset, m: IndexMetadata) -> SegmentStats:
     rows = _rows_in(ds, m.fragment_bitmap or frozenset())
+    kind = for_segment(m)
+    if kind is None or not kind.understands(m):
+        return SegmentStats(m.uuid, rows)
     index_dir = IndexDir(ds._store, m.uuid, sizes={f.path: f.size_bytes for f in m.files or ()})
-    kind = kind_of(m)
-    if kind == "BTreeIndexDetails":
-        bt = BTreeIndex(index_dir)
-        lo, hi = bt.value_range()
-        return SegmentStats(m.uuid, rows, num_pages=bt.num_pages, min=lo, max=hi)
-    if kind in ("BitmapIndexDetails", "LabelListIndexDetails"):
-        frag_rows = {f.id: f.physical_rows for f in ds.manifest.fragments}
-        return SegmentStats(m.uuid, rows, num_bitmaps=BitmapIndex(index_dir, frag_rows.get).num_bitmaps)
-    return SegmentStats(m.uuid, rows)
+    found = kind.statistics(index_dir, m, {f.id: f.physical_rows for f in ds.manifest.fragments})
+    known = {k: v for k, v in found.items() if k in _SEGMENT_KEYS}
+    return SegmentStats(m.uuid, rows, **known,
+                        details=tuple(sorted((k, v) for k, v in found.items() if k not in _SEGMENT_KEYS)))
 
 
 def index_stats(ds: LanceDataset, name: str) -> IndexStatistics:

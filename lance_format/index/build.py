@@ -1,77 +1,65 @@
-"""Building a scalar index: plan (driver) → execute (per group of fragments) → commit.
+"""Building an index of any kind: plan (driver) → execute (per group of fragments) → commit.
 
-Tasks are picklable values and :func:`execute_index_task` is a module-level function, so
-any :class:`~lance_format.maintenance.runner.Runner` can fan them out. Training data is
-what pylance's ``scan_training_data`` reads (``rust/lance/src/index/scalar.rs``): the
-column with ``_rowid`` (row address, or stable row id), deleted rows left out.
-The commit writes the index files under ``_indices/{uuid}/`` and commits one
-``CreateIndex``; if the commit fails, the files are deleted again.
+The kind (:mod:`lance_format.index.registry`) supplies the parts that differ: a model trained
+on the driver from a sample (centroids, codebooks; none for BTREE), a per-task encoding, and
+the files. Tasks are picklable values and :func:`execute_index_task` is a module-level
+function, so any :class:`~lance_format.maintenance.runner.Runner` can fan them out (local
+threads, Spark executors). Training data is what pylance's ``scan_training_data`` reads
+(``rust/lance/src/index/scalar.rs``): the column with ``_rowid`` (row address, or stable row
+id), deleted rows left out. The commit writes the files under ``_indices/{uuid}/`` and commits
+one ``CreateIndex`` through the table layer's commit loop; if the commit fails, the files are
+deleted again.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import numpy.typing as npt
 import pyarrow as pa
 
-from lance_format.errors import IndexExistsError, InvalidInputError, UnsupportedIndexTypeError
-from lance_format.index import bitmap, btree
-from lance_format.index._compat import manifest_indices, to_operation
-from lance_format.index.models import TYPE_URLS, ScalarIndexType, index_version_for, new_index_metadata
+from lance_format.errors import IndexExistsError, IndexNotFoundError, InvalidInputError
+from lance_format.index import registry
+from lance_format.index._compat import manifest_indices
+from lance_format.index.kind import BuildContext, IndexKind, TrainingData
+from lance_format.index.models import new_index_metadata
 from lance_format.index.store import IndexDir
-from lance_format.table.index_metadata import IndexFile, IndexMetadata
+from lance_format.maintenance.runner import LocalRunner, Runner
+from lance_format.table.commit import commit_transaction
+from lance_format.table.index_metadata import IndexMetadata
+from lance_format.table.manifest import Manifest
+from lance_format.table.transaction import LanceOperation, Transaction
 
 if TYPE_CHECKING:
     from lance_format.dataset import LanceDataset
-    from lance_format.maintenance.runner import Runner
 
 #: Rows one build task reads (tasks cover whole fragments).
 TASK_ROWS = 2_000_000
+#: Seed of the training sample, so two builds of the same data train the same model.
+SAMPLE_SEED = 42
 
 
 def check_indexable(index_type: str, column: str, typ: pa.DataType) -> None:
-    """Raise if ``index_type`` cannot index a column of type ``typ``."""
-    if index_type not in TYPE_URLS:
-        raise UnsupportedIndexTypeError(
-            f"index type {index_type!r} on column {column!r} is not supported (supported: {sorted(TYPE_URLS)})")
-    t = pa.types
-    if index_type == "LABEL_LIST":
-        if not (t.is_list(typ) or t.is_large_list(typ)):
-            raise UnsupportedIndexTypeError(
-                f"a LABEL_LIST index needs a list column; column {column!r} is of type {typ}")
-        typ = typ.value_type
-    elif t.is_list(typ) or t.is_large_list(typ):
-        raise UnsupportedIndexTypeError(
-            f"a {index_type} index cannot be built on list column {column!r} ({typ}); use LABEL_LIST")
-    ok = (t.is_integer(typ) or t.is_floating(typ) or t.is_boolean(typ) or t.is_string(typ)
-          or t.is_large_string(typ) or t.is_binary(typ) or t.is_large_binary(typ) or t.is_date(typ)
-          or t.is_timestamp(typ) or t.is_time(typ) or t.is_decimal(typ))
-    if not ok:
-        raise UnsupportedIndexTypeError(
-            f"a {index_type} index cannot be built on column {column!r} of type {typ}")
+    """Raise if ``index_type`` cannot index a column of type ``typ``.
+
+    Raises:
+        UnsupportedIndexTypeError: unknown index type or unsupported column type.
+    """
+    registry.by_type(index_type).check_column(column, typ)
 
 
 @dataclass(frozen=True)
 class IndexBuildTask:
-    """Read one group of fragments' training data."""
+    """Read and encode one group of fragments."""
 
     dataset: Any  # LanceDataset (pickles as uri + version)
-    column: str
     fragment_ids: tuple[int, ...]
-    index_type: str = "BTREE"
-
-
-@dataclass(frozen=True)
-class IndexChunk:
-    """Training data of one task: values and their ids, in scan order."""
-
-    values: pa.Array
-    ids: npt.NDArray[np.uint64]
+    kind: IndexKind
+    context: BuildContext
+    model: Any = None
 
 
 @dataclass(frozen=True)
@@ -81,32 +69,98 @@ class IndexBuildPlan:
     dataset: Any
     column: str
     field_id: int
-    index_type: ScalarIndexType
+    kind: IndexKind
+    context: BuildContext
     name: str
     replaced: tuple[IndexMetadata, ...]
     fragment_ids: frozenset[int]
     tasks: tuple[IndexBuildTask, ...]
+    model: Any = None
+
+    @property
+    def index_type(self) -> str:
+        """The kind's ``index_type`` name (``"BTREE"``…)."""
+        return self.kind.name
+
+
+@dataclass(frozen=True)
+class IndexChange:
+    """Segments one ``CreateIndex`` adds and removes, and the directories written for it."""
+
+    new: tuple[IndexMetadata, ...] = ()
+    removed: tuple[IndexMetadata, ...] = ()
+    dirs: tuple[IndexDir, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.new or self.removed)
+
+    def __add__(self, other: IndexChange) -> IndexChange:
+        return IndexChange(self.new + other.new, self.removed + other.removed, self.dirs + other.dirs)
+
+    def operation(self) -> LanceOperation.CreateIndex:
+        """The ``CreateIndex`` operation of this change."""
+        return LanceOperation.CreateIndex(list(self.new), list(self.removed))
+
+    def discard(self) -> None:
+        """Delete the files written for the change (its commit failed or was abandoned)."""
+        for out in self.dirs:
+            out.discard()
+
+
+def _column_of(ds: LanceDataset, field_id: int) -> str | None:
+    return next((f.name for f in ds.lance_schema.fields if f.id == field_id), None)
+
+
+def _sample(ds: LanceDataset, column: str, frag_ids: Sequence[int], n: int, by_address: bool) -> TrainingData:
+    """Up to ``n`` live rows of ``frag_ids`` drawn at random (all of them when fewer)."""
+    frags = [ds.get_fragment(i) for i in frag_ids]
+    col = "_rowaddr" if by_address else "_rowid"
+    table = ds.scanner([column], fragments=frags, with_row_id=not by_address, with_row_address=by_address,
+                       batch_size=1 << 17).to_table()
+    if table.num_rows > n:
+        pick = np.sort(np.random.default_rng(SAMPLE_SEED).choice(table.num_rows, n, replace=False))
+        table = table.take(pa.array(pick))
+    return TrainingData(table.column(column).combine_chunks(),
+                        table.column(col).to_numpy().astype(np.uint64, copy=False))
 
 
 def plan_index_build(ds: LanceDataset, column: str, index_type: str, *, name: str | None = None,
-                     replace: bool = True, fragment_ids: Sequence[int] | None = None) -> IndexBuildPlan:
-    """Validate the request and split the fragments into tasks.
+                     replace: bool = True, fragment_ids: Sequence[int] | None = None,
+                     params: Mapping[str, Any] | None = None, model: Any = None) -> IndexBuildPlan:
+    """Validate the request, train the kind's model (if it has one) and split the fragments into tasks.
+
+    Args:
+        ds: The dataset version to index.
+        column: The column.
+        index_type: Any ``index_type`` the registry builds.
+        name: Index name (default ``"{column}_idx"``).
+        replace: Replace segments of an index of the same name.
+        fragment_ids: Only these fragments (a delta segment, or one worker's share).
+        params: The kind's create-time parameters.
+        model: A model to reuse instead of training one (delta segments of incremental kinds).
 
     Raises:
-        InvalidInputError: unknown column.
+        InvalidInputError: unknown column or parameter.
         UnsupportedIndexTypeError: unknown index type or unsupported column type.
         IndexExistsError: ``name`` exists and ``replace`` is false.
     """
-    kind = str(index_type).upper()
+    kind = registry.by_type(index_type)
     if column not in ds.schema.names:
         raise InvalidInputError(f"{ds.uri}: cannot index column {column!r}: no such column "
                                 f"(columns: {ds.schema.names})")
-    check_indexable(kind, column, ds.schema.field(column).type)
+    typ = ds.schema.field(column).type
+    kind.check_column(column, typ)
+    checked = kind.params(column, dict(params or {}))
     name = name or f"{column}_idx"
     existing = [m for m in manifest_indices(ds.manifest) if m.name == name]
     if existing and not replace:
         raise IndexExistsError(f"{ds.uri}: an index named {name!r} already exists (pass replace=True)")
-    frags = [f for f in ds.manifest.fragments if fragment_ids is None or f.id in set(fragment_ids)]
+    wanted = None if fragment_ids is None else set(fragment_ids)
+    frags = [f for f in ds.manifest.fragments if wanted is None or f.id in wanted]
+    ctx = BuildContext(column, typ, checked, ds.has_stable_row_ids, {f.id: f.physical_rows for f in frags})
+    by_address = kind.reads_addresses(ds.has_stable_row_ids)
+    if model is None:
+        model = kind.train(lambda n: _sample(ds, column, [f.id for f in frags], n, by_address), ctx)
     tasks: list[IndexBuildTask] = []
     group: list[int] = []
     rows = 0
@@ -114,93 +168,83 @@ def plan_index_build(ds: LanceDataset, column: str, index_type: str, *, name: st
         group.append(f.id)
         rows += f.physical_rows
         if rows >= TASK_ROWS:
-            tasks.append(IndexBuildTask(ds, column, tuple(group), kind))
+            tasks.append(IndexBuildTask(ds, tuple(group), kind, ctx, model))
             group, rows = [], 0
     if group:
-        tasks.append(IndexBuildTask(ds, column, tuple(group), kind))
-    return IndexBuildPlan(ds, column, ds.lance_schema.field(column).id, kind,  # type: ignore[arg-type]
-                          name, tuple(existing), frozenset(f.id for f in frags), tuple(tasks))
+        tasks.append(IndexBuildTask(ds, tuple(group), kind, ctx, model))
+    return IndexBuildPlan(ds, column, ds.lance_schema.field(column).id, kind, ctx, name, tuple(existing),
+                          frozenset(f.id for f in frags), tuple(tasks), model)
 
 
-def execute_index_task(task: IndexBuildTask) -> IndexChunk:
-    """Read the column and ``_rowid`` of the task's fragments (runs anywhere)."""
+def execute_index_task(task: IndexBuildTask) -> Any:
+    """Read the column and row ids of the task's fragments and encode them (runs anywhere)."""
     ds = task.dataset
     frags = [ds.get_fragment(i) for i in task.fragment_ids]
-    # A BTREE on a stable-row-id dataset is version 1 and holds row addresses (as pylance's).
-    by_address = task.index_type == "BTREE" and ds.has_stable_row_ids
+    by_address = task.kind.reads_addresses(task.context.stable_row_ids)
     col = "_rowaddr" if by_address else "_rowid"
-    table = ds.scanner([task.column], fragments=frags, with_row_id=not by_address, with_row_address=by_address,
-                       batch_size=1 << 17).to_table()
-    ids = table.column(col).to_numpy().astype(np.uint64, copy=False)
-    return IndexChunk(table.column(task.column).combine_chunks(), ids)
+    table = ds.scanner([task.context.column], fragments=frags, with_row_id=not by_address,
+                       with_row_address=by_address, batch_size=1 << 17).to_table()
+    data = TrainingData(table.column(task.context.column).combine_chunks(),
+                        table.column(col).to_numpy().astype(np.uint64, copy=False))
+    return task.kind.encode(data, task.model, task.context)
 
 
-def write_index_files(out: IndexDir, index_type: str, values: pa.Array, ids: npt.NDArray[np.uint64]
-                      ) -> tuple[IndexFile, ...]:
-    """Write the files of a BTREE, BITMAP or LABEL_LIST segment from unsorted training data."""
-    if index_type == "BTREE":
-        sv, sids = btree.sort_training_data(values, ids)
-        return btree.write_btree(out, sv, sids)
-    if index_type == "LABEL_LIST":
-        return bitmap.write_label_list(out, *bitmap.label_list_rows(values, ids))
-    keys, rows = bitmap.group_rows(values, ids)
-    return bitmap.write_bitmap(out, keys, rows)
-
-
-def commit_files(plan: IndexBuildPlan, chunks: Sequence[IndexChunk]) -> tuple[IndexMetadata, IndexDir]:
+def write_segment(plan: IndexBuildPlan, chunks: Sequence[Any]) -> tuple[IndexMetadata, IndexDir]:
     """Write the segment's files from the tasks' results; returns its metadata and directory."""
-    ds = plan.dataset
-    typ = ds.schema.field(plan.column).type
-    values = pa.concat_arrays([c.values for c in chunks]) if chunks else pa.array([], typ)
-    ids = np.concatenate([c.ids for c in chunks]) if chunks else np.empty(0, np.uint64)
+    ds, kind = plan.dataset, plan.kind
     meta = new_index_metadata(name=plan.name, field_id=plan.field_id, dataset_version=ds.version,
-                              fragment_ids=plan.fragment_ids, type_url=TYPE_URLS[plan.index_type], files=(),
-                              index_version=index_version_for(plan.index_type, ds.has_stable_row_ids))
+                              fragment_ids=plan.fragment_ids, type_url=kind.type_url, files=(),
+                              index_version=kind.index_version(ds.has_stable_row_ids),
+                              details_value=kind.details_value(plan.context, plan.model))
     out = IndexDir(ds._store, meta.uuid, ds.data_storage_version)
     try:
-        files = write_index_files(out, plan.index_type, values.cast(typ), ids)
+        files = kind.write(out, chunks, plan.model, plan.context)
     except BaseException:
         out.discard()
         raise
     return dataclasses.replace(meta, files=files), out
 
 
-def commit_index_build(plan: IndexBuildPlan, chunks: Sequence[IndexChunk]) -> LanceDataset:
-    """Write the index files and commit one ``CreateIndex`` (files removed if it fails)."""
-    from lance_format.dataset import LanceDataset
-    from lance_format.table.transaction import LanceOperation
+def build_change(plan: IndexBuildPlan, runner: Runner | None = None) -> IndexChange:
+    """Run the plan's tasks and write its segment: the ``CreateIndex`` change, not yet committed."""
+    chunks = (runner or LocalRunner()).map(execute_index_task, list(plan.tasks))
+    meta, out = write_segment(plan, chunks)
+    return IndexChange((meta,), plan.replaced, (out,))
 
-    meta, out = commit_files(plan, chunks)
+
+def commit_index_build(plan: IndexBuildPlan, chunks: Sequence[Any],
+                       transaction_properties: Mapping[str, str] | None = None) -> Manifest:
+    """Write the segment from the tasks' results (gathered from any runner) and commit it."""
+    meta, out = write_segment(plan, chunks)
+    return commit_change(plan.dataset, IndexChange((meta,), plan.replaced, (out,)), transaction_properties)
+
+
+def commit_change(ds: LanceDataset, change: IndexChange,
+                  transaction_properties: Mapping[str, str] | None = None) -> Manifest:
+    """Commit ``change`` as one ``CreateIndex`` on ``ds``'s version; its files go if the commit fails."""
+    txn = Transaction(ds.version, change.operation(), transaction_properties=dict(transaction_properties or {}))
     try:
-        op = LanceOperation.CreateIndex([to_operation(meta)], [to_operation(m) for m in plan.replaced])
-        return LanceDataset.commit(plan.dataset, op, read_version=plan.dataset.version)
+        return commit_transaction(ds._store, txn, base=ds.manifest)
     except BaseException:
-        out.discard()
+        change.discard()
         raise
 
 
-def create_scalar_index(ds: LanceDataset, column: str, index_type: str, *, name: str | None = None,
-                        replace: bool = True, runner: Runner | None = None) -> LanceDataset:
-    """Plan, execute (on ``runner``, local threads by default) and commit a scalar index."""
-    from lance_format.maintenance.runner import LocalRunner
-
-    plan = plan_index_build(ds, column, index_type, name=name, replace=replace)
-    chunks = (runner or LocalRunner()).map(execute_index_task, list(plan.tasks))
-    return commit_index_build(plan, chunks)
+def create_index(ds: LanceDataset, column: str, index_type: str, *, name: str | None = None,
+                 replace: bool = True, runner: Runner | None = None,
+                 params: Mapping[str, Any] | None = None) -> Manifest:
+    """Plan, execute (on ``runner``, local threads by default) and commit an index of any buildable kind."""
+    plan = plan_index_build(ds, column, index_type, name=name, replace=replace, params=params)
+    return commit_change(ds, build_change(plan, runner))
 
 
-def drop_index(ds: LanceDataset, name: str) -> LanceDataset:
+def drop_index(ds: LanceDataset, name: str) -> Manifest:
     """Commit a ``CreateIndex`` removing every segment named ``name``.
 
     Raises:
         IndexNotFoundError: no such index.
     """
-    from lance_format.dataset import LanceDataset
-    from lance_format.errors import IndexNotFoundError
-    from lance_format.table.transaction import LanceOperation
-
-    segments = [m for m in manifest_indices(ds.manifest) if m.name == name]
+    segments = tuple(m for m in manifest_indices(ds.manifest) if m.name == name)
     if not segments:
         raise IndexNotFoundError(f"{ds.uri}: version {ds.version} has no index named {name!r}")
-    op = LanceOperation.CreateIndex([], [to_operation(m) for m in segments])
-    return LanceDataset.commit(ds, op, read_version=ds.version)
+    return commit_change(ds, IndexChange(removed=segments))

@@ -1,9 +1,7 @@
-"""Index kinds, constants and the typed results of the index API.
+"""Index constants, new-segment metadata and the typed results of the index API.
 
-Type URLs and display names are those pylance 14.0.2 records and reports
-(``ScalarIndexPluginRegistry::get_plugin_by_details``,
-``rust/lance-index/src/scalar/registry.rs``: the plugin is the last ``.`` token of the
-type URL with ``IndexDetails`` stripped).
+What each kind is (type URL, display name, versions) lives with the kind
+(:mod:`lance_format.index.kinds`, found through :mod:`lance_format.index.registry`).
 """
 
 from __future__ import annotations
@@ -15,60 +13,20 @@ from typing import Any, Literal
 
 from lance_format.table.index_metadata import IndexDetails, IndexFile, IndexMetadata
 
-ScalarIndexType = Literal["BTREE", "BITMAP", "LABEL_LIST"]
+#: ``index_type`` names of the scalar kinds (the registry, ``lance_format.index.registry``, is the
+#: authority on what can be built).
+ScalarIndexType = Literal["BTREE", "BITMAP", "LABEL_LIST", "INVERTED", "FTS", "NGRAM", "ZONEMAP", "BLOOMFILTER"]
 
 #: Name of the system index written by a compaction that defers index remapping
 #: (``FRAG_REUSE_INDEX_NAME``, ``rust/lance-index/src/frag_reuse.rs``).
 FRAG_REUSE_INDEX = "__lance_frag_reuse"
 
-BTREE_URL = "/lance.table.BTreeIndexDetails"
-BITMAP_URL = "/lance.table.BitmapIndexDetails"
-LABEL_LIST_URL = "/lance.table.LabelListIndexDetails"
 FRAG_REUSE_URL = "/lance.table.FragmentReuseIndexDetails"
-
-#: LABEL_LIST: pylance 14.0.2 keeps the rows whose list is null in a second global buffer
-#: of the file (named by the ``lance:label_list_nulls`` metadata), see ``bitmap``.
-TYPE_URLS: dict[str, str] = {"BTREE": BTREE_URL, "BITMAP": BITMAP_URL, "LABEL_LIST": LABEL_LIST_URL}
-#: Index kinds this package reads and rewrites (by details message name).
-REWRITABLE = frozenset({"BTreeIndexDetails", "BitmapIndexDetails", "LabelListIndexDetails"})
-#: Kinds our scanner queries (LABEL_LIST answers ``array_has_*``, which our SQL lacks).
-QUERYABLE = frozenset({"BTreeIndexDetails", "BitmapIndexDetails"})
-#: Highest ``index_version`` of each kind we understand (pylance ignores newer ones
-#: too: ``retain_supported_indices``). pylance 14.0.2 records BTree version 1 on
-#: datasets with stable row ids (0 otherwise): same files, but ``ids`` are row addresses.
-SUPPORTED_VERSION = {"BTreeIndexDetails": 1, "BitmapIndexDetails": 0, "LabelListIndexDetails": 1}
-
-
-def index_version_for(index_type: str, stable_row_ids: bool) -> int:
-    """The ``index_version`` pylance 14.0.2 records for a new segment."""
-    if index_type == "LABEL_LIST":
-        return 1  # pylance 14.0.2 records LabelList version 1 (null lists in a global buffer)
-    return 1 if index_type == "BTREE" and stable_row_ids else 0
-
-
-def stores_addresses(meta: IndexMetadata, stable_row_ids: bool) -> bool:
-    """Whether the segment's ids are row addresses (else stable row ids).
-
-    Observed on pylance 14.0.2: on a dataset with stable row ids a BTree segment of
-    version 1 holds row addresses (and compaction remaps it), a version 0 segment and a
-    Bitmap hold stable row ids (and compaction leaves them).
-    """
-    return not stable_row_ids or (kind_of(meta) == "BTreeIndexDetails" and meta.index_version >= 1)
-
-_DISPLAY = {"BTreeIndexDetails": "BTree", "BitmapIndexDetails": "Bitmap", "LabelListIndexDetails": "LabelList",
-            "InvertedIndexDetails": "Inverted", "NGramIndexDetails": "NGram", "ZoneMapIndexDetails": "ZoneMap",
-            "VectorIndexDetails": "Vector", "FragmentReuseIndexDetails": "FragmentReuse"}
 
 
 def kind_of(meta: IndexMetadata) -> str:
     """Details message name of an index (``"BTreeIndexDetails"``…; ``""`` if unrecorded)."""
     return meta.index_details.type_name if meta.index_details is not None else ""
-
-
-def display_type(meta: IndexMetadata) -> str:
-    """pylance's ``type`` string for an index (``"BTree"``, ``"Bitmap"``…)."""
-    kind = kind_of(meta)
-    return _DISPLAY.get(kind, kind.removesuffix("IndexDetails") or "Unknown")
 
 
 def is_system(meta: IndexMetadata) -> bool:
@@ -78,11 +36,11 @@ def is_system(meta: IndexMetadata) -> bool:
 
 def new_index_metadata(*, name: str, field_id: int, dataset_version: int, fragment_ids: frozenset[int],
                        type_url: str, files: tuple[IndexFile, ...], uuid: str | None = None,
-                       index_version: int = 0) -> IndexMetadata:
+                       index_version: int = 0, details_value: bytes = b"") -> IndexMetadata:
     """Metadata for a freshly written index segment, filled as pylance fills it."""
     return IndexMetadata(
         uuid=uuid or str(_uuid.uuid4()), name=name, fields=(field_id,), dataset_version=dataset_version,
-        fragment_bitmap=fragment_ids, index_details=IndexDetails(type_url), index_version=index_version,
+        fragment_bitmap=fragment_ids, index_details=IndexDetails(type_url, details_value), index_version=index_version,
         created_at=dt.datetime.now(dt.UTC), files=files)
 
 
@@ -128,7 +86,10 @@ class IndexDescription:
 
 @dataclass(frozen=True)
 class SegmentStats:
-    """Statistics of one index segment (BTree: pages and min/max; Bitmap: bitmaps)."""
+    """Statistics of one index segment (BTree: pages and min/max; Bitmap: bitmaps).
+
+    Keys a kind reports beyond these (vector partitions, text tokens…) are in ``details``.
+    """
 
     uuid: str
     num_rows: int
@@ -136,6 +97,7 @@ class SegmentStats:
     min: str | None = None
     max: str | None = None
     num_bitmaps: int | None = None
+    details: tuple[tuple[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)

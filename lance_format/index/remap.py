@@ -6,10 +6,11 @@ UUID with its row addresses translated (rows deleted before the compaction dropp
 reported as a ``RewrittenIndex`` for the ``Rewrite`` transaction; the commit swaps the
 UUID in and moves the fragment bitmap from the old fragment ids to the new ones.
 
-Indices we cannot rewrite (pylance's INVERTED, NGRAM, vector, ZoneMap…) are left as they
-are: their fragment bitmap keeps naming the removed fragments and does not name the new
-ones, so pylance answers from the index only for fragments that still exist and scans the
-new fragments; checked against pylance 14.0.2 for INVERTED, NGRAM and IVF_FLAT
+Each segment's kind (:mod:`lance_format.index.registry`) rewrites its own files
+(``IndexKind.remap``). Indices of kinds that cannot be rewritten are left as they are: their
+fragment bitmap keeps naming the removed fragments and does not name the new ones, so
+pylance answers from the index only for fragments that still exist and scans the new
+fragments; checked against pylance 14.0.2 for INVERTED, NGRAM and IVF_FLAT
 (``tests/index/test_remap.py``). Deferred mode is :mod:`lance_format.index.frag_reuse`.
 
 With stable row ids only segments holding row addresses (pylance's BTree version 1) are
@@ -18,6 +19,7 @@ remapped; the others hold stable row ids, which compaction keeps.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import uuid as _uuid
 from collections.abc import Iterator, Mapping
@@ -26,22 +28,17 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from lance_format.index import bitmap, btree
+from lance_format.errors import LanceError
+from lance_format.index import registry
 from lance_format.index._compat import manifest_indices
-from lance_format.index.models import (
-    FRAG_REUSE_INDEX,
-    REWRITABLE,
-    SUPPORTED_VERSION,
-    kind_of,
-    stores_addresses,
-)
+from lance_format.index.models import FRAG_REUSE_INDEX
 from lance_format.index.rowset import fragment_of
 from lance_format.index.store import IndexDir
-from lance_format.table.index_metadata import IndexFile, IndexMetadata
+from lance_format.table.index_metadata import IndexMetadata
+from lance_format.table.transaction import LanceOperation
 
 if TYPE_CHECKING:
     from lance_format.dataset import LanceDataset
-    from lance_format.table.transaction import LanceOperation
 
 U64 = npt.NDArray[np.uint64]
 _GONE = np.uint64(0xFFFFFFFFFFFFFFFF)
@@ -111,25 +108,13 @@ class RowAddressMap(Mapping[int, "int | None"]):
 
 
 def _remap_segment(ds: LanceDataset, meta: IndexMetadata, amap: RowAddressMap) -> IndexMetadata:
-    sizes = {f.path: f.size_bytes for f in meta.files or ()}
-    src = IndexDir(ds._store, meta.uuid, sizes=sizes)
+    kind = registry.maintained(meta)
+    assert kind is not None  # callers check remappable()
+    src = IndexDir(ds._store, meta.uuid, sizes={f.path: f.size_bytes for f in meta.files or ()})
     new = dataclasses.replace(meta, uuid=str(_uuid.uuid4()))
     out = IndexDir(ds._store, new.uuid, ds.data_storage_version)
     try:
-        files: tuple[IndexFile, ...]
-        if kind_of(meta) == "BTreeIndexDetails":
-            values, ids = btree.BTreeIndex(src).read_all()
-            new_ids, keep = amap.translate(ids)
-            files = btree.write_btree(out, values.filter(keep), new_ids)
-        else:
-            frag_rows = {f.id: f.physical_rows for f in ds.manifest.fragments}
-            keys, rows = bitmap.BitmapIndex(src, frag_rows.get).read_all()
-            moved = [np.sort(amap.translate(r)[0]) for r in rows]
-            if kind_of(meta) == "LabelListIndexDetails":
-                nulls = bitmap.read_label_list_nulls(src, frag_rows.get)
-                files = bitmap.write_label_list(out, keys, moved, np.sort(amap.translate(nulls)[0]))
-            else:
-                files = bitmap.write_bitmap(out, keys, moved)
+        files = kind.remap(src, out, meta, amap, {f.id: f.physical_rows for f in ds.manifest.fragments})
     except BaseException:
         out.discard()
         raise
@@ -137,8 +122,6 @@ def _remap_segment(ds: LanceDataset, meta: IndexMetadata, amap: RowAddressMap) -
 
 
 def _rewritten(old: IndexMetadata, new: IndexMetadata) -> LanceOperation.RewrittenIndex:
-    from lance_format.table.transaction import LanceOperation
-
     kwargs: dict[str, Any] = {"old_id": old.uuid, "new_id": new.uuid}
     names = {f.name for f in dataclasses.fields(LanceOperation.RewrittenIndex)}
     details = new.index_details
@@ -152,10 +135,8 @@ def _rewritten(old: IndexMetadata, new: IndexMetadata) -> LanceOperation.Rewritt
 
 
 def remappable(meta: IndexMetadata) -> bool:
-    """Whether :func:`remap_indices` rewrites this segment (BTREE / BITMAP we can read)."""
-    kind = kind_of(meta)
-    return meta.name != FRAG_REUSE_INDEX and kind in REWRITABLE and kind in SUPPORTED_VERSION \
-        and meta.index_version <= SUPPORTED_VERSION[kind]
+    """Whether :func:`remap_indices` rewrites this segment (a kind we maintain, a version we read)."""
+    return meta.name != FRAG_REUSE_INDEX and registry.maintained(meta) is not None
 
 
 def remap_indices(ds: LanceDataset, mapping: Mapping[int, int | None]) -> list[LanceOperation.RewrittenIndex]:
@@ -190,7 +171,7 @@ def remap_segments(ds: LanceDataset, mapping: Mapping[int, int | None]
     try:
         for meta in manifest_indices(ds.manifest):
             if remappable(meta) and meta.fragment_bitmap is not None and meta.fragment_bitmap & touched \
-                    and stores_addresses(meta, ds.has_stable_row_ids):
+                    and registry.stores_addresses(meta, ds.has_stable_row_ids):
                 done.append((meta, _remap_segment(ds, meta, amap)))
     except BaseException:
         discard_rewritten(ds, [new.uuid for _, new in done])
@@ -200,10 +181,6 @@ def remap_segments(ds: LanceDataset, mapping: Mapping[int, int | None]
 
 def discard_rewritten(ds: LanceDataset, uuids: list[str]) -> None:
     """Delete the files of remapped segments whose Rewrite was not committed."""
-    import contextlib
-
-    from lance_format.errors import LanceError
-
     for uuid in uuids:
         prefix = IndexDir(ds._store, uuid).prefix
         with contextlib.suppress(LanceError, OSError):

@@ -19,28 +19,24 @@ from __future__ import annotations
 import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
 from lance_format.errors import CorruptFileError
-from lance_format.index import frag_reuse
+from lance_format.index import frag_reuse, registry
 from lance_format.index._compat import manifest_indices
-from lance_format.index.bitmap import BitmapIndex
-from lance_format.index.btree import BTreeIndex, same_values
-from lance_format.index.models import (
-    FRAG_REUSE_INDEX,
-    QUERYABLE,
-    SUPPORTED_VERSION,
-    display_type,
-    kind_of,
-    stores_addresses,
-)
+from lance_format.index.btree import same_values
+from lance_format.index.kind import ValueReader
+from lance_format.index.models import FRAG_REUSE_INDEX
+from lance_format.index.registry import stores_addresses
 from lance_format.index.rowset import RowDomain, fragment_of, offset_of
 from lance_format.index.store import IndexDir
 from lance_format.table.index_metadata import IndexMetadata
+from lance_format.table.read import ROW_ADDR, ROW_ID, FragmentScan
+from lance_format.table.scan import apply_filter
 
 if TYPE_CHECKING:
     # lance_format.index.query imports sqlglot (~0.3-0.5 s): a scan without a filter never needs it
@@ -51,7 +47,7 @@ if TYPE_CHECKING:
 U64 = npt.NDArray[np.uint64]
 #: Candidates per fragment row above which whole ranges are decoded instead of taken.
 DENSE_FRACTION = 16
-_OPENED: weakref.WeakKeyDictionary[Any, dict[str, BTreeIndex | BitmapIndex]] = weakref.WeakKeyDictionary()
+_OPENED: weakref.WeakKeyDictionary[Any, dict[str, ValueReader]] = weakref.WeakKeyDictionary()
 
 
 @dataclass(frozen=True)
@@ -108,19 +104,19 @@ class IndexPlan:
 
 
 def usable_indices(ctx: ReadContext) -> IndexedColumns:
-    """Queryable indices by column: BTREE / BITMAP segments of a supported version."""
+    """Indices answering value predicates, by column: segments of a queryable scalar kind we can read."""
     by_name: dict[str, list[IndexMetadata]] = {}
     for m in manifest_indices(ctx.manifest):
-        kind = kind_of(m)
-        if kind in QUERYABLE and m.index_version <= SUPPORTED_VERSION[kind] and len(m.fields) == 1 \
-                and m.fragment_bitmap is not None:
+        kind = registry.for_segment(m)
+        if kind is not None and kind.family == "scalar" and kind.queryable and kind.understands(m) \
+                and len(m.fields) == 1 and m.fragment_bitmap is not None:
             by_name.setdefault(m.name, []).append(m)
     out: IndexedColumns = {}
     for name, segs in sorted(by_name.items()):
         field_id = segs[0].fields[0]
         col = next((f.name for f in ctx.schema.fields if f.id == field_id), None)
         if col is not None and col not in out:
-            out[col] = (name, display_type(segs[0]), tuple(segs))
+            out[col] = (name, registry.display_type(segs[0]), tuple(segs))
     return out
 
 
@@ -144,17 +140,15 @@ def row_domain(manifest: Any, meta: IndexMetadata,
 
 
 def _open(ctx: ReadContext, meta: IndexMetadata,
-          reuse: tuple[frag_reuse.ReuseVersion, ...] = ()) -> BTreeIndex | BitmapIndex:
+          reuse: tuple[frag_reuse.ReuseVersion, ...] = ()) -> ValueReader:
     cache = _OPENED.setdefault(ctx, {})
     found = cache.get(meta.uuid)
     if found is None:
+        kind = registry.for_segment(meta)
+        assert kind is not None  # usable_indices only lists known kinds
         store = ctx.store if meta.base_id is None else ctx._base_store(meta.base_id, "")
         index_dir = IndexDir(store, meta.uuid, sizes={f.path: f.size_bytes for f in meta.files or ()})
-        domain = row_domain(ctx.manifest, meta, reuse)
-        if kind_of(meta) == "BTreeIndexDetails":
-            found = BTreeIndex(index_dir, domain)
-        else:
-            found = BitmapIndex(index_dir, domain.fragment_rows, domain)
+        found = cast("ValueReader", kind.open(index_dir, meta, row_domain(ctx.manifest, meta, reuse)))
         cache[meta.uuid] = found
     return found
 
@@ -277,9 +271,6 @@ def _plain(scanner: Scan, frags: list[Any]) -> Iterator[pa.RecordBatch]:
 
 
 def _indexed(scanner: Scan, frag: Any, plan: IndexPlan) -> Iterator[pa.RecordBatch]:
-    from lance_format.table.read import ROW_ADDR, ROW_ID, FragmentScan
-    from lance_format.table.scan import apply_filter
-
     ctx, opts = scanner._ctx, scanner._opts
     offsets = plan.offsets(frag.id)
     deleted = ctx.deleted_offsets(frag)

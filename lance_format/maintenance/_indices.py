@@ -4,25 +4,23 @@ The manifest's index entries are read through :func:`index_infos` whichever mode
 table layer hands out (the protobuf message or the frozen ``IndexMetadata``), so this
 module does not depend on how that migration is going.
 
-Remapping is INDEX's: ``lance_format.index.remap`` provides ``can_remap(index) -> bool``
-and ``remap_indices(ds, mapping) -> list[LanceOperation.RewrittenIndex]``. While that
-module (or one of those names) is missing, no index counts as remappable, so compaction
-holds back every fragment an index covers and never leaves an index pointing at rows
-that moved.
+Remapping is the index layer's: :func:`lance_format.index.remap.remappable` says which
+segments it rewrites (a kind of the registry that can, at a version we read) and
+``remap_indices`` rewrites them.
 """
 
 from __future__ import annotations
 
-import importlib
+import dataclasses
 import uuid as _uuid
 from dataclasses import dataclass
-from types import ModuleType
 from typing import Any
 
 from pyroaring import BitMap
 
-from lance_format.index import frag_reuse
-from lance_format.index.models import stores_addresses as _stores
+from lance_format.index import frag_reuse, remap
+from lance_format.index._compat import to_model
+from lance_format.index.registry import stores_addresses as _stores
 from lance_format.table.commit import build_manifest
 from lance_format.table.transaction import LanceOperation, Transaction
 
@@ -92,29 +90,13 @@ def effective_coverage(manifest: Any, store: Any = None) -> list[frozenset[int]]
             for i in infos if i.fragment_ids is not None]
 
 
-def remap_module() -> ModuleType | None:
-    """``lance_format.index.remap`` if INDEX has provided it."""
-    try:
-        return importlib.import_module("lance_format.index.remap")
-    except ImportError:
-        return None
-
-
 def _model(entry: Any) -> Any:
-    try:
-        compat = importlib.import_module("lance_format.index._compat")
-    except ImportError:
-        return entry
-    return compat.to_model(entry)
+    return to_model(entry)
 
 
 def can_remap(info: IndexInfo) -> bool:
-    """Whether ``lance_format.index`` can rewrite this index through an old→new row-address map."""
-    mod = remap_module()
-    if mod is None or not hasattr(mod, "remap_indices"):
-        return False
-    fn = getattr(mod, "remappable", None) or getattr(mod, "can_remap", None)
-    return bool(fn(_model(info.entry))) if fn is not None else False
+    """Whether the index layer rewrites this index through an old→new row-address map."""
+    return remap.remappable(_model(info.entry))
 
 
 def stores_addresses(info: IndexInfo, stable_row_ids: bool) -> bool:
@@ -134,9 +116,6 @@ _LEFT_STALE_OK = {"InvertedIndexDetails", "NGramIndexDetails", "VectorIndexDetai
 
 def _probe_bitmaps_follow(manifest: Any, info: IndexInfo, remapped: bool) -> bool:
     """Dry-run the table layer's ``Rewrite`` on one covered fragment: does the index bitmap move?"""
-    import dataclasses
-
-
     assert info.fragment_ids
     old = next((f for f in manifest.fragments if f.id in info.fragment_ids), None)
     if old is None:

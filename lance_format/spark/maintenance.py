@@ -19,7 +19,6 @@ from typing import Any
 from lance_format.cleanup import CleanupStats
 from lance_format.cleanup import cleanup_old_versions as _cleanup
 from lance_format.dataset import LanceDataset
-from lance_format.index.optimize import optimize_indices as _optimize
 from lance_format.optimize import CompactionMetrics
 from lance_format.optimize import compact_files as _compact
 from lance_format.spark.runner import SparkRunner
@@ -52,15 +51,15 @@ def compact_files(spark: Any, uri: str | LanceDataset, *, storage_options: Mappi
 
 def optimize_indices(spark: Any, uri: str | LanceDataset, *, index_names: list[str] | None = None,
                      storage_options: Mapping[str, str] | None = None) -> LanceDataset:
-    """Bring BTREE / BITMAP indices up to date, their read tasks running on Spark.
+    """Bring the indices up to date, their build tasks running on Spark.
 
     Returns:
         The dataset at its new version (unchanged when nothing needed doing).
     """
     ds = _open(uri, storage_options)
-    result = _optimize(ds, index_names=index_names,
-                       runner=SparkRunner(spark, job_description="lance optimize_indices"))
-    return result if isinstance(result, LanceDataset) else ds
+    ds.optimize.optimize_indices(index_names=index_names,
+                                 runner=SparkRunner(spark, job_description="lance optimize_indices"))
+    return ds
 
 
 def cleanup_old_versions(spark: Any, uri: str | LanceDataset, older_than: dt.timedelta | None = None,

@@ -120,6 +120,12 @@ def register_after_commit(hook: AfterCommit) -> AfterCommit:
     return hook
 
 
+def run_after_commit(store: ObjectStore, manifest: Manifest) -> None:
+    """Run the after-commit hooks for a manifest that just landed (every manifest write calls this)."""
+    for hook in _AFTER_COMMIT:
+        hook(store, manifest)
+
+
 def _backoff(attempt: int, unit: float) -> None:
     slots = 1 << min(attempt + 2, 6)
     time.sleep(random.randrange(slots) * unit)
@@ -264,8 +270,7 @@ def commit_transaction(
             remember_written(store, key, data, decoded)
             if isinstance(rebase_deletions, Rebase):
                 rebase_deletions.discard_written(store, decoded)  # vectors superseded by later rebases
-            for hook in _AFTER_COMMIT:
-                hook(store, decoded)
+            run_after_commit(store, decoded)
             return decoded
     except CommitConflictError:
         # Giving up: the deletion vectors our rebases wrote are referenced by no manifest.
