@@ -26,6 +26,7 @@ from lance_format.index.kind import BuildContext, Family, IndexKind, TrainingDat
 from lance_format.index.store import IndexDir
 from lance_format.index.vector import build as vb
 from lance_format.index.vector.kmeans import MAX_ITERS, SAMPLE_RATE
+from lance_format.index.vector.layout import read_segment
 from lance_format.table.index_metadata import IndexFile, IndexMetadata
 
 if TYPE_CHECKING:
@@ -166,10 +167,11 @@ class VectorKind(IndexKind):
 
     def statistics(self, src: IndexDir, meta: IndexMetadata, fragment_rows: Mapping[int, int]) -> dict[str, Any]:
         d = details_of(meta)
-        model = vb.load_model(src, d)
-        _, lengths = vb.read_rows(src, model)
-        return {"index_type": d.index_type, "metric_type": d.metric, "num_partitions": model.num_partitions,
-                "partitions": [{"size": int(n)} for n in lengths], "loss": model.loss}
+        seg = read_segment(src)
+        # pylance's per-segment keys (``indices[i]`` of ``index_statistics``), centroids left out
+        return {"index_type": d.index_type, "metric_type": d.metric, "num_partitions": seg.num_partitions,
+                "partitions": [{"size": int(n)} for n in seg.lengths], "loss": seg.loss,
+                "index_file_version": "V3"}
 
 
 class IvfFlat(VectorKind):

@@ -18,7 +18,6 @@ The model (:class:`VectorModel`) is picklable and is what a delta segment reuses
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -27,21 +26,21 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from lance_format.errors import CorruptFileError, InvalidInputError, LanceError
-from lance_format.index.codec import HnswConfig, VectorIndexDetails, decode_ivf, decode_tensor
+from lance_format.errors import InvalidInputError
+from lance_format.index.codec import HnswConfig, VectorIndexDetails
 from lance_format.index.kind import TrainingData
 from lance_format.index.store import IndexDir
 from lance_format.index.vector import hnsw as _hnsw
 from lance_format.index.vector import quantize as q
 from lance_format.index.vector.kmeans import F32, Metric, assign, normalize, train_kmeans
-from lance_format.index.vector.write import (
-    AUX,
-    INDEX,
+from lance_format.index.vector.layout import (
+    FlatStorage,
+    IvfSegment,
+    PQStorage,
+    SQStorage,
     Storage,
-    flat_storage,
-    pq_storage,
-    sq_storage,
-    write_vector_segment,
+    read_segment,
+    write_ivf_files,
 )
 from lance_format.table.index_metadata import IndexFile
 
@@ -234,8 +233,7 @@ def encode_rows(data: TrainingData, model: VectorModel) -> VectorChunk:
     parts, _ = assign(prepared, model.centroids, model.metric)
     payload: npt.NDArray[np.generic]
     if model.pq is not None:
-        codes = q.encode_pq(q.residuals(prepared, parts, model.centroids, model.metric), model.pq)
-        payload = q.pack_codes(codes, model.pq.num_bits)
+        payload = q.encode_pq(q.residuals(prepared, parts, model.centroids, model.metric), model.pq)
     elif model.sq is not None:
         payload = q.encode_sq(prepared, model.sq)
     else:
@@ -245,8 +243,7 @@ def encode_rows(data: TrainingData, model: VectorModel) -> VectorChunk:
 
 def merge_chunks(chunks: Sequence[VectorChunk], model: VectorModel) -> tuple[VectorChunk, npt.NDArray[np.int64]]:
     """Every task's rows sorted by (partition, row id), and each partition's row count."""
-    width = (model.pq.num_sub_vectors * model.pq.num_bits // 8 if model.pq is not None
-             else model.centroids.shape[1])
+    width = model.pq.num_sub_vectors if model.pq is not None else model.centroids.shape[1]
     dtype = np.uint8 if model.pq is not None or model.sq is not None else np.dtype(_NUMPY[model.element_type])
     parts = np.concatenate([c.partitions for c in chunks]) if chunks else np.zeros(0, np.uint32)
     ids = np.concatenate([c.row_ids for c in chunks]) if chunks else np.zeros(0, np.uint64)
@@ -264,29 +261,26 @@ def stored_centroids(model: VectorModel) -> npt.NDArray[np.generic]:
     return model.centroids.astype(_NUMPY.get(model.element_type, "float32"))
 
 
-def storage_of(rows: VectorChunk, lengths: npt.NDArray[np.int64], model: VectorModel) -> Storage:
-    """The storage column of sorted rows."""
-    dim = int(model.centroids.shape[1])
+def storage_of(rows: VectorChunk, model: VectorModel) -> Storage:
+    """The storage of sorted rows (PQ codes one row per vector; the layout transposes them)."""
     if model.pq is not None:
-        stored = q.transpose_partitions(rows.payload.astype(np.uint8), lengths)
-        book = model.pq.tensor_array().astype(_NUMPY.get(model.element_type, "float32"))
-        return pq_storage(stored, book, model.pq.num_sub_vectors, model.pq.num_bits, dim)
+        book = model.pq.codebook.astype(_NUMPY.get(model.element_type, "float32"))
+        return PQStorage(book, rows.payload.astype(np.uint8), model.pq.num_bits)
     if model.sq is not None:
-        return sq_storage(rows.payload.astype(np.uint8), model.sq.start, model.sq.end, model.sq.num_bits)
-    return flat_storage(rows.payload, nullable=model.element_type == "uint8")
+        return SQStorage(rows.payload.astype(np.uint8), model.sq.start, model.sq.end, model.sq.num_bits)
+    return FlatStorage(rows.payload)
 
 
 def write_rows(out: IndexDir, rows: VectorChunk, lengths: npt.NDArray[np.int64], model: VectorModel,
                loss: float | None) -> tuple[IndexFile, ...]:
-    """Write a segment from rows already sorted by (partition, row id)."""
-    storage = storage_of(rows, lengths, model)
+    """Write a segment from rows already sorted by (partition, row id); HNSW graphs are built here."""
     graph = None
     if model.hnsw is not None:
-        graph = _hnsw.build_graphs(_hnsw.storage_vectors(rows.payload, lengths, model), lengths, model.hnsw,
+        graph = _hnsw.build_graphs(_hnsw.storage_vectors(rows.payload, model), lengths, model.hnsw,
                                    _hnsw.graph_metric(model.metric))
-    return write_vector_segment(out, index_type=model.index_type, metric=model.metric,
-                                centroids=stored_centroids(model), loss=loss, lengths=lengths,
-                                row_ids=rows.row_ids, storage=storage, graph=graph)
+    seg = IvfSegment(model.index_type, model.metric, stored_centroids(model), lengths.astype(np.uint32),
+                     rows.row_ids, storage_of(rows, model), loss, graph)
+    return write_ivf_files(out, seg)
 
 
 def write_model_segment(out: IndexDir, chunks: Sequence[VectorChunk], model: VectorModel) -> tuple[IndexFile, ...]:
@@ -306,58 +300,29 @@ _ELEMENT = {np.dtype("float32"): "float", np.dtype("float16"): "halffloat", np.d
             np.dtype("uint8"): "uint8"}
 
 
-def _metadata(reader: Any) -> dict[str, str]:
-    return {k.decode(): v.decode() for k, v in (reader.schema.metadata or {}).items()}
-
-
-def _ivf(reader: Any, where: str) -> Any:
-    meta = _metadata(reader)
-    try:
-        pos = int(meta.get("lance:ivf", "1"))
-        return decode_ivf(reader.read_global_buffer(pos), where)
-    except (ValueError, LanceError) as exc:
-        raise CorruptFileError(f"{where}: unreadable IVF model: {exc}") from exc
-
-
-def load_model(src: IndexDir, details: VectorIndexDetails) -> VectorModel:
-    """The model of an existing segment (ours or pylance's): centroids, loss and quantizer.
-
-    Raises:
-        CorruptFileError: a file lacks the IVF model or the storage metadata.
-    """
-    index = src.reader(INDEX)
-    ivf = _ivf(index, f"{src.prefix}/{INDEX}")
-    cents = ivf.centroid_array()
-    if cents is None:
-        raise CorruptFileError(f"{src.prefix}/{INDEX}: the IVF model has no centroids")
-    aux = src.reader(AUX, columns=["_rowid"])
-    storage = json.loads(json.loads(_metadata(aux).get("storage_metadata", "[\"{}\"]"))[0] or "{}")
-    pq = sq = None
-    if details.compression == "pq":
-        book = decode_tensor(aux.read_global_buffer(int(storage.get("codebook_position", 2)))).to_numpy()
-        pq = q.PqCodebook.from_tensor(book, int(storage["num_sub_vectors"]), int(storage["nbits"]))
-    elif details.compression == "sq":
-        bounds = storage.get("bounds") or {}
-        sq = q.SqBounds(float(bounds.get("start", 0.0)), float(bounds.get("end", 0.0)), int(storage["num_bits"]))
+def model_of(seg: IvfSegment, details: VectorIndexDetails) -> VectorModel:
+    """The model of an existing segment (ours or pylance's): centroids, loss and quantizer."""
+    st = seg.storage
+    pq = q.PqCodebook(np.asarray(st.codebook, np.float32), st.nbits) if isinstance(st, PQStorage) else None
+    sq = q.SqBounds(st.start, st.end, st.num_bits) if isinstance(st, SQStorage) else None
     hnsw = None if details.hnsw is None else _hnsw.HnswParams(
         details.hnsw.max_connections, details.hnsw.construction_ef, details.hnsw.max_level)
-    return VectorModel(details.index_type, details.metric, np.asarray(cents, np.float32),
-                       _ELEMENT.get(np.dtype(cents.dtype), "float"), ivf.loss, pq, sq, hnsw,
+    return VectorModel(details.index_type, details.metric, np.asarray(seg.centroids, np.float32),
+                       _ELEMENT.get(np.dtype(seg.centroids.dtype), "float"), seg.loss, pq, sq, hnsw,
                        details.target_partition_size, details.runtime_hints)
 
 
-def read_rows(src: IndexDir, model: VectorModel) -> tuple[VectorChunk, npt.NDArray[np.int64]]:
-    """Every stored row of a segment (PQ codes untransposed) and each partition's row count."""
-    aux = src.reader(AUX)
-    lengths = _ivf(aux, f"{src.prefix}/{AUX}").lengths.astype(np.int64)
-    table = aux.read_all(batch_size=1 << 16).to_table()
-    ids = table.column("_rowid").to_numpy().astype(np.uint64)
-    column = next(n for n in table.column_names if n != "_rowid")
-    values, _ = vectors_of(table.column(column).combine_chunks())
-    if model.pq is not None:
-        values = q.untranspose_partitions(values.astype(np.uint8), lengths)
-    parts = np.repeat(np.arange(lengths.size, dtype=np.uint32), lengths)
-    return VectorChunk(parts, ids, values), lengths
+def load_model(src: IndexDir, details: VectorIndexDetails) -> VectorModel:
+    """The model of the segment stored in ``src``."""
+    return model_of(read_segment(src), details)
+
+
+def rows_of(seg: IvfSegment) -> VectorChunk:
+    """A segment's stored rows, with their partitions."""
+    st = seg.storage
+    payload = st.codes if isinstance(st, (PQStorage, SQStorage)) else getattr(st, "vectors")  # noqa: B009
+    parts = np.repeat(np.arange(seg.lengths.size, dtype=np.uint32), seg.lengths.astype(np.int64))
+    return VectorChunk(parts, seg.row_ids, payload)
 
 
 def remap_segment(src: IndexDir, out: IndexDir, details: VectorIndexDetails,
@@ -368,8 +333,9 @@ def remap_segment(src: IndexDir, out: IndexDir, details: VectorIndexDetails,
     Every kept row keeps its partition and its exact code (pylance copies codes, §9.1);
     rows are sorted again by new row id within each partition; HNSW graphs are rebuilt.
     """
-    model = load_model(src, details)
-    rows, _ = read_rows(src, model)
+    seg = read_segment(src)
+    model = model_of(seg, details)
+    rows = rows_of(seg)
     new_ids, keep = translate(rows.row_ids)
     kept = VectorChunk(rows.partitions[keep], new_ids, rows.payload[keep])
     merged, lengths = merge_chunks([kept], model)

@@ -11,9 +11,11 @@ Construction. Levels are drawn as upstream does (``floor(-ln U / ln m)``, capped
 ``max_level - 1``; ``rust/lance-index/src/vector/hnsw/builder.rs``) from a fixed seed, so a
 build is reproducible. Instead of inserting nodes one by one (a sequential greedy search per
 node, which does not vectorise), each level's neighbour lists are the exact nearest nodes of
-that level, computed blockwise with one matrix product per block: a k-NN graph is a superset
-in quality of what HNSW's insertion approximates, and pylance's search (greedy descent from the
-entry point, then a beam of ``ef`` on level 0) only needs each list to hold near nodes. The
+that level (``ef_construction`` candidates, computed blockwise with one matrix product per
+block), thinned by HNSW's diversity heuristic and completed with reverse links, all
+vectorised over the nodes: the lists insertion would converge to, from exact candidates
+instead of a greedy search. pylance's search (greedy descent from the entry point, then a
+beam of ``ef`` on level 0) reads them as any HNSW graph. The
 cost is ``O(n²·dim)`` per partition; partitions are small for IVF_HNSW (the ``num_partitions``
 you choose splits the data), and above :data:`EXACT_LIMIT` nodes the candidates are restricted
 to a node's own and nearest sub-clusters (an approximate k-NN graph with the same layout).
@@ -21,17 +23,15 @@ to a node's own and nearest sub-clusters (an approximate k-NN graph with the sam
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
 from lance_format.index.vector.kmeans import F32, assign, train_kmeans
-from lance_format.index.vector.quantize import unpack_codes
-from lance_format.index.vector.write import HnswGraph
+from lance_format.index.vector.layout import HnswGraph
 
 if TYPE_CHECKING:
     from lance_format.index.vector.build import VectorModel
@@ -39,6 +39,8 @@ if TYPE_CHECKING:
 GraphMetric = Literal["l2", "dot"]
 #: Nodes above which a partition's neighbour search is restricted to nearby sub-clusters.
 EXACT_LIMIT = 20_000
+#: Nodes up to which a level draws ``ef_construction`` candidates per node (else ``2m``).
+POOL_LIMIT = 50_000
 #: Distance entries computed at once.
 _BLOCK = 1 << 22
 _SEED = 0x5EED
@@ -58,10 +60,10 @@ def graph_metric(metric: str) -> GraphMetric:
     return "dot" if metric == "dot" else "l2"
 
 
-def storage_vectors(payload: npt.NDArray[np.generic], lengths: npt.NDArray[np.int64], model: VectorModel) -> F32:
+def storage_vectors(payload: npt.NDArray[np.generic], model: VectorModel) -> F32:
     """The vectors the storage represents (decoded codes), row for row, for distance computation."""
     if model.pq is not None:
-        codes = unpack_codes(payload.astype(np.uint8), model.pq.num_bits)
+        codes = payload.astype(np.uint8)
         book = model.pq.codebook
         parts = [book[s][codes[:, s]] for s in range(book.shape[0])]  # one gather per sub-vector
         return np.ascontiguousarray(np.concatenate(parts, axis=1), np.float32) if parts else \
@@ -140,19 +142,71 @@ def _approx_knn(x: F32, k: int, metric: GraphMetric) -> tuple[npt.NDArray[np.int
     return idx, dist
 
 
-def _lists(idx: npt.NDArray[np.int64], dist: F32, ids: npt.NDArray[np.int64]) -> tuple[pa.Array, pa.Array]:
-    """List columns of neighbour node ids and distances (inf entries: no neighbour)."""
-    ok = np.isfinite(dist)
-    counts = ok.sum(axis=1)
-    offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int32)
-    nb = pa.ListArray.from_arrays(pa.array(offsets), pa.array(ids[idx[ok]].astype(np.uint32), pa.uint32()))
-    ds = pa.ListArray.from_arrays(pa.array(offsets), pa.array(dist[ok], pa.float32()))
+def _select(x: F32, idx: npt.NDArray[np.int64], dist: F32, m: int, degree: int, metric: GraphMetric
+            ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], F32]:
+    """HNSW's neighbour heuristic over each node's sorted candidates, then reverse links.
+
+    Up to ``m`` candidates are kept, each only if it is closer to the node than to every
+    neighbour kept before it (``select_neighbors_heuristic``), which keeps links between
+    clusters that a plain k-NN list drops; each kept link is also offered to the other end, as
+    insertion does, and a list over ``degree`` keeps its heuristic links first, then the
+    nearest reverse links.
+    Returns the edges as ``(source, target, distance)`` arrays.
+    """
+    n, c = idx.shape
+    keep = np.zeros((n, c), bool)
+    step = max(1, _BLOCK // max(c * c, 1))
+    for lo in range(0, n, step):  # blocks of nodes; the loop below runs over candidate ranks
+        ci = idx[lo:lo + step]
+        cd = dist[lo:lo + step]
+        cv = x[ci]  # [b, c, dim]
+        prod = np.einsum("bid,bjd->bij", cv, cv)
+        if metric == "dot":
+            pair = 1.0 - prod
+        else:
+            sq = np.einsum("bid,bid->bi", cv, cv)
+            pair = sq[:, :, None] - 2.0 * prod + sq[:, None, :]
+        blocked = ~np.isfinite(cd)
+        count = np.zeros(ci.shape[0], np.int64)
+        for j in range(c):
+            ok = ~blocked[:, j] & (count < m)
+            keep[lo:lo + step, j] = ok
+            count += ok
+            blocked |= ok[:, None] & (pair[:, j, :] < cd)
+    src = np.repeat(np.arange(n), c)[keep.ravel()]
+    dst = idx.ravel()[keep.ravel()]
+    dd = dist.ravel()[keep.ravel()]
+    # reverse links come after forward ones (priority 1); duplicates keep the forward copy
+    s_all = np.concatenate([src, dst])
+    t_all = np.concatenate([dst, src])
+    d_all = np.concatenate([dd, dd]).astype(np.float32)
+    prio = np.concatenate([np.zeros(src.size, np.int8), np.ones(src.size, np.int8)])
+    order = np.lexsort((prio, t_all, s_all))
+    s_all, t_all, d_all, prio = s_all[order], t_all[order], d_all[order], prio[order]
+    first = np.ones(s_all.size, bool)
+    first[1:] = (s_all[1:] != s_all[:-1]) | (t_all[1:] != t_all[:-1])
+    s_all, t_all, d_all, prio = s_all[first], t_all[first], d_all[first], prio[first]
+    order = np.lexsort((d_all, prio, s_all))
+    s_all, t_all, d_all = s_all[order], t_all[order], d_all[order]
+    starts = np.searchsorted(s_all, np.arange(n))
+    rank = np.arange(s_all.size) - starts[s_all]
+    kept = rank < degree
+    return s_all[kept], t_all[kept], d_all[kept]
+
+
+def _lists(n: int, src: npt.NDArray[np.int64], dst: npt.NDArray[np.int64], dist: F32,
+           ids: npt.NDArray[np.int64]) -> tuple[pa.Array, pa.Array]:
+    """List columns of neighbour node ids and distances from edges sorted by source."""
+    counts = np.bincount(src, minlength=n)
+    offsets = pa.array(np.concatenate(([0], np.cumsum(counts))).astype(np.int32))
+    nb = pa.ListArray.from_arrays(offsets, pa.array(ids[dst].astype(np.uint32), pa.uint32()))
+    ds = pa.ListArray.from_arrays(offsets, pa.array(dist, pa.float32()))
     return nb, ds
 
 
 def build_partition(x: F32, params: HnswParams, metric: GraphMetric, rng: np.random.Generator
-                    ) -> tuple[npt.NDArray[np.uint32], pa.Array, pa.Array, str]:
-    """The graph rows of one partition and its ``lance:hnsw`` JSON."""
+                    ) -> tuple[npt.NDArray[np.uint32], pa.Array, pa.Array, dict[str, Any]]:
+    """The graph rows of one partition and its ``lance:hnsw`` entry."""
     n = x.shape[0]
     levels = _levels(n, params, rng)
     vids: list[npt.NDArray[np.uint32]] = []
@@ -166,17 +220,20 @@ def build_partition(x: F32, params: HnswParams, metric: GraphMetric, rng: np.ran
             entry = int(nodes[0])
             degree = 2 * params.m if level == 0 else params.m
             sub = x[nodes]
-            idx, dist = (_knn(sub, degree, metric) if nodes.size <= EXACT_LIMIT
-                         else _approx_knn(sub, degree, metric))
-            nb, ds = _lists(idx, dist, nodes)
+            # insertion links a node to ``m`` chosen neighbours; reverse links fill up to the cap
+            pool = max(params.ef_construction, degree) if nodes.size <= POOL_LIMIT else degree
+            idx, dist = (_knn(sub, pool, metric) if nodes.size <= EXACT_LIMIT
+                         else _approx_knn(sub, pool, metric))
+            src, dst, dd = _select(sub, idx, dist, params.m, degree, metric)
+            nb, ds = _lists(int(nodes.size), src, dst, dd, nodes)
             vids.append(nodes.astype(np.uint32))
             nbs.append(nb)
             dss.append(ds)
         offsets.append(offsets[-1] + int(nodes.size))
-    meta = json.dumps({"entry_point": entry,
-                       "params": {"max_level": params.max_level, "m": params.m,
-                                  "ef_construction": params.ef_construction, "prefetch_distance": 2},
-                       "level_offsets": offsets}, separators=(",", ":"))
+    meta = {"entry_point": entry,
+            "params": {"max_level": params.max_level, "m": params.m, "ef_construction": params.ef_construction,
+                       "prefetch_distance": 2},
+            "level_offsets": offsets}
     vid = np.concatenate(vids) if vids else np.zeros(0, np.uint32)
     empty = pa.array([], pa.list_(pa.uint32()))
     nb_all = pa.concat_arrays(nbs) if nbs else empty
@@ -190,7 +247,7 @@ def build_graphs(vectors: F32, lengths: npt.NDArray[np.int64], params: HnswParam
     vids: list[npt.NDArray[np.uint32]] = []
     nbs: list[pa.Array] = []
     dss: list[pa.Array] = []
-    metas: list[str] = []
+    metas: list[dict[str, Any]] = []
     glens: list[int] = []
     lo = 0
     for n in np.asarray(lengths, np.int64).tolist():  # one graph per partition
@@ -201,7 +258,7 @@ def build_graphs(vectors: F32, lengths: npt.NDArray[np.int64], params: HnswParam
         metas.append(meta)
         glens.append(int(vid.size))
         lo += n
-    return HnswGraph(np.concatenate(vids) if vids else np.zeros(0, np.uint32),
-                     pa.concat_arrays(nbs) if nbs else pa.array([], pa.list_(pa.uint32())),
-                     pa.concat_arrays(dss) if dss else pa.array([], pa.list_(pa.float32())),
-                     np.asarray(glens, np.uint32), tuple(metas))
+    table = pa.table({"__vector_id": pa.array(np.concatenate(vids) if vids else np.zeros(0, np.uint32), pa.uint32()),
+                      "__neighbors": pa.concat_arrays(nbs) if nbs else pa.array([], pa.list_(pa.uint32())),
+                      "_distance": pa.concat_arrays(dss) if dss else pa.array([], pa.list_(pa.float32()))})
+    return HnswGraph(table, np.asarray(glens, np.uint32), tuple(metas))
