@@ -1,0 +1,1 @@
+"""Scans answered by search indices: nearest-neighbour vector search (:mod:`.nearest`)."""
