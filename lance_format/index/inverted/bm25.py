@@ -1,0 +1,224 @@
+"""BM25 as pylance scores it (``rust/lance-index/src/scalar/inverted/scorer.rs``).
+
+``score(doc) = sum over query tokens of idf(token) * (K1 + 1) * f / (f + K1 * (1 - B + B * dl / avgdl))``
+in float32, with ``K1 = 1.2``, ``B = 0.75``, ``idf = ln((N - n + 0.5) / (n + 0.5) + 1)``, where ``N``
+is the index's document count, ``n`` the documents holding the token and ``avgdl`` the index's
+tokens per document, summed over every partition. Deleted rows stay in these statistics (the
+index is not rewritten by a delete), and rows of fragments the index does not cover are scored
+with the index's statistics too (observed on pylance 14.0.2: appending rows leaves the scores of
+indexed rows unchanged).
+
+A :class:`Corpus` is one column's documents: the index's partitions plus, optionally, the
+un-indexed rows tokenized on the fly (:class:`FlatDocs`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from lance_format.index.inverted.files import InvertedFiles
+from lance_format.index.inverted.tokenizer import Analyzer
+
+U64 = npt.NDArray[np.uint64]
+U32 = npt.NDArray[np.uint32]
+F32 = npt.NDArray[np.float32]
+K1 = np.float32(1.2)
+B = np.float32(0.75)
+
+
+def idf(doc_freq: int, num_docs: int) -> np.float32:
+    """pylance's inverse document frequency (float32)."""
+    n = np.float32(num_docs)
+    d = np.float32(doc_freq)
+    return np.float32(np.log(np.float32((n - d + np.float32(0.5)) / (d + np.float32(0.5)) + np.float32(1.0))))
+
+
+def doc_weight(freqs: U32, lengths: U32, avgdl: np.float32) -> F32:
+    """The per-document factor of a token's BM25 score (float32, pylance's order of operations)."""
+    f = freqs.astype(np.float32)
+    dl = lengths.astype(np.float32)
+    norm = K1 * (np.float32(1.0) - B + B * dl / avgdl)
+    return ((K1 + np.float32(1.0)) * f / (f + norm)).astype(np.float32)
+
+
+@dataclass
+class FlatDocs:
+    """Rows the index does not cover, tokenized: an in-memory inverted list."""
+
+    row_ids: U64
+    lengths: U32
+    postings: dict[str, tuple[U32, U32]]
+    positions: dict[str, list[U32]] = field(default_factory=dict)
+
+    @classmethod
+    def build(cls, analyzer: Analyzer, row_ids: U64, texts: list[str | None], with_positions: bool) -> FlatDocs:
+        """Tokenize ``texts`` (``None`` is an empty document)."""
+        lengths = np.zeros(len(texts), dtype=np.uint32)
+        acc: dict[str, list[tuple[int, list[int]]]] = {}
+        for i, text in enumerate(texts):
+            if not text:
+                continue
+            toks = analyzer.tokens_with_positions(text)
+            lengths[i] = len(toks)
+            per: dict[str, list[int]] = {}
+            for tok, pos in toks:
+                per.setdefault(tok, []).append(pos)
+            for tok, pos_list in per.items():
+                acc.setdefault(tok, []).append((i, pos_list))
+        postings = {t: (np.array([d for d, _ in v], dtype=np.uint32),
+                        np.array([len(p) for _, p in v], dtype=np.uint32)) for t, v in acc.items()}
+        positions = ({t: [np.array(p, dtype=np.uint32) for _, p in v] for t, v in acc.items()}
+                     if with_positions else {})
+        return cls(row_ids, lengths, postings, positions)
+
+
+@dataclass
+class Hits:
+    """Matching rows and their scores (row ids unique, any order)."""
+
+    ids: U64
+    scores: F32
+
+    @classmethod
+    def empty(cls) -> Hits:
+        """No rows."""
+        return cls(np.zeros(0, np.uint64), np.zeros(0, np.float32))
+
+
+def add(parts: list[Hits]) -> Hits:
+    """Union of hits, scores of the same row summed."""
+    parts = [p for p in parts if p.ids.size]
+    if not parts:
+        return Hits.empty()
+    if len(parts) == 1:
+        return parts[0]
+    ids = np.concatenate([p.ids for p in parts])
+    scores = np.concatenate([p.scores for p in parts])
+    uniq, inv = np.unique(ids, return_inverse=True)
+    return Hits(uniq, np.bincount(inv, weights=scores, minlength=len(uniq)).astype(np.float32))
+
+
+def best(parts: list[Hits]) -> Hits:
+    """Union of hits, each row keeping its highest score."""
+    parts = [p for p in parts if p.ids.size]
+    if not parts:
+        return Hits.empty()
+    ids = np.concatenate([p.ids for p in parts])
+    scores = np.concatenate([p.scores for p in parts])
+    order = np.lexsort((-scores.astype(np.float64), ids))
+    ids, scores = ids[order], scores[order]
+    first = np.r_[True, ids[1:] != ids[:-1]]
+    return Hits(ids[first], scores[first])
+
+
+def intersect(parts: list[Hits]) -> Hits:
+    """Rows in every part, scores summed."""
+    if not parts:
+        return Hits.empty()
+    keep = parts[0].ids
+    for p in parts[1:]:
+        keep = np.intersect1d(keep, p.ids, assume_unique=True)
+    return add([restrict(p, keep) for p in parts]) if keep.size else Hits.empty()
+
+
+def restrict(hits: Hits, ids: U64) -> Hits:
+    """The hits whose row is in ``ids``."""
+    mask = np.isin(hits.ids, ids)
+    return Hits(hits.ids[mask], hits.scores[mask])
+
+
+class Corpus:
+    """One indexed column: the index's partitions, the flat rows, and the index's statistics."""
+
+    def __init__(self, index: InvertedFiles, analyzer: Analyzer, flat: FlatDocs | None = None,
+                 excluded_fragments: frozenset[int] = frozenset(), stable_row_ids: bool = False):
+        self.index = index
+        self.analyzer = analyzer
+        self.flat = flat
+        self.num_docs = index.num_docs
+        self.avgdl = (np.float32(index.total_tokens) / np.float32(index.num_docs)
+                      if index.num_docs else np.float32(1.0))
+        self._excluded = excluded_fragments
+        self._stable = stable_row_ids
+
+    def index_vocabulary(self) -> set[str]:
+        """Every token of the index."""
+        out: set[str] = set()
+        for p in self.index.partitions:
+            out.update(p.tokens)
+        return out
+
+    def doc_freq(self, token: str) -> int:
+        """Documents of the index holding ``token`` (BM25's ``n``)."""
+        return self.index.doc_freq(token)
+
+    def _keep(self, row_ids: U64) -> npt.NDArray[np.bool_]:
+        if not self._excluded or self._stable:
+            return np.ones(len(row_ids), dtype=bool)
+        frags = (row_ids >> np.uint64(32)).astype(np.int64)
+        return ~np.isin(frags, np.fromiter(self._excluded, dtype=np.int64))
+
+    def postings(self, token: str) -> list[tuple[U64, U32, U32, list[U32] | None, int, object]]:
+        """``(row ids, freqs, doc lengths, None, source index, source)`` of every source holding ``token``."""
+        out: list[tuple[U64, U32, U32, list[U32] | None, int, object]] = []
+        for i, part in enumerate(self.index.partitions):
+            got = part.posting(token)
+            if got is None:
+                continue
+            doc_ids, freqs = got
+            rows = part.row_ids[doc_ids]
+            out.append((rows, freqs, part.num_tokens[doc_ids], None, i, part))
+        if self.flat is not None and token in self.flat.postings:
+            d, f = self.flat.postings[token]
+            out.append((self.flat.row_ids[d], f, self.flat.lengths[d], None, -1, self.flat))
+        return out
+
+    def term(self, token: str, boost: float = 1.0, *, indexed: bool = True, flat: bool = True) -> Hits:
+        """Every document holding ``token`` and its BM25 contribution (of the index, the flat rows or both)."""
+        n = self.doc_freq(token)
+        if n == 0 and (self.flat is None or token not in self.flat.postings):
+            return Hits.empty()
+        w = idf(n, self.num_docs) if n else np.float32(0.0)
+        fw, favg = self._flat_stats(token)
+        parts = []
+        for rows, freqs, lens, _, src, _ in self.postings(token):
+            if (src < 0 and not flat) or (src >= 0 and not indexed):
+                continue
+            keep = self._keep(rows)
+            if src < 0:
+                s = (fw * doc_weight(freqs, lens, favg)).astype(np.float32)
+            else:
+                s = (w * doc_weight(freqs, lens, self.avgdl)).astype(np.float32)
+            if boost != 1.0:
+                s = (s * np.float32(boost)).astype(np.float32)
+            parts.append(Hits(rows[keep], s[keep]))
+        return add(parts)
+
+    def _flat_stats(self, token: str) -> tuple[np.float32, np.float32]:
+        """Query weight and avgdl for the flat rows: the index's statistics plus the flat rows'."""
+        if self.flat is None:
+            return np.float32(0.0), self.avgdl
+        n = self.num_docs + int(np.count_nonzero(self.flat.lengths))
+        total = self.index.total_tokens + int(self.flat.lengths.sum())
+        got = self.flat.postings.get(token)
+        df = self.doc_freq(token) + (0 if got is None else len(got[0]))
+        return (idf(df, n) if df else np.float32(0.0)), np.float32(total) / np.float32(max(n, 1))
+
+    def positions(self, token: str) -> dict[int, U32]:
+        """``row id -> positions`` of ``token`` in every document holding it."""
+        out: dict[int, U32] = {}
+        for part in self.index.partitions:
+            got = part.posting(token)
+            if got is None:
+                continue
+            pos = part.token_positions(token)
+            for r, p in zip(part.row_ids[got[0]].tolist(), pos, strict=True):
+                out[r] = p
+        if self.flat is not None and token in self.flat.positions:
+            d, _ = self.flat.postings[token]
+            for r, p in zip(self.flat.row_ids[d].tolist(), self.flat.positions[token], strict=True):
+                out[r] = p
+        return out

@@ -1,0 +1,199 @@
+"""The text analyzer of an INVERTED index, as pylance builds it from the index's ``params``.
+
+``InvertedIndexParams::build`` (``rust/lance-index/src/scalar/inverted/tokenizer.rs``) chains a
+tantivy base tokenizer and its filters in this order: ``RemoveLongFilter(max_token_length)``
+(keeps tokens shorter than the limit, in bytes), ``LowerCaser``, ``Stemmer(language)``,
+``StopWordFilter(language)`` (applied to the *stemmed* token) and ``AsciiFoldingFilter``. Base
+tokenizers: ``simple`` (runs of alphanumeric characters), ``whitespace``, ``raw`` (the whole
+text) and ``ngram`` (character n-grams). Language-model tokenizers (``jieba/*``, ``lindera/*``)
+and stemmers or stop words of other languages are refused.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from lance_format.errors import NotSupportedError
+from lance_format.index.inverted.stemmer import stem
+
+#: tantivy's English stop words (``StopWordFilter::new(Language::English)``), as pylance 14.0.2
+#: removes them: every word of the Snowball and NLTK lists was indexed and these are the ones dropped.
+_ENGLISH_STOP_TEXT = """
+a about above after again against all am an and any are as at be because been before being below
+between both but by can did do does doing down during each few for from further had has have
+having he he'd he'll he's her here hers herself him himself his how i i'd i'll i'm i've if in
+into is it it's its itself just me more most my myself now of off on once only or other our ours
+ourselves out over own re same she she'd she'll she's should should've so some such than that
+the their theirs them themselves then there these they they'd they'll they're they've this those
+through to too under until up very was we we'd we'll we're we've were what when where which
+while who whom why will with you you'd you'll you're you've your yours yourself yourselves
+"""
+ENGLISH_STOP_WORDS = frozenset(_ENGLISH_STOP_TEXT.split())
+
+_WORD = re.compile(r"[^\W_]+")
+#: Letters NFKD does not take apart, folded as Lucene's ASCIIFoldingFilter (tantivy's source) does.
+_FOLD_EXTRA = str.maketrans({
+    "ß": "ss", "æ": "ae", "Æ": "AE", "ø": "o", "Ø": "O", "œ": "oe", "Œ": "OE", "đ": "d", "Đ": "D",
+    "ł": "l", "Ł": "L", "þ": "th", "Þ": "TH", "ð": "d", "Ð": "D", "ı": "i", "ĸ": "q", "ŀ": "l",
+    "Ŀ": "L", "ŉ": "'n", "ſ": "s", "ƒ": "f", "ħ": "h", "Ħ": "H", "ŧ": "t", "Ŧ": "T",
+    "\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u2013": "-", "\u2014": "-",
+})
+
+
+@lru_cache(maxsize=65536)
+def ascii_fold(token: str) -> str:
+    """Latin letters with diacritics as their plain ASCII letters (other characters kept)."""
+    if token.isascii():
+        return token
+    out = []
+    for ch in token.translate(_FOLD_EXTRA):
+        if ch.isascii():
+            out.append(ch)
+            continue
+        base = "".join(c for c in unicodedata.normalize("NFKD", ch) if not unicodedata.combining(c))
+        out.append(base if base and base.isascii() else ch)
+    return "".join(out)
+
+
+def _whole(text: str) -> list[str]:
+    return [text]
+
+
+@dataclass(frozen=True)
+class AnalyzerParams:
+    """The tokenizer parameters pylance records in ``metadata.lance`` (``params``)."""
+
+    base_tokenizer: str = "simple"
+    language: str = "English"
+    with_position: bool = False
+    max_token_length: int | None = 40
+    lower_case: bool = True
+    stem: bool = True
+    remove_stop_words: bool = True
+    custom_stop_words: tuple[str, ...] | None = None
+    ascii_folding: bool = True
+    min_ngram_length: int = 3
+    max_ngram_length: int = 3
+    prefix_only: bool = False
+    lance_tokenizer: str = "text"
+
+    @classmethod
+    def from_json(cls, text: str) -> AnalyzerParams:
+        """Parse the ``params`` metadata value."""
+        raw: Mapping[str, Any] = json.loads(text)
+        return cls.from_mapping(raw)
+
+    @classmethod
+    def from_mapping(cls, raw: Mapping[str, Any]) -> AnalyzerParams:
+        """Parameters from a mapping of pylance's names (unknown names ignored)."""
+        words = raw.get("custom_stop_words")
+        return cls(
+            base_tokenizer=str(raw.get("base_tokenizer", "simple")),
+            language=str(raw.get("language", "English")),
+            with_position=bool(raw.get("with_position", False)),
+            max_token_length=None if raw.get("max_token_length", 40) is None else int(raw.get("max_token_length", 40)),
+            lower_case=bool(raw.get("lower_case", True)),
+            stem=bool(raw.get("stem", True)),
+            remove_stop_words=bool(raw.get("remove_stop_words", True)),
+            custom_stop_words=None if words is None else tuple(str(w) for w in words),
+            ascii_folding=bool(raw.get("ascii_folding", True)),
+            min_ngram_length=int(raw.get("min_ngram_length", 3)),
+            max_ngram_length=int(raw.get("max_ngram_length", 3)),
+            prefix_only=bool(raw.get("prefix_only", False)),
+            lance_tokenizer=str(raw.get("lance_tokenizer") or "text"),
+        )
+
+    def to_json(self) -> str:
+        """The ``params`` value pylance 14.0.2 writes (same keys, same order)."""
+        return json.dumps({
+            "lance_tokenizer": self.lance_tokenizer, "base_tokenizer": self.base_tokenizer,
+            "language": self.language, "with_position": self.with_position,
+            "max_token_length": self.max_token_length, "lower_case": self.lower_case, "stem": self.stem,
+            "remove_stop_words": self.remove_stop_words,
+            "custom_stop_words": None if self.custom_stop_words is None else list(self.custom_stop_words),
+            "ascii_folding": self.ascii_folding, "min_ngram_length": self.min_ngram_length,
+            "max_ngram_length": self.max_ngram_length, "prefix_only": self.prefix_only, "block_size": 128,
+            "split_identifiers": False, "split_on_numerics": False, "preserve_original": False,
+            "index_operators": False,
+        }, separators=(",", ":"))
+
+
+class Analyzer:
+    """Turns a text into its tokens (with positions) as pylance's analyzer does.
+
+    Raises:
+        NotSupportedError: a tokenizer, stemmer or stop-word list we cannot reproduce exactly.
+    """
+
+    def __init__(self, params: AnalyzerParams):
+        self.params = params
+        base = params.base_tokenizer
+        if base not in ("simple", "whitespace", "raw", "ngram"):
+            raise NotSupportedError(
+                f"INVERTED index base tokenizer {base!r} is not supported (simple, whitespace, raw and "
+                "ngram are); language-model tokenizers such as jieba and lindera cannot be reproduced")
+        if params.lance_tokenizer not in ("text",):
+            raise NotSupportedError(f"INVERTED index lance_tokenizer {params.lance_tokenizer!r} is not supported")
+        if params.stem and params.language != "English":
+            raise NotSupportedError(f"stemming {params.language} text is not supported (English is)")
+        self._stop: frozenset[str] = frozenset()
+        if params.remove_stop_words:
+            if params.custom_stop_words is not None:
+                self._stop = frozenset(params.custom_stop_words)
+            elif params.language == "English":
+                self._stop = ENGLISH_STOP_WORDS
+            else:
+                raise NotSupportedError(f"removing {params.language} stop words is not supported (English is)")
+        splitters: dict[str, Callable[[str], list[str]]] = {
+            "simple": _WORD.findall, "whitespace": str.split, "raw": _whole, "ngram": self._ngrams,
+        }
+        self._split = splitters[base]
+
+    def _ngrams(self, text: str) -> list[str]:
+        lo, hi = self.params.min_ngram_length, self.params.max_ngram_length
+        out = []
+        starts = range(1) if self.params.prefix_only else range(len(text))
+        for i in starts:
+            for n in range(lo, hi + 1):
+                if i + n > len(text):
+                    break
+                out.append(text[i:i + n])
+        return out
+
+    def _filter(self, token: str) -> str | None:
+        p = self.params
+        if p.max_token_length is not None and len(token.encode("utf-8")) >= p.max_token_length:
+            return None
+        if p.lower_case:
+            token = token.lower()
+        if p.stem:
+            token = stem(token)
+        if token in self._stop:
+            return None
+        if p.ascii_folding:
+            token = ascii_fold(token)
+        return token
+
+    def tokens(self, text: str) -> list[str]:
+        """The tokens of ``text`` in order."""
+        out = []
+        for raw in self._split(text):
+            tok = self._filter(raw)
+            if tok is not None:
+                out.append(tok)
+        return out
+
+    def tokens_with_positions(self, text: str) -> list[tuple[str, int]]:
+        """The tokens of ``text`` with their positions (a removed token still takes its position)."""
+        out = []
+        for pos, raw in enumerate(self._split(text)):
+            tok = self._filter(raw)
+            if tok is not None:
+                out.append((tok, pos))
+        return out
