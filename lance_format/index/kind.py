@@ -32,12 +32,12 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from lance_format.errors import InvalidInputError, UnsupportedIndexTypeError
+from lance_format.index.predicates import In, IndexQuery, IsNull, Range
 from lance_format.index.rowset import RowDomain
 from lance_format.index.store import IndexDir
 from lance_format.table.index_metadata import IndexFile, IndexMetadata
 
 if TYPE_CHECKING:
-    from lance_format.index.predicates import ValueQuery
     from lance_format.index.remap import RowAddressMap
 
 U64 = npt.NDArray[np.uint64]
@@ -74,10 +74,13 @@ class IndexReader(Protocol):
 
 
 class ValueReader(IndexReader, Protocol):
-    """A segment answering value predicates (``=``, ranges, ``IN``, ``IS NULL``)."""
+    """A segment answering the predicates of a scan filter (``=``, ranges, ``IN``, ``contains``…)."""
 
-    def search_values(self, query: ValueQuery) -> tuple[U64, pa.Array]:
-        """Sorted unique row ids matching ``query`` and the value the index holds for each."""
+    def search_values(self, query: IndexQuery) -> tuple[U64, pa.Array]:
+        """Sorted unique row ids matching ``query`` and the value the index holds for each.
+
+        An inexact kind (:attr:`IndexKind.exact` false) returns candidates, with null values.
+        """
         ...
 
 
@@ -121,6 +124,10 @@ class IndexKind:
     #: Whether :meth:`write` / :meth:`open` / :meth:`remap` are implemented.
     buildable: ClassVar[bool] = False
     queryable: ClassVar[bool] = False
+    #: Whether a query's rows are exactly the matching rows, each with the value the index holds
+    #: (BTREE, BITMAP), so the scan can check fetched rows against it; else a superset
+    #: (ZONEMAP, BLOOMFILTER, NGRAM) the scan's filter re-checks.
+    exact: ClassVar[bool] = True
     remappable: ClassVar[bool] = False
     #: ``optimize_indices`` adds a delta segment over new fragments (with :meth:`load_model`'s
     #: model) instead of rebuilding the index.
@@ -145,6 +152,17 @@ class IndexKind:
     def stores_addresses(self, meta: IndexMetadata, stable_row_ids: bool) -> bool:
         """Whether the segment's ids are row addresses (else stable row ids, which compaction keeps)."""
         return not stable_row_ids
+
+    def display_name(self, meta: IndexMetadata) -> str:
+        """pylance's ``list_indices()`` type of ``meta`` (vector kinds read it from the details)."""
+        return self.display
+
+    def rebuild_request(self, src: IndexDir, meta: IndexMetadata) -> tuple[str, dict[str, Any]]:
+        """The ``index_type`` and parameters that rebuild ``meta``'s index from scratch.
+
+        Kinds sharing one details message (the vector kinds) answer from the segment's details.
+        """
+        return self.name, {}
 
     def details_value(self, ctx: BuildContext, model: Any) -> bytes:
         """The serialized details message of a new segment (empty for most scalar kinds)."""
@@ -194,6 +212,10 @@ class IndexKind:
         return None
 
     # -- query, remap, statistics --------------------------------------------------------------
+    def answers(self, query: IndexQuery) -> bool:
+        """Whether a segment of this kind answers ``query`` (value predicates by default)."""
+        return isinstance(query, (Range, In, IsNull))
+
     def open(self, src: IndexDir, meta: IndexMetadata, domain: RowDomain) -> IndexReader:
         """Open a segment for queries (cached by the caller per read)."""
         raise UnsupportedIndexTypeError(f"querying {self.name} indices is not supported")
@@ -206,3 +228,16 @@ class IndexKind:
     def statistics(self, src: IndexDir, meta: IndexMetadata, fragment_rows: Mapping[int, int]) -> dict[str, Any]:
         """Kind-specific keys of a segment's statistics (``num_pages``, ``num_partitions``…)."""
         return {}
+
+
+@dataclass(frozen=True)
+class ColumnIndex:
+    """One index on a column a scan may use: its name, kind and segments."""
+
+    name: str
+    kind: IndexKind
+    segments: tuple[IndexMetadata, ...]
+
+
+#: Column → its usable indices, exact kinds first (a column may carry a BTREE and an NGRAM).
+IndexedColumns = dict[str, tuple[ColumnIndex, ...]]

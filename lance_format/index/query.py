@@ -22,8 +22,8 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
-from lance_format.index.predicates import In, IsNull, Range, ValueQuery
-from lance_format.table.index_metadata import IndexMetadata
+from lance_format.index.kind import IndexedColumns
+from lance_format.index.predicates import Contains, In, IndexQuery, IsNull, Range
 
 
 @dataclass(frozen=True)
@@ -31,7 +31,7 @@ class Leaf:
     """One predicate answered by the index ``index_name``."""
 
     column: str
-    query: ValueQuery
+    query: IndexQuery
     index_name: str
     index_type: str  # display type, e.g. "BTree"
 
@@ -64,7 +64,7 @@ class OrExpr:
 
 IndexExpr = Leaf | AndExpr | OrExpr
 #: column name -> (index name, display type, segments)
-IndexedColumns = dict[str, tuple[str, str, tuple[IndexMetadata, ...]]]
+
 
 _FLIP: dict[type[exp.Expr], type[exp.Expr]] = {exp.LT: exp.GT, exp.LTE: exp.GTE, exp.GT: exp.LT, exp.GTE: exp.LTE, exp.EQ: exp.EQ}
 
@@ -120,6 +120,12 @@ class _Builder:
         if isinstance(node, exp.Is) and isinstance(node.expression, exp.Null):
             col = self._column(node.this)
             return None if col is None else self._leaf(col, IsNull())
+        if isinstance(node, exp.Contains):
+            col = self._column(node.this)
+            text = node.expression
+            if col is None or not (isinstance(text, exp.Literal) and text.is_string):
+                return None
+            return self._leaf(col, Contains(str(text.this)))
         return None
 
     def _compare(self, node: exp.Expr) -> IndexExpr | None:
@@ -139,9 +145,11 @@ class _Builder:
             return self._leaf(col, Range(v, op is exp.GTE, None, True))
         return self._leaf(col, Range(None, True, v, op is exp.LTE))
 
-    def _leaf(self, col: str, query: ValueQuery) -> Leaf:
-        name, typ, _ = self.indexed[col]
-        return Leaf(col, query, name, typ)
+    def _leaf(self, col: str, query: IndexQuery) -> Leaf | None:
+        for choice in self.indexed[col]:
+            if choice.kind.answers(query):
+                return Leaf(col, query, choice.name, choice.kind.display)
+        return None
 
     def _column(self, node: exp.Expr | None) -> str | None:
         if not isinstance(node, exp.Column) or node.table:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from lance_format.errors import UnsupportedIndexTypeError
 from lance_format.index.kind import IndexKind
-from lance_format.index.kinds import bitmap, btree, label_list, listed
+from lance_format.index.kinds import bitmap, bloomfilter, btree, label_list, listed, ngram, vector, zonemap
 from lance_format.index.models import kind_of
 from lance_format.table.index_metadata import IndexMetadata
 
@@ -19,6 +19,10 @@ KINDS: tuple[IndexKind, ...] = (
     btree.KIND,
     bitmap.KIND,
     label_list.KIND,
+    zonemap.KIND,
+    bloomfilter.KIND,
+    ngram.KIND,
+    *vector.ALL,
     *listed.ALL,
 )
 
@@ -57,7 +61,7 @@ def display_type(meta: IndexMetadata) -> str:
     """pylance's ``type`` string for a segment (``"BTree"``, ``"Vector"``…)."""
     kind = for_segment(meta)
     if kind is not None:
-        return kind.display
+        return kind.display_name(meta)
     return kind_of(meta).removesuffix("IndexDetails") or "Unknown"
 
 

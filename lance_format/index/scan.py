@@ -29,7 +29,7 @@ from lance_format.errors import CorruptFileError
 from lance_format.index import frag_reuse, registry
 from lance_format.index._compat import manifest_indices
 from lance_format.index.btree import same_values
-from lance_format.index.kind import ValueReader
+from lance_format.index.kind import ColumnIndex, IndexedColumns, ValueReader
 from lance_format.index.models import FRAG_REUSE_INDEX
 from lance_format.index.registry import stores_addresses
 from lance_format.index.rowset import RowDomain, fragment_of, offset_of
@@ -40,7 +40,7 @@ from lance_format.table.scan import apply_filter
 
 if TYPE_CHECKING:
     # lance_format.index.query imports sqlglot (~0.3-0.5 s): a scan without a filter never needs it
-    from lance_format.index.query import IndexedColumns, IndexExpr, Leaf
+    from lance_format.index.query import IndexExpr, Leaf
     from lance_format.table.read import ReadContext
     from lance_format.table.scan import Scan
 
@@ -104,20 +104,22 @@ class IndexPlan:
 
 
 def usable_indices(ctx: ReadContext) -> IndexedColumns:
-    """Indices answering value predicates, by column: segments of a queryable scalar kind we can read."""
+    """Indices answering scan filters, by column: segments of a queryable scalar kind we can read."""
     by_name: dict[str, list[IndexMetadata]] = {}
     for m in manifest_indices(ctx.manifest):
         kind = registry.for_segment(m)
         if kind is not None and kind.family == "scalar" and kind.queryable and kind.understands(m) \
                 and len(m.fields) == 1 and m.fragment_bitmap is not None:
             by_name.setdefault(m.name, []).append(m)
-    out: IndexedColumns = {}
+    found: dict[str, list[ColumnIndex]] = {}
     for name, segs in sorted(by_name.items()):
         field_id = segs[0].fields[0]
         col = next((f.name for f in ctx.schema.fields if f.id == field_id), None)
-        if col is not None and col not in out:
-            out[col] = (name, registry.display_type(segs[0]), tuple(segs))
-    return out
+        kind = registry.for_segment(segs[0])
+        if col is not None and kind is not None and all(registry.for_segment(s) is kind for s in segs):
+            found.setdefault(col, []).append(ColumnIndex(name, kind, tuple(segs)))
+    # Exact kinds first: a value predicate goes to a BTREE before a ZONEMAP on the same column.
+    return {col: tuple(sorted(choices, key=lambda c: not c.kind.exact)) for col, choices in found.items()}
 
 
 def row_domain(manifest: Any, meta: IndexMetadata,
@@ -194,7 +196,8 @@ class _Evaluator:
     def leaf(self, leaf: Leaf) -> tuple[frozenset[int], U64]:
         covered: set[int] = set()
         parts: list[U64] = []
-        for seg in self.indexed[leaf.column][2]:
+        choice = next(c for c in self.indexed[leaf.column] if c.name == leaf.index_name)
+        for seg in choice.segments:
             assert seg.fragment_bitmap is not None
             index = _open(self.ctx, seg, tuple(self.reuse))
             addrs, values = index.search_values(leaf.query)  # sorted, unique
@@ -212,7 +215,8 @@ class _Evaluator:
                 addrs, values = addrs[order], values.take(pa.array(order))
             covered |= cov
             parts.append(addrs)
-            self.claims.append(Claim(leaf, index.path, addrs, values))
+            if choice.kind.exact:  # an inexact kind's candidates carry no values to check rows against
+                self.claims.append(Claim(leaf, index.path, addrs, values))
         if len(parts) == 1:
             return frozenset(covered) & self.live, parts[0]
         return frozenset(covered) & self.live, np.unique(np.concatenate(parts)) if parts else np.empty(0, np.uint64)

@@ -56,12 +56,18 @@ class BloomFilterKind(IndexKind):
     name: ClassVar[str] = "BLOOMFILTER"
     details: ClassVar[str] = "BloomFilterIndexDetails"
     display: ClassVar[str] = "BloomFilter"
+
     buildable: ClassVar[bool] = True
     queryable: ClassVar[bool] = True
     remappable: ClassVar[bool] = True
     defaults: ClassVar[Mapping[str, Any]] = {"number_of_items": bloomfilter.DEFAULT_ITEMS,
                                              "probability": bloomfilter.DEFAULT_PROBABILITY}
     exact: ClassVar[bool] = False
+
+    @property
+    def type_url(self) -> str:
+        # pylance 14.0.2 files this one under the index package, not lance.table (observed on its bytes)
+        return "/lance.index.pb.BloomFilterIndexDetails"
 
     def params(self, column: str, given: Mapping[str, Any]) -> dict[str, Any]:
         out = super().params(column, given)

@@ -18,6 +18,7 @@ import pyarrow as pa
 
 from lance_format.errors import InvalidInputError, UnsupportedIndexTypeError
 from lance_format.index import zonemap
+from lance_format.index.codec.scalar import encode_zonemap_details
 from lance_format.index.kind import BuildContext, IndexKind, TrainingData, check_scalar_type
 from lance_format.index.predicates import Contains, IndexQuery
 from lance_format.index.rowset import RowDomain, encode_row_set
@@ -101,6 +102,9 @@ class ZoneMapKind(IndexKind):
 
     def reads_addresses(self, stable_row_ids: bool) -> bool:
         return True
+
+    def details_value(self, ctx: BuildContext, model: Any) -> bytes:
+        return encode_zonemap_details(int(ctx.params["rows_per_zone"]), ctx.field_type)
 
     def encode(self, data: TrainingData, model: Any, ctx: BuildContext) -> ZoneChunk:
         values = data.values.cast(ctx.field_type)
