@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -35,7 +36,14 @@ from lance_format.evolution.scan_options import ColumnOrdering, check_unsupporte
 from lance_format.evolution.update import update
 from lance_format.fragment import LanceFragment
 from lance_format.index.api import DatasetStats, describe_indices, list_indices
-from lance_format.index.build import create_index, drop_index
+from lance_format.index.build import (
+    IndexChange,
+    build_change,
+    commit_change,
+    create_index,
+    drop_index,
+    plan_index_build,
+)
 from lance_format.maintenance.cleanup import auto_cleanup, cleanup_old_versions
 from lance_format.optimize import Optimize
 from lance_format.projection import ProjectedScanner, plan
@@ -564,6 +572,47 @@ class LanceDataset:
                                         params=kwargs))
         return self
 
+    def create_index(self, column: str | Sequence[str], index_type: str, name: str | None = None, *,
+                     replace: bool = False, runner: Any = None, **kwargs: Any) -> LanceDataset:
+        """Build an index of any kind (vector ``IVF_*`` or scalar) and commit it, as pylance's ``create_index``.
+
+        Args:
+            column: The column (or a one-column list).
+            index_type: ``IVF_FLAT``, ``IVF_PQ``, ``IVF_SQ``, ``IVF_HNSW_FLAT/PQ/SQ`` or a scalar kind.
+            name: Index name (default ``"{column}_idx"``).
+            replace: Replace an index of the same name (pylance's default: refuse).
+            runner: Runs the assign/encode tasks (local threads by default; ``SparkRunner`` for executors).
+            **kwargs: pylance's parameters (``metric``, ``num_partitions``, ``num_sub_vectors``, ``num_bits``,
+                ``sample_rate``, ``max_iterations``, ``ivf_centroids``, ``pq_codebook``, ``m``, ``ef_construction``…).
+        """
+
+        column = _one_column(self, column, "create_index")
+        self._set_manifest(create_index(self, column, index_type, name=name, replace=replace, runner=runner,
+                                        params=kwargs))
+        return self
+
+    def create_index_uncommitted(self, column: str | Sequence[str], index_type: str, name: str | None = None, *,
+                                 fragment_ids: Sequence[int], runner: Any = None, **kwargs: Any) -> Any:
+        """Write one segment over ``fragment_ids`` without committing it (pylance's distributed build).
+
+        Pass the same ``ivf_centroids`` (and ``pq_codebook``) to every worker for segments of one model;
+        commit the returned ``IndexMetadata`` values with :meth:`commit_existing_index_segments`.
+        """
+
+        column = _one_column(self, column, "create_index_uncommitted")
+        plan = plan_index_build(self, column, index_type, name=name, replace=True, fragment_ids=fragment_ids,
+                                params=kwargs)
+        return build_change(plan, runner).new[0]
+
+    def commit_existing_index_segments(self, index_name: str, column: str, segments: Sequence[Any]) -> LanceDataset:
+        """Commit segments written by :meth:`create_index_uncommitted` as one index (replacing one so named)."""
+
+        field_id = self.lance_schema.field(column).id
+        new = tuple(dataclasses.replace(s, name=index_name, fields=(field_id,)) for s in segments)
+        old = tuple(m for m in self.manifest.indices or () if m.name == index_name)
+        self._set_manifest(commit_change(self, IndexChange(new, old)))
+        return self
+
     def list_indices(self) -> list[Any]:
         """Index segments of this version (``IndexInfo`` values, pylance's keys)."""
 
@@ -800,3 +849,12 @@ def _delete_rows(ds: LanceDataset, predicate: str | pc.Expression) -> tuple[Mani
 
 
 __all__ = ["ColumnOrdering", "LanceDataset", "LanceOperation", "Tags", "Transaction", "dataset"]
+
+
+def _one_column(ds: LanceDataset, column: str | Sequence[str], what: str) -> str:
+    """The one column an index covers (pylance accepts a one-column list)."""
+    if isinstance(column, (list, tuple)):
+        if len(column) != 1:
+            raise NotSupportedError(f"{ds.uri}: {what}(): column must name one column, got {column!r:.80}")
+        column = column[0]
+    return _arg.string(column, f"{what}(): column")

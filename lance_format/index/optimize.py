@@ -96,16 +96,17 @@ def plan_optimize(ds: LanceDataset, *, index_names: list[str] | None = None, run
             delta = kind.incremental and not retrain and not pending
             if delta and not missing:
                 continue  # several delta segments are how an incremental index grows
+            newest = max(segs, key=lambda s: s.dataset_version)
+            src = IndexDir(ds._store, newest.uuid, sizes={f.path: f.size_bytes for f in newest.files or ()})
+            index_type, params = kind.rebuild_request(src, newest)
             if delta:
-                newest = max(segs, key=lambda s: s.dataset_version)
-                src = IndexDir(ds._store, newest.uuid, sizes={f.path: f.size_bytes for f in newest.files or ()})
-                plan = plan_index_build(ds, column, kind.name, name=name, replace=True, fragment_ids=sorted(missing),
-                                        model=kind.load_model(src, newest))
+                plan = plan_index_build(ds, column, index_type, name=name, replace=True, fragment_ids=sorted(missing),
+                                        params=params, model=kind.load_model(src, newest))
                 step = build_change(plan, run)
                 change += IndexChange(step.new, (), step.dirs)  # the older segments stay
                 extended.append(name)
                 continue
-            plan = plan_index_build(ds, column, kind.name, name=name, replace=True)
+            plan = plan_index_build(ds, column, index_type, name=name, replace=True, params=params)
             change += build_change(plan, run)
             rebuilt.append(name)
         remaining = [m for m in metas if not is_system(m) and m not in change.removed]

@@ -86,6 +86,20 @@ class VectorKind(IndexKind):
         """pylance's ``list_indices()`` type of a segment (``IVF_PQ``, ``IVF_HNSW_SQ``…)."""
         return details_of(meta).index_type
 
+    def rebuild_request(self, src: IndexDir, meta: IndexMetadata) -> tuple[str, dict[str, Any]]:
+        """The segment's kind and quantizer parameters; ``num_partitions`` comes from the default
+        target size again, as pylance's ``retrain`` does (§10)."""
+        d = details_of(meta)
+        params: dict[str, Any] = {"metric": d.metric}
+        if d.compression == "pq":
+            params.update(num_sub_vectors=d.num_sub_vectors, num_bits=d.num_bits or 8)
+        if d.hnsw is not None:
+            params.update(m=d.hnsw.max_connections, ef_construction=d.hnsw.construction_ef,
+                          max_level=d.hnsw.max_level)
+        if d.target_partition_size:
+            params["target_partition_size"] = d.target_partition_size
+        return d.index_type, params
+
     def params(self, column: str, given: Mapping[str, Any]) -> dict[str, Any]:
         """pylance's checks (``_create_index_impl``, ``lance/dataset.py``), defaults filled in.
 
