@@ -5,7 +5,8 @@ What runs (``docs/formats/vector-indices.md`` §8; pylance's plans, checked with
 * **ANN** over every segment of the column's vector index (when ``use_index`` and the metric is
   the index's): the probed partitions' rows are scored from the index storage
   (:mod:`lance_format.index.vector.search`); deleted rows, rows a ``prefilter=True`` filter
-  rejects and rows of fragments no longer in the dataset are never candidates. Segment row ids
+  rejects and rows of fragments no longer in the dataset are never candidates. IVF_RQ codes are
+  not decoded: the rows of its probed partitions are scored exactly from the data instead. Segment row ids
   are moved to current row addresses first: through ``__lance_frag_reuse`` after a compaction
   that deferred the remap, and from stable row ids to addresses on stable-row-id datasets.
 * **Flat** (``KNNVectorDistance``): exact distances over the fragments no segment covers (all
@@ -35,8 +36,8 @@ from lance_format.index.codec.vector import decode_vector_details
 from lance_format.index.models import FRAG_REUSE_INDEX, kind_of
 from lance_format.index.store import IndexDir
 from lance_format.index.vector.distance import F32, Metric, distances, metric_name
-from lance_format.index.vector.layout import IvfSegment, read_segment
-from lance_format.index.vector.search import Probe, search_segment, top_k
+from lance_format.index.vector.layout import IvfSegment, RQStorage, read_segment
+from lance_format.index.vector.search import Probe, Scorer, search_segment, top_k
 from lance_format.scanner import LanceScanner
 from lance_format.table.index_metadata import IndexMetadata
 from lance_format.table.read import ROW_ADDR, ROW_ID, FragmentScan, ReadContext
@@ -248,6 +249,7 @@ class NearestScanner(LanceScanner):
             fields.append(pa.field(ROW_ADDR, pa.uint64()))
         self._schema = pa.schema(fields)
         self._dim = ctx.arrow_schema.field(query.column).type.list_size
+        self._metric: Metric = query.metric or "l2"
 
     @property
     def projected_schema(self) -> pa.Schema:
@@ -320,13 +322,29 @@ class NearestScanner(LanceScanner):
             else:
                 addrs, ok = seg.row_ids, np.ones(seg.row_ids.size, bool)
             ok = ok & self._usable(addrs, frags)
-            rows, dist = search_segment(seg, query.q, k, query.probe, ok.__getitem__, query.distance_range)
+            score = self._exact_scorer(addrs, ok) if isinstance(seg.storage, RQStorage) else None
+            rows, dist = search_segment(seg, query.q, k, query.probe, ok.__getitem__, query.distance_range, score)
             out_a.append(addrs[rows])
             out_d.append(dist)
         a = np.concatenate(out_a) if out_a else np.empty(0, np.uint64)
         d = np.concatenate(out_d) if out_d else np.empty(0, np.float32)
         pick = top_k(d, a, k)
         return a[pick], d[pick]
+
+    def _exact_scorer(self, addrs: U64, ok: npt.NDArray[np.bool_]) -> Scorer:
+        """Exact distances read from the data, for storage we cannot score (IVF_RQ's RaBitQ codes:
+        their packed layout is not implemented). The probed partitions still decide the candidates,
+        so results are those of an exact re-rank of every probed row."""
+        metric = self._metric
+
+        def score(parts: npt.NDArray[np.int64], rows: list[npt.NDArray[np.int64]]) -> F32:
+            flat_rows = np.concatenate(rows) if rows else np.empty(0, np.int64)
+            out = np.full(flat_rows.size, np.nan, np.float32)
+            live = ok[flat_rows]
+            out[live] = self._exact(addrs[flat_rows[live]], metric)
+            return out
+
+        return score
 
     def _exact(self, addrs: U64, metric: Metric) -> F32:
         vecs = _vectors(take_addresses(self._ctx, addrs, [self._query.column]).column(0), self._dim)
@@ -362,6 +380,7 @@ class NearestScanner(LanceScanner):
         """The k nearest live rows: addresses and distances, sorted."""
         query = self._query
         segs, metric, covered = self._index()
+        self._metric = metric
         frags = self._frags()
         rest = [f for f in frags if f.id not in covered]
         if not segs:

@@ -212,6 +212,21 @@ def test_stable_row_ids_map_to_rows(tmp_path: Path) -> None:
                                                     strict=True))
 
 
+def test_ivf_rq_is_searched_over_its_probed_partitions(tmp_path: Path) -> None:
+    uri = str(tmp_path / "rq.lance")
+    ds = lance.write_dataset(_table(), uri, max_rows_per_file=FRAG)
+    ds.create_index("vec", "IVF_RQ", num_partitions=4)
+    overlaps = []
+    for i, q in enumerate(_queries()):
+        nearest: dict[str, Any] = {"column": "vec", "q": q, "k": 10, "nprobes": 2}
+        if i % 2:
+            nearest["refine_factor"] = 2
+        theirs, ours = _both(uri, nearest)
+        overlaps.append(_overlap(theirs, ours))
+    assert np.mean(overlaps) >= 0.95
+    assert "ANNSubIndex" in lance_format.dataset(uri).scanner(nearest={"column": "vec", "q": q}).explain_plan()
+
+
 def test_hamming_on_uint8_vectors_equals_pylance(tmp_path: Path) -> None:
     rng = np.random.default_rng(0)
     x = rng.integers(0, 256, (1000, 8), dtype=np.uint8)

@@ -34,6 +34,8 @@ U64 = npt.NDArray[np.uint64]
 BoolMask = npt.NDArray[np.bool_]
 #: ``allowed(rows)``: which of the segment's rows (positions into ``row_ids``) may be returned.
 Allowed = Callable[[npt.NDArray[np.int64]], BoolMask]
+#: ``score(partitions, rows)``: distances of the rows of the probed partitions (one array per partition).
+Scorer = Callable[[npt.NDArray[np.int64], list[npt.NDArray[np.int64]]], F32]
 #: pylance's default ``search_effort``: the first round probes ``min * (P / min) ** 0.5`` partitions.
 SEARCH_EFFORT = 0.5
 
@@ -140,7 +142,8 @@ def top_k(dist: F32, ids: U64, k: int) -> npt.NDArray[np.int64]:
 
 def search_segment(seg: IvfSegment, q: npt.NDArray[np.generic], k: int, probe: Probe,
                    allowed: Allowed | None = None,
-                   distance_range: tuple[float | None, float | None] = (None, None)) -> tuple[npt.NDArray[np.int64], F32]:
+                   distance_range: tuple[float | None, float | None] = (None, None),
+                   score: Scorer | None = None) -> tuple[npt.NDArray[np.int64], F32]:
     """The ``k`` best rows of ``seg`` for ``q``: positions into ``seg.row_ids`` and their distances.
 
     Args:
@@ -150,6 +153,8 @@ def search_segment(seg: IvfSegment, q: npt.NDArray[np.generic], k: int, probe: P
         probe: Partitions to probe.
         allowed: Which rows may be returned (deleted rows, rows a prefilter rejects are not).
         distance_range: ``[lower, upper)`` bounds on the distance (``None``: unbounded).
+        score: Scores the rows of probed partitions instead of the segment's storage (the caller
+            may read exact vectors, e.g. for IVF_RQ, whose codes we cannot score).
     """
     order = rank_partitions(seg, q)
     offsets = seg.offsets.astype(np.int64)
@@ -164,7 +169,7 @@ def search_segment(seg: IvfSegment, q: npt.NDArray[np.generic], k: int, probe: P
         parts = order[done:n]
         rows = [np.arange(offsets[p], offsets[p] + lengths[p], dtype=np.int64) for p in parts.tolist()]
         if rows and sum(r.size for r in rows):
-            dist = score_rows(seg, q, parts, rows)
+            dist = score_rows(seg, q, parts, rows) if score is None else score(parts, rows)
             cand = np.concatenate(rows)
             keep = np.ones(cand.size, bool) if allowed is None else allowed(cand)
             if lo is not None:
