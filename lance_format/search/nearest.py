@@ -30,10 +30,10 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from lance_format.errors import InvalidInputError, NotSupportedError
-from lance_format.index import frag_reuse
+from lance_format.index import frag_reuse, registry
 from lance_format.index._compat import manifest_indices
 from lance_format.index.codec.vector import decode_vector_details
-from lance_format.index.models import FRAG_REUSE_INDEX, kind_of
+from lance_format.index.models import FRAG_REUSE_INDEX
 from lance_format.index.store import IndexDir
 from lance_format.index.vector.distance import F32, Metric, distances, metric_name
 from lance_format.index.vector.layout import IvfSegment, RQStorage, read_segment
@@ -45,8 +45,6 @@ from lance_format.table.scan import Scan, ScanOptions, apply_filter, referenced_
 
 U64 = npt.NDArray[np.uint64]
 DISTANCE = "_distance"
-#: Newest vector ``index_version`` pylance 14.0.2 understands (``IndexType::version``).
-MAX_VECTOR_VERSION = 2
 _KEYS = {"column", "q", "k", "nprobes", "minimum_nprobes", "maximum_nprobes", "refine_factor", "metric", "ef",
          "use_index", "distance_range", "query_parallelism", "approx_mode", "search_effort"}
 _FLOATS = (pa.float16(), pa.float32(), pa.float64())
@@ -132,10 +130,16 @@ def parse_nearest(nearest: Mapping[str, Any], schema: pa.Schema) -> NearestQuery
 
 
 def _vector_segments(ctx: ReadContext, column: str) -> list[IndexMetadata]:
+    """Segments of a vector kind on ``column`` we can read (newer index versions are left alone,
+    as pylance's ``retain_supported_indices`` does)."""
     field_id = ctx.schema.field(column).id
-    return [m for m in manifest_indices(ctx.manifest)
-            if kind_of(m) == "VectorIndexDetails" and m.fields[:1] == (field_id,)
-            and m.index_version <= MAX_VECTOR_VERSION and m.fragment_bitmap is not None]
+    out = []
+    for m in manifest_indices(ctx.manifest):
+        kind = registry.for_segment(m)
+        if kind is not None and kind.family == "vector" and kind.understands(m) \
+                and m.fields[:1] == (field_id,) and m.fragment_bitmap is not None:
+            out.append(m)
+    return out
 
 
 def _segment(ctx: ReadContext, meta: IndexMetadata) -> IvfSegment:
@@ -313,7 +317,7 @@ class NearestScanner(LanceScanner):
         out_a, out_d = [], []
         for meta in segs:
             seg = _segment(self._ctx, meta)
-            if stable:
+            if not registry.stores_addresses(meta, stable):
                 addrs, ok = _addresses(self._ctx, seg.row_ids)
             elif reuse:
                 moved, keep = frag_reuse.remap_through(seg.row_ids, reuse, meta.dataset_version)
