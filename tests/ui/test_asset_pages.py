@@ -95,7 +95,11 @@ def _open(browser: Any, url: str, expect: str, shot: str) -> str:
 
 def _open_event(browser: Any, url: str, expect: str, shot: str) -> str:
     """Load an asset's events page and click through its event list until an event shows ``expect``."""
-    from selenium.common.exceptions import StaleElementReferenceException, TimeoutException
+    from selenium.common.exceptions import (
+        ElementClickInterceptedException,
+        StaleElementReferenceException,
+        TimeoutException,
+    )
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
@@ -104,7 +108,14 @@ def _open_event(browser: Any, url: str, expect: str, shot: str) -> str:
     WebDriverWait(browser, 90).until(lambda d: len(d.find_elements(By.XPATH, items)) > 1)  # the list loaded
     for i in range(len(browser.find_elements(By.XPATH, items))):
         try:
-            browser.find_elements(By.XPATH, items)[i].click()
+            item = browser.find_elements(By.XPATH, items)[i]
+            try:
+                item.click()
+            except ElementClickInterceptedException:
+                # A late dialog or toast covers the list (seen on a loaded machine): close it, click anyway.
+                for button in browser.find_elements(By.XPATH, "//button[normalize-space()='Skip']"):
+                    button.click()
+                browser.execute_script("arguments[0].click();", item)
             WebDriverWait(browser, 5).until(lambda d: expect in d.find_element(By.TAG_NAME, "body").text)
         except (TimeoutException, StaleElementReferenceException, IndexError):
             continue
