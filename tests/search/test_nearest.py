@@ -254,3 +254,21 @@ def test_bad_queries_raise_lance_errors(built: dict[tuple[str, str], str]) -> No
         ds.to_table(nearest={"column": "vec", "q": q, "refine_factor": 0})
     with pytest.raises(NotSupportedError, match="batch"):
         ds.to_table(nearest={"column": "vec", "q": np.stack([q, q])})
+
+
+def test_distance_range_limit_and_offset_as_in_pylance(built: dict[tuple[str, str], str]) -> None:
+    uri = built[("IVF_FLAT", "l2")]
+    q = _queries(1)[0]
+    base = lance.dataset(uri).to_table(nearest={"column": "vec", "q": q, "k": 10, "nprobes": 4},
+                                       columns=["id", "_distance"])["_distance"].to_numpy()
+    cases: list[tuple[dict[str, Any], dict[str, Any]]] = [
+        ({"nprobes": 4, "distance_range": (float(base[2]), float(base[7]))}, {}),
+        ({"use_index": False, "distance_range": (None, float(base[4]))}, {}),
+        ({"nprobes": 4}, {"limit": 3, "offset": 2}),
+        ({"nprobes": 4}, {"filter": "cat = 2", "prefilter": True, "limit": 4}),
+    ]
+    for extra, kw in cases:
+        nearest = {"column": "vec", "q": q, "k": 10, **extra}
+        theirs, ours = _both(uri, nearest, **kw)
+        assert ours["id"].to_pylist() == theirs["id"].to_pylist()
+        assert ours.num_rows > 0
