@@ -37,6 +37,6 @@ def test_conflict_matrix() -> None:
     rw = L.Rewrite([L.RewriteGroup([frag(0)], [frag(9)])])
     assert conflicts.check(t(d0), t(rw), base) is retry
     assert conflicts.check(t(d1), t(rw), base) is ok
-    assert conflicts.check(t(L.Overwrite(SCHEMA, [])), t(L.Overwrite(SCHEMA, [])), base) is ok
+    assert conflicts.check(t(L.Overwrite(SCHEMA, [])), t(L.Overwrite(SCHEMA, [])), base) is retry  # as pylance 14.0.2
     assert conflicts.check(t(L.Project(SCHEMA)), t(L.Project(SCHEMA)), base) is retry
     assert conflicts.check(t(L.Restore(1)), t(L.Append([])), base) is ok
