@@ -140,7 +140,8 @@ class Analyzer:
                 "ngram are); language-model tokenizers such as jieba and lindera cannot be reproduced")
         if params.lance_tokenizer not in ("text",):
             raise NotSupportedError(f"INVERTED index lance_tokenizer {params.lance_tokenizer!r} is not supported")
-        if params.stem and params.language != "English":
+        self._stem = params.stem
+        if self._stem and params.language != "English":
             raise NotSupportedError(f"stemming {params.language} text is not supported (English is)")
         self._stop: frozenset[str] = frozenset()
         if params.remove_stop_words:
@@ -172,7 +173,7 @@ class Analyzer:
             return None
         if p.lower_case:
             token = token.lower()
-        if p.stem:
+        if self._stem:
             token = stem(token)
         if token in self._stop:
             return None

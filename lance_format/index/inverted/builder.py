@@ -1,0 +1,189 @@
+"""Writing INVERTED segments in pylance 14.0.2's layout (``rust/lance-index/src/scalar/inverted/builder.rs``).
+
+A build tokenizes each task's rows into a :class:`TokenChunk` (runs on any ``Runner``), then
+the driver merges the chunks into one partition: token ids in order of first appearance, the
+documents (rows with at least one token) in row order, one posting list per token with block
+max scores computed with the partition's own BM25 statistics, impacts and, with positions,
+the shared position stream. See :mod:`lance_format.index.inverted.files` for the files.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+from pyroaring import BitMap
+
+from lance_format.index.inverted import fst
+from lance_format.index.inverted.bm25 import doc_weight, idf
+from lance_format.index.inverted.files import METADATA, docs_file, invert_file, tokens_file
+from lance_format.index.inverted.postings import BLOCK, encode_impacts, encode_positions, encode_posting
+from lance_format.index.inverted.tokenizer import Analyzer, AnalyzerParams
+from lance_format.index.store import IndexDir
+from lance_format.table.index_metadata import IndexFile
+
+U64 = npt.NDArray[np.uint64]
+U32 = npt.NDArray[np.uint32]
+
+
+@dataclass(frozen=True)
+class TokenChunk:
+    """One task's tokenized rows (picklable).
+
+    Attributes:
+        row_ids: Rows with at least one token, in scan order.
+        num_tokens: Their token counts.
+        tokens: The chunk's distinct tokens, in order of first appearance.
+        pair_doc, pair_tok, pair_freq: One entry per (document, token) pair, documents in order.
+        positions: Every pair's positions, concatenated (``None`` without positions).
+    """
+
+    row_ids: U64
+    num_tokens: U32
+    tokens: list[str]
+    pair_doc: U32
+    pair_tok: U32
+    pair_freq: U32
+    positions: U32 | None
+
+
+def tokenize(values: pa.Array, ids: U64, params: AnalyzerParams) -> TokenChunk:
+    """Tokenize one task's texts (nulls and texts without tokens are not documents)."""
+    analyzer = Analyzer(params)
+    vocab: dict[str, int] = {}
+    rows: list[int] = []
+    counts: list[int] = []
+    pdoc: list[int] = []
+    ptok: list[int] = []
+    pfreq: list[int] = []
+    pos: list[int] = []
+    with_pos = params.with_position
+    for row, text in zip(ids.tolist(), values.to_pylist(), strict=True):
+        if not text:
+            continue
+        toks = analyzer.tokens_with_positions(text)
+        if not toks:
+            continue
+        doc = len(rows)
+        rows.append(row)
+        counts.append(len(toks))
+        per: dict[int, list[int]] = {}
+        for tok, p in toks:
+            tid = vocab.setdefault(tok, len(vocab))
+            per.setdefault(tid, []).append(p)
+        for tid, plist in per.items():
+            pdoc.append(doc)
+            ptok.append(tid)
+            pfreq.append(len(plist))
+            if with_pos:
+                pos.extend(plist)
+    return TokenChunk(np.array(rows, dtype=np.uint64), np.array(counts, dtype=np.uint32), list(vocab),
+                      np.array(pdoc, dtype=np.uint32), np.array(ptok, dtype=np.uint32),
+                      np.array(pfreq, dtype=np.uint32), np.array(pos, dtype=np.uint32) if with_pos else None)
+
+
+def merge_chunks(chunks: Sequence[TokenChunk], with_position: bool) -> TokenChunk:
+    """The chunks as one (token ids renumbered in order of first appearance)."""
+    vocab: dict[str, int] = {}
+    rows, counts, docs, toks, freqs, pos = [], [], [], [], [], []
+    offset = 0
+    for c in chunks:
+        remap = np.array([vocab.setdefault(t, len(vocab)) for t in c.tokens], dtype=np.uint32)
+        rows.append(c.row_ids)
+        counts.append(c.num_tokens)
+        docs.append(c.pair_doc.astype(np.uint32) + np.uint32(offset))
+        toks.append(remap[c.pair_tok] if c.pair_tok.size else c.pair_tok)
+        freqs.append(c.pair_freq)
+        if with_position and c.positions is not None:
+            pos.append(c.positions)
+        offset += len(c.row_ids)
+
+    def cat(parts: list[npt.NDArray[np.generic]], dtype: type) -> npt.NDArray[np.generic]:
+        return np.concatenate(parts).astype(dtype) if parts else np.zeros(0, dtype=dtype)
+
+    return TokenChunk(cat(rows, np.uint64), cat(counts, np.uint32), list(vocab),  # type: ignore[arg-type]
+                      cat(docs, np.uint32), cat(toks, np.uint32), cat(freqs, np.uint32),  # type: ignore[arg-type]
+                      cat(pos, np.uint32) if with_position else None)  # type: ignore[arg-type]
+
+
+def _posting_schema(with_position: bool) -> pa.Schema:
+    fields = [pa.field("_posting", pa.list_(pa.large_binary()), nullable=False),
+              pa.field("_max_score", pa.float32(), nullable=False),
+              pa.field("_length", pa.uint32(), nullable=False),
+              pa.field("_impacts", pa.list_(pa.large_binary()), nullable=False)]
+    if with_position:
+        fields += [pa.field("_compressed_position", pa.large_binary(), nullable=False),
+                   pa.field("_position_block_offset", pa.list_(pa.uint32()), nullable=False)]
+    return pa.schema(fields)
+
+
+def _posting_metadata(with_position: bool) -> dict[str, str]:
+    meta = {"posting_tail_codec": "varint_delta_v1", "posting_block_size": str(BLOCK), "format_version": "2"}
+    if with_position:
+        meta |= {"positions_layout": "shared_stream_v2", "positions_codec": "packed_delta_v1"}
+    return meta
+
+
+def write_partition(out: IndexDir, part: int, data: TokenChunk, with_position: bool) -> list[IndexFile]:
+    """Write ``part_{part}_*.lance`` from one merged chunk."""
+    n = len(data.row_ids)
+    total = int(data.num_tokens.sum())
+    avgdl = np.float32(total) / np.float32(n) if n else np.float32(1.0)
+    order = np.lexsort((data.pair_doc, data.pair_tok))
+    tok = data.pair_tok[order]
+    doc = data.pair_doc[order]
+    freq = data.pair_freq[order]
+    pos_of_pair: list[U32] = []
+    if with_position and data.positions is not None:
+        starts = np.concatenate(([0], np.cumsum(data.pair_freq, dtype=np.int64)))
+        pos_of_pair = [data.positions[starts[i]:starts[i + 1]] for i in order.tolist()]
+    bounds = np.searchsorted(tok, np.arange(len(data.tokens) + 1))
+    postings, max_scores, lengths, impacts, streams, offsets = [], [], [], [], [], []
+    for t in range(len(data.tokens)):
+        a, b = int(bounds[t]), int(bounds[t + 1])
+        ids, f = doc[a:b], freq[a:b]
+        lens = data.num_tokens[ids]
+        scores = idf(b - a, n) * doc_weight(f, lens, avgdl)
+        block_scores = [float(scores[i:i + BLOCK].max()) for i in range(0, b - a, BLOCK)]
+        postings.append(encode_posting(ids, f, block_scores))
+        max_scores.append(max(block_scores))
+        lengths.append(b - a)
+        impacts.append(encode_impacts(ids, f, lens))
+        if with_position:
+            stream, offs = encode_positions(pos_of_pair[a:b])
+            streams.append(stream)
+            offsets.append(offs)
+    cols: list[pa.Array] = [pa.array(postings, pa.list_(pa.large_binary())), pa.array(max_scores, pa.float32()),
+                            pa.array(lengths, pa.uint32()), pa.array(impacts, pa.list_(pa.large_binary()))]
+    if with_position:
+        cols += [pa.array(streams, pa.large_binary()), pa.array(offsets, pa.list_(pa.uint32()))]
+    invert = pa.Table.from_arrays(cols, schema=_posting_schema(with_position))
+    token_map = fst.write_map((t, i) for i, t in enumerate(data.tokens))
+    tokens = pa.Table.from_arrays(
+        [pa.array([token_map], pa.large_binary()), pa.array([len(data.tokens)], pa.uint32()),
+         pa.array([sum(len(t.encode()) for t in data.tokens)], pa.uint64())],
+        schema=pa.schema([pa.field("_token_fst_bytes", pa.large_binary(), nullable=False),
+                          pa.field("_token_next_id", pa.uint32(), nullable=False),
+                          pa.field("_token_total_length", pa.uint64(), nullable=False)]))
+    docs = pa.Table.from_arrays(
+        [pa.array(data.row_ids, pa.uint64()), pa.array(data.num_tokens, pa.uint32())],
+        schema=pa.schema([pa.field("_rowid", pa.uint64(), nullable=False),
+                          pa.field("_num_tokens", pa.uint32(), nullable=False)]))
+    return [out.write(invert_file(part), invert, _posting_metadata(with_position)),
+            out.write(tokens_file(part), tokens),
+            out.write(docs_file(part), docs, {"total_tokens": str(total)})]
+
+
+def write_metadata(out: IndexDir, params: AnalyzerParams, partitions: Sequence[int],
+                   deleted_fragments: frozenset[int] = frozenset()) -> IndexFile:
+    """Write ``metadata.lance``: the analyzer, the partition list and the deleted fragments."""
+    meta = {"partitions": json.dumps(list(partitions), separators=(",", ":")), "params": params.to_json(),
+            "token_set_format": "fst", **_posting_metadata(params.with_position)}
+    bitmap = BitMap(sorted(deleted_fragments)).serialize()
+    table = pa.Table.from_arrays([pa.array([bitmap], pa.binary())],
+                                 schema=pa.schema([pa.field("deleted_fragments", pa.binary(), nullable=False)]))
+    return out.write(METADATA, table, meta)
