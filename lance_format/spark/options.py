@@ -25,6 +25,12 @@ Reading (``spark.read.format("lance").option(...).load(uri)``):
   (see :mod:`lance_format.spark.reader` for why filters are not taken from Spark).
 * ``limit``: read only the first ``limit`` rows in dataset order (matching the ``filter``),
   as pylance's ``limit``.
+* ``nearest``: a vector search, as a JSON object with pylance's ``nearest=`` keys
+  (``{"column": "vec", "q": [0.1, ...], "k": 10, "nprobes": 20, "refine_factor": 2,
+  "metric": "cosine", "prefilter": true}``; ``prefilter`` is pylance's scanner argument). The
+  DataFrame holds the ``k`` nearest rows (after ``filter``) and a ``_distance`` float column,
+  like ``ds.to_table(nearest=...)``. The JSON object is what lance-spark users pass too: one
+  option a SQL ``OPTIONS (...)`` clause can carry, rather than several.
 
 Streaming reads take ``columns``, ``filter``, ``batch_size``, ``max_rows_per_partition``,
 ``starting_version``, ``skip_change_commits`` and ``max_rows_per_trigger``
@@ -59,7 +65,7 @@ import json
 import urllib.parse
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from lance_format.errors import InvalidInputError
 from lance_format.table.transaction import COMMIT_MESSAGE_KEY
@@ -87,7 +93,7 @@ METADATA_COLUMNS = {"_rowid": "int64", "_rowaddr": "int64", "_fragid": "int32"}
 _COMMON_READ = ("path", "columns", "filter", "batch_size", "max_rows_per_partition", "metadata_columns",
                 "storage_options")
 #: Options of a batch read, of a streaming read, of a write and of a streaming write.
-READ_KEYS = frozenset(_COMMON_READ + ("version", "tag", "timestamp", "limit", "fragment_ids"))
+READ_KEYS = frozenset(_COMMON_READ + ("version", "tag", "timestamp", "limit", "fragment_ids", "nearest"))
 STREAM_READ_KEYS = frozenset(_COMMON_READ + ("starting_version", "skip_change_commits", "max_rows_per_trigger"))
 WRITE_KEYS = frozenset({"path", "mode", "data_storage_version", "max_rows_per_file", "enable_stable_row_ids",
                         "transaction_properties", "commit_message", "storage_options"})
@@ -201,6 +207,20 @@ def _names(options: Mapping[str, str], key: str) -> tuple[str, ...] | None:
     return names
 
 
+def _nearest(options: Mapping[str, str]) -> Mapping[str, Any] | None:
+    raw = _get(options, "nearest")
+    if raw is None or not raw.strip():
+        return None
+    try:
+        value = json.loads(raw)
+    except ValueError as exc:
+        raise InvalidInputError(f"lance data source: option 'nearest' is not JSON ({exc}): {raw[:80]!r}") from None
+    if not isinstance(value, dict) or "column" not in value or "q" not in value:
+        raise InvalidInputError("lance data source: option 'nearest' must be a JSON object with at least "
+                                f"'column' and 'q' (pylance's nearest= keys), got {raw[:80]!r}")
+    return value
+
+
 def _columns(options: Mapping[str, str]) -> tuple[str, ...] | None:
     meta = _names(options, "metadata_columns") or ()
     bad = [m for m in meta if m not in METADATA_COLUMNS]
@@ -257,6 +277,8 @@ class ReadOptions:
     limit: int | None = None
     timestamp: str | None = None
     fragment_ids: tuple[int, ...] | None = None
+    #: The ``nearest`` option, decoded (JSON object of pylance's ``nearest=`` keys).
+    nearest: Mapping[str, Any] | None = None
 
     @classmethod
     def parse(cls, options: Mapping[str, str], *, keys: Iterable[str] = READ_KEYS,
@@ -290,7 +312,7 @@ class ReadOptions:
                    _int(options, "max_rows_per_partition", DEFAULT_MAX_ROWS_PER_PARTITION)
                    or DEFAULT_MAX_ROWS_PER_PARTITION,
                    storage_options(options), _get(options, "filter") or None, _int(options, "limit", None),
-                   timestamp, _fragment_ids(options))
+                   timestamp, _fragment_ids(options), _nearest(options))
 
 
 @dataclass(frozen=True)

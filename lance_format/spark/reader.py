@@ -88,7 +88,27 @@ class OrderedPartition(InputPartition):
         return (self.fragment_ids, self.limit)
 
 
+@dataclass(frozen=True)
+class SearchPartition(InputPartition):
+    """The whole vector search of the ``nearest`` option, in one task.
+
+    The ``k`` nearest rows are a global answer: the index spans fragments and the flat part
+    must be merged with it, and PySpark's Python source API has no reduce step after the
+    tasks, so one task runs ``to_batches(nearest=...)`` on an executor (the result is ``k``
+    rows; the work is the index's probes, not a scan).
+    """
+
+    nearest_column: str
+
+    @property
+    def value(self) -> str:
+        """The searched column (what ``InputPartition.value`` shows in plans)."""
+        return self.nearest_column
+
+
 FRAG_ID = "_fragid"
+#: The column a ``nearest`` read adds (pylance's name and type).
+DISTANCE = "_distance"
 
 
 def open_dataset(opts: ReadOptions, version: int | None = None) -> LanceDataset:
@@ -100,6 +120,12 @@ def open_dataset(opts: ReadOptions, version: int | None = None) -> LanceDataset:
         return open_lance(opts.uri, storage_options=storage, asof=opts.timestamp)
     return LanceDataset(opts.uri, opts.version if opts.version is not None else opts.tag,
                         storage_options=storage)
+
+
+def search_schema(ds: LanceDataset, columns: Sequence[str] | None) -> pa.Schema:
+    """:func:`projected_schema` plus the ``_distance`` column a ``nearest`` read adds."""
+    base = projected_schema(ds, columns)
+    return base.append(pa.field(DISTANCE, pa.float32()))
 
 
 def projected_schema(ds: LanceDataset, columns: Sequence[str] | None) -> pa.Schema:
@@ -132,7 +158,7 @@ def projected_schema(ds: LanceDataset, columns: Sequence[str] | None) -> pa.Sche
     return pa.schema(fields)
 
 
-def schema_projection(ds: LanceDataset, spark_fields: Any) -> pa.Schema:
+def schema_projection(ds: LanceDataset, spark_fields: Any, *, search: bool = False) -> pa.Schema:
     """The stored columns named by the Spark schema a query reads (a user schema prunes).
 
     Raises:
@@ -140,7 +166,14 @@ def schema_projection(ds: LanceDataset, spark_fields: Any) -> pa.Schema:
         SchemaError: a column's Spark type is not the one its Arrow type maps to.
     """
     names = [f.name for f in spark_fields]
-    projected = projected_schema(ds, names)
+    if search and DISTANCE in names and DISTANCE not in ds.schema.names:
+        projected = search_schema(ds, [n for n in names if n != DISTANCE])
+        names = [n for n in names if n != DISTANCE] + [DISTANCE]
+        if [f.name for f in spark_fields] != names:
+            raise SchemaError(f"{ds.uri}: a nearest read yields {DISTANCE!r} last; the schema given to "
+                              f"spark.read lists it elsewhere")
+    else:
+        projected = projected_schema(ds, names)
     expected = spark_schema(projected)
     for got, want in zip(spark_fields, expected.fields, strict=True):
         if got.dataType != want.dataType:
@@ -248,6 +281,16 @@ def read_range(ds: LanceDataset, part: InputPartition, columns: Sequence[str], f
         yield batch if not meta else _in_order(batch, columns)
 
 
+def _search(ds: LanceDataset, opts: ReadOptions, names: Sequence[str]) -> Any:
+    """The scanner of a ``nearest`` read: the stored columns asked for, ``_distance`` added by the search."""
+    assert opts.nearest is not None
+    nearest = dict(opts.nearest)
+    prefilter = bool(nearest.pop("prefilter", False))
+    stored = [n for n in names if n in ds.schema.names]
+    return ds.scanner(stored, filter=opts.filter, limit=opts.limit, nearest=nearest, prefilter=prefilter,
+                      with_row_id=ROW_ID in names)
+
+
 def _in_order(batch: pa.RecordBatch, columns: Sequence[str]) -> pa.RecordBatch:
     # The scan appends _rowid / _rowaddr last; _fragid is the row address's upper half.
     arrays = []
@@ -283,11 +326,17 @@ class LanceReader(DataSourceReader):
         ds = open_dataset(options, version)
         self.options = options
         self.version = ds.version  # pinned: later commits do not change what this DataFrame reads
-        self.schema = schema_projection(ds, spark_fields)
+        self.schema = schema_projection(ds, spark_fields, search=options.nearest is not None)
         if options.filter:
             sql_filter(options.filter, ds.schema)  # a bad predicate fails the query, not a task
-        self._partitions = plan_partitions(ds, options.max_rows_per_partition, limit=options.limit,
-                                           filtered=bool(options.filter), fragment_ids=options.fragment_ids)
+        self._partitions: list[InputPartition]
+        if options.nearest is not None:
+            # Planned on the driver so a bad query (column, dimension, k) fails the query, not a task.
+            _search(ds, options, self.schema.names).explain_plan()
+            self._partitions = [SearchPartition(str(options.nearest["column"]))]
+        else:
+            self._partitions = plan_partitions(ds, options.max_rows_per_partition, limit=options.limit,
+                                               filtered=bool(options.filter), fragment_ids=options.fragment_ids)
 
     def partitions(self) -> list[InputPartition]:
         """The input partitions (fragments or fragment row ranges) of the pinned version."""
@@ -295,9 +344,19 @@ class LanceReader(DataSourceReader):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """Stream the partition's live, filtered rows as Arrow batches in Spark's schema."""
+        if isinstance(partition, SearchPartition):
+            return self._search(partition)
         if not isinstance(partition, (RangePartition, OrderedPartition)):
             return iter(())  # no rows: Spark substitutes one empty partition
         return self._read(partition)
+
+    def _search(self, partition: SearchPartition) -> Iterator[pa.RecordBatch]:
+        opts = self.options
+        ds = _cached(opts.uri, self.version, tuple(sorted(opts.storage_options.items())))
+        target = spark_arrow_schema(self.schema)
+        for batch in _search(ds, opts, self.schema.names).to_batches():
+            if batch.num_rows:
+                yield to_spark_batch(batch.select(self.schema.names), target)
 
     def _read(self, partition: RangePartition | OrderedPartition) -> Iterator[pa.RecordBatch]:
         opts = self.options
@@ -309,5 +368,6 @@ class LanceReader(DataSourceReader):
             yield to_spark_batch(batch, target)
 
 
-__all__ = ["LanceReader", "OrderedPartition", "RangePartition", "default_batch_rows", "open_dataset",
-           "plan_partitions", "projected_schema", "read_range", "schema_projection", "sql_filter"]
+__all__ = ["LanceReader", "OrderedPartition", "RangePartition", "SearchPartition", "default_batch_rows",
+           "open_dataset", "plan_partitions", "projected_schema", "read_range", "schema_projection",
+           "search_schema", "sql_filter"]

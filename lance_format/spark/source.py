@@ -23,7 +23,7 @@ from lance_format.spark.options import (
     StreamReadOptions,
     WriteOptions,
 )
-from lance_format.spark.reader import LanceReader, open_dataset, projected_schema
+from lance_format.spark.reader import LanceReader, open_dataset, projected_schema, search_schema
 from lance_format.spark.stream_reader import LanceStreamReader
 from lance_format.spark.streaming import LanceStreamWriter
 from lance_format.spark.types import spark_schema, table_uri, with_table_uri, write_schema
@@ -53,7 +53,8 @@ class LanceDataSource(DataSource):
         opts = ReadOptions.parse(self.options, keys=READ_KEYS | STREAM_READ_KEYS)
         ds = open_dataset(opts)
         self.pinned_version = ds.version
-        schema = spark_schema(projected_schema(ds, opts.columns))
+        arrow = search_schema(ds, opts.columns) if opts.nearest is not None else projected_schema(ds, opts.columns)
+        schema = spark_schema(arrow)
         if self.options.get("provider") is not None:
             # CREATE TABLE ... USING lance LOCATION: PySpark hands a catalog table's reads no
             # options, only the schema it stored, so the location travels in the schema.
