@@ -48,6 +48,7 @@ from lance_format.errors import InvalidInputError
 from lance_format.sql_core import Semantics, _clip, _is_string
 from lance_format.sql_core import _Val as _Val  # re-exported: lance_format.evolution.sqlexpr builds on it
 from lance_format.sql_fast import parse_simple
+from lance_format.sql_lists import array_has, array_has_some
 
 __all__ = ["parse_filter", "to_expression"]
 
@@ -234,6 +235,8 @@ class _Translator(Semantics):
             exp.NullSafeNEQ: self._null_safe,
             exp.Coalesce: self._coalesce,
             exp.Anonymous: self._anonymous,
+            exp.ArrayContains: lambda n: self._list_fn("array_has", [n.this, n.expression]),
+            exp.ArrayContainsAll: lambda n: self._list_fn("array_has_all", [n.this, n.expression]),
         }
 
     # -- dispatch ----------------------------------------------------------
@@ -351,7 +354,13 @@ class _Translator(Semantics):
         if not _is_string(subject.type):
             raise self.fail(f"LIKE needs a string operand, got {subject.type}")
         ignore_case = isinstance(node, exp.ILike)
-        out = self._call("match_like", [subject], pattern=pattern, ignore_case=ignore_case)
+        if "\\" in pattern:
+            # Arrow's match_like turns '%<literal>' into ends_with without unescaping the
+            # literal ('%\\' finds nothing): escaped patterns go through an anchored regex.
+            out = self._call("match_substring_regex", [subject], pattern=_like_regex(pattern),
+                             ignore_case=ignore_case)
+        else:
+            out = self._call("match_like", [subject], pattern=pattern, ignore_case=ignore_case)
         return self._negated(node, out)
 
     def _unary_fn(self, node: exp.Expr, fn: str) -> _Val:
@@ -371,7 +380,24 @@ class _Translator(Semantics):
             subject = self.visit(node.expressions[0])
             pattern = self._pattern(node.expressions[1], name)
             return self._call("match_substring_regex", [subject], pattern=pattern)
+        if name in _LIST_FNS:
+            return self._list_fn(_LIST_FNS[name], list(node.expressions))
         raise self.fail(f"unsupported function {name}()")
+
+    def _list_fn(self, name: str, args: list[exp.Expr]) -> _Val:
+        """``array_has`` / ``array_has_any`` / ``array_has_all`` (:mod:`lance_format.sql_lists`)."""
+        if len(args) != 2:
+            raise self.fail(f"{name}() takes 2 arguments, got {len(args)}")
+        first, second = args
+        if name == "array_has":
+            return array_has(self, self.visit(first), self.visit(second), name)
+        if name == "array_has_any" and _list_literal(first) is not None and _list_literal(second) is None:
+            first, second = second, first  # overlap is symmetric: pylance takes the literal first too
+        items = _list_literal(second)
+        if items is None:
+            raise self.fail(f"{name}() takes a literal list ([...] or make_array(...)) as its second argument")
+        return array_has_some(self, self.visit(first), [self.visit(e) for e in items],
+                              every=name == "array_has_all", what=name)
 
     def _neg(self, node: exp.Neg) -> _Val:
         return self.negative(self.visit(node.this))
@@ -389,6 +415,43 @@ class _Translator(Semantics):
         if kind not in _DTYPES:
             raise self.fail(f"unsupported CAST target {dtype.sql()}")
         return _DTYPES[kind]
+
+
+#: DataFusion's list-membership functions and their aliases.
+_LIST_FNS = {"array_has": "array_has", "array_contains": "array_has", "list_has": "array_has",
+             "list_contains": "array_has", "array_has_any": "array_has_any", "list_has_any": "array_has_any",
+             "arrays_overlap": "array_has_any", "array_has_all": "array_has_all", "list_has_all": "array_has_all"}
+
+
+def _list_literal(node: exp.Expr) -> list[exp.Expr] | None:
+    """The items of a list literal, ``[a, b]`` or ``make_array(a, b)``; ``None`` for anything else."""
+    if isinstance(node, exp.Array) or (isinstance(node, exp.Anonymous) and str(node.this).lower() == "make_array"):
+        return list(node.expressions)
+    return None
+
+
+def _like_regex(pattern: str) -> str:
+    """A LIKE pattern (backslash escapes) as an anchored regular expression."""
+    out: list[str] = []
+    chars = iter(pattern)
+    for ch in chars:  # patterns are tiny literals, not data: a Python loop is fine
+        if ch == "\\":
+            out.append(_regex_literal(next(chars, "\\")))  # a trailing backslash stands for itself
+        elif ch == "%":
+            out.append(".*")
+        elif ch == "_":
+            out.append(".")
+        else:
+            out.append(_regex_literal(ch))
+    return "(?s)^" + "".join(out) + "$"
+
+
+def _regex_literal(ch: str) -> str:
+    """``ch`` matched literally by RE2 (which refuses escapes of characters that are not special)."""
+    return "\\" + ch if ch in _REGEX_SPECIAL else ch
+
+
+_REGEX_SPECIAL = frozenset("\\.+*?()|[]{}^$")
 
 
 def _rewrite_escape(pattern: str, escape: str) -> str:

@@ -107,7 +107,10 @@ class Node:
         if not self.direct:
             raise Unevaluable(str(self.expr))
         values = [a.evaluate(data) if isinstance(a, Node) else a for a in args]
-        return getattr(pc, fn)(*values, **self.options)
+        func = getattr(pc, fn, None)
+        if func is None:  # a registered UDF (lance_format.sql_lists): no pyarrow.compute wrapper
+            return pc.call_function(fn, values)
+        return func(*values, **self.options)
 
     def columns(self) -> frozenset[str]:
         """Top-level columns this node reads."""
