@@ -132,6 +132,9 @@ class IndexKind:
     #: ``optimize_indices`` adds a delta segment over new fragments (with :meth:`load_model`'s
     #: model) instead of rebuilding the index.
     incremental: ClassVar[bool] = False
+    #: The delta segment of an incremental kind carries the older segments' data too (INVERTED
+    #: copies their partitions and adds one): it replaces them and covers their fragments.
+    delta_absorbs_older: ClassVar[bool] = False
     #: Create-time keyword arguments accepted, with their defaults.
     defaults: ClassVar[Mapping[str, Any]] = {}
 

@@ -20,6 +20,7 @@ left as they are and named in :attr:`IndexOptimization.unmaintained`.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -103,7 +104,12 @@ def plan_optimize(ds: LanceDataset, *, index_names: list[str] | None = None, run
                 plan = plan_index_build(ds, column, index_type, name=name, replace=True, fragment_ids=sorted(missing),
                                         params=params, model=kind.load_model(src, newest))
                 step = build_change(plan, run)
-                change += IndexChange(step.new, (), step.dirs)  # the older segments stay
+                if kind.delta_absorbs_older:  # one segment grows (pylance's INVERTED partitions)
+                    new = tuple(dataclasses.replace(m, fragment_bitmap=(m.fragment_bitmap or frozenset())
+                                                    | _covered(segs)) for m in step.new)
+                    change += IndexChange(new, tuple(segs), step.dirs)
+                else:
+                    change += IndexChange(step.new, (), step.dirs)  # the older segments stay
                 extended.append(name)
                 continue
             plan = plan_index_build(ds, column, index_type, name=name, replace=True, params=params)

@@ -23,6 +23,7 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from lance_format.errors import InvalidInputError, NotSupportedError
+from lance_format.index import frag_reuse
 from lance_format.index._compat import manifest_indices
 from lance_format.index.inverted import bm25
 from lance_format.index.inverted.bm25 import Corpus, FlatDocs, Hits
@@ -112,11 +113,25 @@ class FullTextSearch:
 
     def _corpus(self, column: str) -> Corpus:
         segs = inverted_segments(self._ctx, column)
-        files = _merge([_open(self._ctx, m) for m in segs])
-        analyzer = Analyzer(files.params)
+        opened = [_open(self._ctx, m) for m in segs]
+        reuse = self._reuse()
+        stable = self._ctx.manifest.uses_stable_row_ids
         covered: set[int] = set()
-        for m in segs:
-            covered |= set(m.fragment_bitmap or ())
+        for m, seg in zip(segs, opened, strict=True):
+            bitmap = m.fragment_bitmap or frozenset()
+            if reuse and not stable:
+                # A compaction that deferred its remap left the index's addresses in the old
+                # fragments: move them as readers of ``__lance_frag_reuse`` do; rows deleted
+                # before the compaction get an id no live row has.
+                bitmap = frag_reuse.covered_after(bitmap, reuse, m.dataset_version)
+                for part in seg.partitions:
+                    moved, keep = frag_reuse.remap_through(part.row_ids, reuse, m.dataset_version)
+                    ids = np.full(part.row_ids.size, np.iinfo(np.uint64).max, dtype=np.uint64)
+                    ids[keep] = moved
+                    part.row_ids = ids
+            covered |= set(bitmap)
+        files = _merge(opened)
+        analyzer = Analyzer(files.params)
         live = {f.id for f in self._ctx.manifest.fragments}
         flat = None
         missing = [f for f in self._fragments() if f.id not in covered]
@@ -125,6 +140,10 @@ class FullTextSearch:
             flat = FlatDocs.build(analyzer, ids, texts, files.params.with_position)
         gone = frozenset((covered - live) | set(files.deleted_fragments))
         return Corpus(files, analyzer, flat, gone, self._ctx.manifest.uses_stable_row_ids)
+
+    def _reuse(self) -> tuple[frag_reuse.ReuseVersion, ...]:
+        entry = frag_reuse.current_entry(manifest_indices(self._ctx.manifest))
+        return frag_reuse.decode_details(entry, self._ctx.store) if entry is not None else ()
 
     def _read_column(self, frags: list[Any], column: str) -> tuple[U64, list[str | None]]:
         opts = ScanOptions([column], with_row_id=True, fragments=frags)

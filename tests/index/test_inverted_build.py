@@ -87,3 +87,57 @@ def test_unsupported_builds_are_refused(tmp_path: Path) -> None:
         ds.create_scalar_index("text", "INVERTED", base_tokenizer="jieba/default")
     with pytest.raises(UnsupportedIndexTypeError, match="string column"):
         ds.create_scalar_index("id", "INVERTED")
+
+
+def _compacted_pair(tmp_path: Path, delete: str | None) -> tuple[str, str, dict[int, float]]:
+    ours, theirs = str(tmp_path / "ours.lance"), str(tmp_path / "theirs.lance")
+    for uri in (ours, theirs):
+        lance.write_dataset(_table(1200, 7), uri, max_rows_per_file=150)
+        lance.dataset(uri).create_scalar_index("text", "INVERTED", with_position=True)
+        if delete:
+            lance.dataset(uri).delete(delete)
+    return ours, theirs, _answers(ours, "quick fox")
+
+
+@pytest.mark.parametrize("defer", [False, True], ids=["immediate", "deferred"])
+def test_compaction_keeps_pylance_answers_on_its_inverted_index(tmp_path: Path, defer: bool) -> None:
+    ours, _, before = _compacted_pair(tmp_path, None)
+    lance_format.dataset(ours).optimize.compact_files(target_rows_per_fragment=600, defer_index_remap=defer)
+    ds = lance.dataset(ours)
+    live = {f.fragment_id for f in ds.get_fragments()}
+    text_idx = next(i for i in ds.list_indices() if i["name"] == "text_idx")
+    assert live <= set(text_idx["fragment_ids"])
+    assert "FlatMatchQuery" not in ds.scanner(full_text_query="quick fox").explain_plan()
+    for q in ("quick fox", LPhrase("quick fox", "text")):
+        want = before if q == "quick fox" else _answers(str(tmp_path / "theirs.lance"), q)
+        _same(_answers(ours, q), want)
+    mine = lance_format.dataset(ours).to_table(full_text_query="quick fox", columns=["id"])
+    _same(dict(zip(mine["id"].to_pylist(), mine["_score"].to_pylist(), strict=True)), before)
+    if defer:  # our optimize_indices folds the deferred remap: the index is rebuilt over the new fragments
+        lance_format.dataset(ours).optimize.optimize_indices()
+        _same(_answers(ours, "quick fox"), before)
+
+
+def test_compaction_after_deletes_remaps_as_pylance_does(tmp_path: Path) -> None:
+    ours, theirs, _ = _compacted_pair(tmp_path, "id % 7 = 1")
+    lance_format.dataset(ours).optimize.compact_files(target_rows_per_fragment=600)
+    lance.dataset(theirs).optimize.compact_files(target_rows_per_fragment=600)
+    for q in QUERIES:
+        _same(_answers(ours, q), _answers(theirs, q))
+
+
+def test_optimize_after_append_adds_a_partition_as_pylance(tmp_path: Path) -> None:
+    ours, theirs = str(tmp_path / "ours.lance"), str(tmp_path / "theirs.lance")
+    for uri in (ours, theirs):
+        lance.write_dataset(_table(600, 9), uri, max_rows_per_file=300)
+        lance.dataset(uri).create_scalar_index("text", "INVERTED", with_position=True)
+        lance.write_dataset(_table(200, 10, start=600), uri, mode="append")
+    lance_format.dataset(ours).optimize.optimize_indices()
+    lance.dataset(theirs).optimize.optimize_indices()
+    mine = lance_format.dataset(ours).manifest.indices
+    assert len(mine) == 1 and mine[0].fragment_bitmap == {0, 1, 2}
+    assert sorted(f.path for f in mine[0].files or ()) == sorted(
+        f.path for f in lance_format.dataset(theirs).manifest.indices[0].files or ())
+    assert "FlatMatchQuery" not in lance.dataset(ours).scanner(full_text_query="quick fox").explain_plan()
+    for q in [*QUERIES, LPhrase("quick fox", "text")]:
+        _same(_answers(ours, q), _answers(theirs, q))

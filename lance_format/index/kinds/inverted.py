@@ -85,6 +85,7 @@ class InvertedKind(IndexKind):
     buildable: ClassVar[bool] = True
     remappable: ClassVar[bool] = True
     incremental: ClassVar[bool] = True
+    delta_absorbs_older: ClassVar[bool] = True
     defaults: ClassVar[Mapping[str, Any]] = {
         "with_position": False, "base_tokenizer": "simple", "language": "English", "max_token_length": 40,
         "lower_case": True, "stem": True, "remove_stop_words": True, "custom_stop_words": None,
