@@ -13,6 +13,7 @@ both cost tens of milliseconds in a fresh process.
 
 from __future__ import annotations
 
+import contextlib
 import decimal
 import math
 import re
@@ -20,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -334,20 +336,23 @@ class Semantics:
                         and out.node is not None:
                     self._equalities[id(out.node)] = (out.node, subject, lit.const)
             return out
-        # Total float order (as DataFusion): NaN equals NaN and sorts above all numbers.
-        nan_l, nan_r = self._nan(left), self._nan(right)
+        # pylance 14.0.2's float order: -NaN below every number (-inf too), +NaN above, each NaN
+        # equal to a NaN of its sign only (-0.0 still equals 0.0). Arrow's comparisons answer
+        # false for NaN operands, so each case adds what the NaN rows contribute.
+        neg_l, pos_l = self._nan_signs(left)
+        neg_r, pos_r = self._nan_signs(right)
         if fn == "equal":
-            fix = _and(nan_l, nan_r)
+            fix = _or(_and(neg_l, neg_r), _and(pos_l, pos_r))
         elif fn == "not_equal":
-            fix = _not(_and(nan_l, nan_r))
+            fix = _not(_or(_and(neg_l, neg_r), _and(pos_l, pos_r)))
         elif fn == "less":
-            fix = _and(_not(nan_l), nan_r)
+            fix = _or(_and(neg_l, _not(neg_r)), _and(_not(pos_l), pos_r))
         elif fn == "less_equal":
-            fix = nan_r
+            fix = _or(neg_l, pos_r)
         elif fn == "greater":
-            fix = _and(nan_l, _not(nan_r))
+            fix = _or(_and(pos_l, _not(pos_r)), _and(_not(neg_l), neg_r))
         else:
-            fix = nan_l
+            fix = _or(pos_l, neg_r)
         if fix is False or fix is True:
             return out
         if fn == "not_equal":  # NULL operands already make both terms NULL
@@ -366,6 +371,22 @@ class Semantics:
             value = val.const.as_py()
             return value is not None and value != value
         return Node.call("is_nan", _node(val))
+
+    @classmethod
+    def _nan_signs(cls, val: _Val) -> tuple[Any, Any]:
+        """``(is -NaN, is +NaN)`` of an operand: expressions, or bools when known statically."""
+        nan = cls._nan(val)
+        if isinstance(nan, bool):
+            if not nan:
+                return False, False
+            negative = math.copysign(1.0, val.const.as_py()) < 0  # type: ignore[union-attr]
+            return negative, not negative
+        # As float64 whatever the operand's type: a plan may compute in a narrower type than
+        # the one inferred here (``float32_col * 2.5``), and widening keeps the sign of NaN.
+        wide = _node(val).cast(pa.float64())
+        node = Node(pc.Expression._call(_NEGATIVE_NAN, [wide.expr]), _NEGATIVE_NAN, (wide,))
+        node.direct = True  # evaluated through pc.call_function (lance_format.sql_program)
+        return node, _and(nan, _not(node))
 
     def _unify(self, left: _Val, right: _Val) -> tuple[_Val, _Val]:
         """Cast a literal to the other side's type (and dates up to timestamps)."""
@@ -513,6 +534,30 @@ def _parse_timestamp(value: str) -> pa.Scalar:
         return pa.scalar(value).cast(pa.timestamp("ns"))
     except pa.ArrowInvalid:
         return pa.scalar(value).cast(pa.timestamp("ns", "UTC"))
+
+
+def _negative_nan_kernel(ctx: Any, values: Any) -> pa.Array:
+    """``True`` where a float is a NaN with its sign bit set (vectorised with numpy)."""
+    if isinstance(values, pa.Scalar):
+        values = pa.array([values.as_py()], values.type)
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    data = values.to_numpy(zero_copy_only=False)
+    mask = np.isnan(data) & np.signbit(data)
+    return pa.array(mask, pa.bool_(), mask=values.is_null().to_numpy(zero_copy_only=False))
+
+
+#: The UDF telling -NaN from +NaN in float64 (Arrow has no sign-bit kernel). Registered at
+#: import, so a process handed a pickled filter expression (an executor) knows it too.
+_NEGATIVE_NAN = "lance_format_negative_nan"
+try:
+    pc.get_function(_NEGATIVE_NAN)
+except pa.ArrowKeyError:
+    with contextlib.suppress(pa.ArrowKeyError):  # registered meanwhile (module reloaded)
+        pc.register_scalar_function(
+            _negative_nan_kernel, _NEGATIVE_NAN,
+            {"summary": "is -NaN", "description": "Whether a float is a NaN with its sign bit set."},
+            {"values": pa.float64()}, pa.bool_())
 
 
 def _and(a: Any, b: Any) -> Any:
