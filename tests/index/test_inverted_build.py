@@ -141,3 +141,20 @@ def test_optimize_after_append_adds_a_partition_as_pylance(tmp_path: Path) -> No
     assert "FlatMatchQuery" not in lance.dataset(ours).scanner(full_text_query="quick fox").explain_plan()
     for q in [*QUERIES, LPhrase("quick fox", "text")]:
         _same(_answers(ours, q), _answers(theirs, q))
+
+
+def test_stable_row_ids_both_directions(tmp_path: Path) -> None:
+    ours, theirs = str(tmp_path / "ours.lance"), str(tmp_path / "theirs.lance")
+    extra = _table(100, 12, start=900)
+    for uri in (ours, theirs):
+        lance.write_dataset(_table(900, 11), uri, max_rows_per_file=300, enable_stable_row_ids=True)
+        lance.dataset(uri).delete("id < 10")
+    lance_format.dataset(ours).create_scalar_index("text", "INVERTED")
+    lance.dataset(theirs).create_scalar_index("text", "INVERTED")
+    for uri in (ours, theirs):
+        lance.write_dataset(extra, uri, mode="append")
+    want = _answers(theirs, "quick fox")
+    _same(_answers(ours, "quick fox"), want)
+    for uri in (ours, theirs):
+        t = lance_format.dataset(uri).to_table(full_text_query="quick fox", columns=["id"])
+        _same(dict(zip(t["id"].to_pylist(), t["_score"].to_pylist(), strict=True)), want)
