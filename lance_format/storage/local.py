@@ -56,6 +56,10 @@ class LocalStore(ObjectStore):
     def __init__(self, root: str) -> None:
         if root.startswith("file://"):
             root = root[len("file://") :]
+        elif root.startswith("~"):
+            # A plain path's "~" / "~user" is the home directory, as pylance expands it
+            # (a "file://~/x" URI is not: its "~" is a host name there).
+            root = os.path.expanduser(root)
         self._dir = os.path.abspath(root)
         self.root = self._dir.rstrip("/") or "/"
 
