@@ -150,6 +150,11 @@ class FullTextSearch:
         table = LanceScanner(self._ctx, opts).to_table()
         return table.column(ROW_ID).to_numpy().astype(np.uint64), table.column(column).to_pylist()
 
+    def _needs_live_check(self) -> bool:
+        """Whether hits may name rows that are gone: deletion vectors, or stable row ids."""
+        return self._ctx.manifest.uses_stable_row_ids or any(
+            f.deletion_file is not None for f in self._fragments())
+
     def _allowed(self, use_filter: bool) -> U64:
         """Row ids of live rows (matching the filter when ``use_filter``)."""
         opts = ScanOptions([], filter=self._opts.filter if use_filter else None, with_row_id=True,
@@ -227,8 +232,12 @@ class FullTextSearch:
         corpora = {c: self._corpus(c) for c in self.columns}
         hits = self._eval(self.query, corpora)
         has_filter = self._opts.filter is not None
-        allowed = self._allowed(has_filter and self._prefilter)
-        hits = bm25.restrict(hits, allowed)
+        if (has_filter and self._prefilter) or self._needs_live_check():
+            hits = bm25.restrict(hits, self._allowed(has_filter and self._prefilter))
+        else:  # every hit is a live row of a searched fragment: skip reading the row ids
+            frags = np.fromiter((f.id for f in self._fragments()), np.uint64)
+            keep = np.isin(hits.ids >> np.uint64(32), frags)
+            hits = Hits(hits.ids[keep], hits.scores[keep])
         order = np.lexsort((-hits.ids.astype(np.float64), -hits.scores.astype(np.float64)))
         hits = Hits(hits.ids[order], hits.scores[order])
         if has_filter and not self._prefilter:
