@@ -13,6 +13,7 @@ from typing import Any
 from dagster import MetadataValue
 
 from lance_format.dataset import LanceDataset
+from lance_format.index.registry import maintained
 
 #: Metadata key of the most rows any index lacks, and the prefix of each index's own count.
 UNINDEXED_ROWS = "lance/unindexed_rows"
@@ -39,6 +40,17 @@ def unindexed_rows(ds: LanceDataset) -> dict[str, int]:
     fragments = [(int(f.id), int(f.num_rows)) for f in ds.manifest.fragments]
     return {name: sum(rows for fid, rows in fragments if fid not in ids)
             for name, ids in sorted(covered.items()) if name not in unknown}
+
+
+def unmaintained_indices(ds: LanceDataset) -> tuple[str, ...]:
+    """User indices of a kind this package cannot rebuild (unknown kind or newer version).
+
+    They are kept intact and their coverage is reported, but maintenance cannot bring them up to
+    date, so their unindexed rows must not keep asking for it.
+    """
+    names = {str(m.name) for m in ds.manifest.indices
+             if not str(m.name).startswith("__") and maintained(m) is None}
+    return tuple(sorted(names))
 
 
 def coverage_metadata(counts: dict[str, int]) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from lance_format.errors import InvalidInputError
 from lance_format.evolution.arguments import U64_MAX, flag, integer, optional_integer, real
-from lance_format.index.optimize import optimize_indices
+from lance_format.index.optimize import IndexOptimization, optimize_indices
 from lance_format.maintenance.compaction import (
     Compaction,
     CompactionMetrics,
@@ -97,18 +97,23 @@ class Optimize:
 
     def optimize_indices(self, *, index_names: list[str] | None = None, runner: Runner | None = None,
                          transaction_properties: Mapping[str, str] | None = None, retrain: bool = False,
-                         num_indices_to_merge: int | None = None) -> None:
+                         num_indices_to_merge: int | None = None) -> IndexOptimization:
         """Index fragments added since each index was built and fold deferred remaps.
 
         See :func:`lance_format.index.optimize.optimize_indices`; the dataset handle moves to
         the new version when something was committed, and that commit carries
         ``transaction_properties``.
+
+        Returns:
+            What was rebuilt, extended, and left alone because we cannot maintain its kind
+            (pylance returns ``None``; code written for it ignores the value).
         """
         result = optimize_indices(self._ds, index_names=index_names, runner=runner,
                                   transaction_properties=transaction_properties, retrain=retrain,
                                   num_indices_to_merge=num_indices_to_merge)
         if result.manifest is not None:
             self._ds._set_manifest(result.manifest)
+        return result
 
 
 def _or(value: T | None, default: T) -> T:
@@ -121,6 +126,7 @@ __all__ = [
     "CompactionOptions",
     "CompactionPlan",
     "CompactionTask",
+    "IndexOptimization",
     "Optimize",
     "RewriteResult",
     "compact_files",

@@ -24,6 +24,8 @@ from lance_format.maintenance.compaction import (
 )
 from lance_format.maintenance.runner import Runner
 
+from ..coverage import unmaintained_indices
+
 #: How often a compaction is planned again after losing a commit race.
 COMPACTION_ATTEMPTS = 3
 
@@ -169,6 +171,8 @@ class IndexOutcome:
         indices: names of the indices updated (or that would be).
         fragments_indexed: fragments newly covered by an index.
         duration_s: wall time of the step.
+        unmaintained: indices behind the data whose kind this package cannot rebuild (left as
+            they are, named so the run says why they stay behind).
     """
 
     uri: str
@@ -178,6 +182,7 @@ class IndexOutcome:
     indices: tuple[str, ...]
     fragments_indexed: int
     duration_s: float
+    unmaintained: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -249,19 +254,22 @@ def optimize_indices(ds: LanceDataset, *, dry_run: bool, runner: Runner | None =
     start = time.perf_counter()
     uri = ds.uri
     read_version = int(ds.version)
-    stale = {name: n for name, n in _stale(ds).items() if n}
+    behind = {name: n for name, n in _stale(ds).items() if n}
+    skipped = tuple(name for name in unmaintained_indices(ds) if name in behind)
+    stale = {name: n for name, n in behind.items() if name not in skipped}
     if dry_run or not (stale or _has_frag_reuse(ds)):
         return IndexOutcome(uri, dry_run, read_version, None, tuple(sorted(stale)), sum(stale.values()),
-                            time.perf_counter() - start)
+                            time.perf_counter() - start, skipped)
     # A deferred compaction leaves a fragment-reuse index; optimizing folds it into the indices.
     # moves ``ds`` to the version it committed, if any
-    ds.optimize.optimize_indices(runner=runner, transaction_properties=transaction_properties)
+    done = ds.optimize.optimize_indices(runner=runner, transaction_properties=transaction_properties)
     new_version = int(ds.version)
     left = _stale(ds)
     updated = tuple(sorted(name for name in stale if left.get(name, 0) < stale[name]))
     indexed = sum(stale[name] - left.get(name, 0) for name in updated)
     return IndexOutcome(uri, False, read_version, new_version if new_version != read_version else None,
-                        updated, indexed, time.perf_counter() - start)
+                        updated, indexed, time.perf_counter() - start,
+                        tuple(sorted(set(skipped) | set(done.unmaintained))))
 
 
 def cleanup(

@@ -69,9 +69,10 @@ def index_label(o: IndexOutcome) -> tuple[str, str]:
     names = ", ".join(o.indices) if o.indices else "no indices"
     if o.dry_run:
         return "Optimize indices (dry run)", f"would update {names}"
+    left = f"; left behind (kind not maintained here): {', '.join(o.unmaintained)}" if o.unmaintained else ""
     if o.new_version is None:
-        return "Optimize indices", "indices up to date"
-    return "Optimize indices", f"{names} (+{o.fragments_indexed} fragments)"
+        return "Optimize indices", ("indices up to date" if not o.unmaintained else "nothing we can update") + left
+    return "Optimize indices", f"{names} (+{o.fragments_indexed} fragments){left}"
 
 
 def index_metrics(o: IndexOutcome) -> dict[str, Any]:
@@ -79,6 +80,7 @@ def index_metrics(o: IndexOutcome) -> dict[str, Any]:
     return {
         "lance/indices_updated": MetadataValue.int(len(o.indices)),
         "lance/fragments_indexed": MetadataValue.int(o.fragments_indexed),
+        "lance/indices_unmaintained": MetadataValue.text(", ".join(o.unmaintained) or "none"),
         "lance/duration_s": MetadataValue.float(round(o.duration_s, 3)),
     }
 
