@@ -48,7 +48,7 @@ from lance_format.errors import InvalidInputError
 from lance_format.sql_core import Semantics, _clip, _is_string
 from lance_format.sql_core import _Val as _Val  # re-exported: lance_format.evolution.sqlexpr builds on it
 from lance_format.sql_fast import parse_simple
-from lance_format.sql_lists import array_has, array_has_some
+from lance_format.sql_lists import LIST_FUNCTIONS, array_has, array_has_some, list_arguments
 
 __all__ = ["parse_filter", "to_expression"]
 
@@ -380,20 +380,17 @@ class _Translator(Semantics):
             subject = self.visit(node.expressions[0])
             pattern = self._pattern(node.expressions[1], name)
             return self._call("match_substring_regex", [subject], pattern=pattern)
-        if name in _LIST_FNS:
-            return self._list_fn(_LIST_FNS[name], list(node.expressions))
+        if name in LIST_FUNCTIONS:
+            return self._list_fn(LIST_FUNCTIONS[name], list(node.expressions))
         raise self.fail(f"unsupported function {name}()")
 
     def _list_fn(self, name: str, args: list[exp.Expr]) -> _Val:
         """``array_has`` / ``array_has_any`` / ``array_has_all`` (:mod:`lance_format.sql_lists`)."""
         if len(args) != 2:
             raise self.fail(f"{name}() takes 2 arguments, got {len(args)}")
-        first, second = args
         if name == "array_has":
-            return array_has(self, self.visit(first), self.visit(second), name)
-        if name == "array_has_any" and _list_literal(first) is not None and _list_literal(second) is None:
-            first, second = second, first  # overlap is symmetric: pylance takes the literal first too
-        items = _list_literal(second)
+            return array_has(self, self.visit(args[0]), self.visit(args[1]), name)
+        first, items = list_arguments(name, args)
         if items is None:
             raise self.fail(f"{name}() takes a literal list ([...] or make_array(...)) as its second argument")
         return array_has_some(self, self.visit(first), [self.visit(e) for e in items],
@@ -415,19 +412,6 @@ class _Translator(Semantics):
         if kind not in _DTYPES:
             raise self.fail(f"unsupported CAST target {dtype.sql()}")
         return _DTYPES[kind]
-
-
-#: DataFusion's list-membership functions and their aliases.
-_LIST_FNS = {"array_has": "array_has", "array_contains": "array_has", "list_has": "array_has",
-             "list_contains": "array_has", "array_has_any": "array_has_any", "list_has_any": "array_has_any",
-             "arrays_overlap": "array_has_any", "array_has_all": "array_has_all", "list_has_all": "array_has_all"}
-
-
-def _list_literal(node: exp.Expr) -> list[exp.Expr] | None:
-    """The items of a list literal, ``[a, b]`` or ``make_array(a, b)``; ``None`` for anything else."""
-    if isinstance(node, exp.Array) or (isinstance(node, exp.Anonymous) and str(node.this).lower() == "make_array"):
-        return list(node.expressions)
-    return None
 
 
 def _like_regex(pattern: str) -> str:

@@ -30,11 +30,13 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
+from sqlglot import exp
 
 from lance_format.sql_core import Semantics, _node, _of, _Val
 from lance_format.sql_program import Node
 
-__all__ = ["UDF_PREFIX", "array_has", "array_has_some", "is_list_type", "list_value_type"]
+__all__ = ["LIST_FUNCTIONS", "UDF_PREFIX", "array_has", "array_has_some", "is_list_type", "list_arguments",
+           "list_literal", "list_value_type"]
 
 #: Names of the UDFs registered here start with this (:mod:`lance_format.sql_program` calls them).
 UDF_PREFIX = "lance_list_"
@@ -55,6 +57,31 @@ def list_value_type(typ: pa.DataType) -> pa.DataType:
     """The element type of list type ``typ``."""
     value_type: pa.DataType = typ.value_type
     return value_type
+
+
+#: DataFusion's list-membership functions and their aliases, by lower-case name.
+LIST_FUNCTIONS = {"array_has": "array_has", "array_contains": "array_has", "list_has": "array_has",
+                  "list_contains": "array_has", "array_has_any": "array_has_any", "list_has_any": "array_has_any",
+                  "arrays_overlap": "array_has_any", "array_has_all": "array_has_all", "list_has_all": "array_has_all"}
+
+
+def list_literal(node: exp.Expr) -> list[exp.Expr] | None:
+    """The items of a list literal, ``[a, b]`` or ``make_array(a, b)``; ``None`` for anything else."""
+    if isinstance(node, exp.Array) or (isinstance(node, exp.Anonymous) and str(node.this).lower() == "make_array"):
+        return list(node.expressions)
+    return None
+
+
+def list_arguments(name: str, args: Sequence[exp.Expr]) -> tuple[exp.Expr, list[exp.Expr] | None]:
+    """The list operand and the literal items of ``array_has_any`` / ``array_has_all`` (two ``args``).
+
+    ``array_has_any`` is symmetric, and pylance takes the literal first too. ``None`` items: the
+    second operand is no literal list.
+    """
+    first, second = args
+    if name == "array_has_any" and list_literal(first) is not None and list_literal(second) is None:
+        first, second = second, first
+    return first, list_literal(second)
 
 
 # -- kernels (vectorised over a batch) -----------------------------------------------------------

@@ -53,7 +53,8 @@ def group_rows(values: pa.Array, ids: U64) -> tuple[pa.Array, list[U64]]:
     indices = enc.indices
     if indices.null_count:
         codes = indices.fill_null(0).to_numpy(zero_copy_only=False)
-        keyed = np.where(indices.is_null().to_numpy(zero_copy_only=False), -1, rank[codes])
+        ranked = rank[codes] if len(dictionary) else np.zeros(len(codes), np.int64)  # all null: no ranks
+        keyed = np.where(indices.is_null().to_numpy(zero_copy_only=False), -1, ranked)
     else:
         keyed = rank[indices.to_numpy()]
     if ids.size < 2 or bool(np.all(ids[1:] > ids[:-1])):  # scan order: a stable sort by key suffices
@@ -66,9 +67,9 @@ def group_rows(values: pa.Array, ids: U64) -> tuple[pa.Array, list[U64]]:
     starts = np.concatenate(([0], np.flatnonzero(keyed[1:] != keyed[:-1]) + 1))
     stops = np.concatenate((starts[1:], [keyed.size]))
     first = keyed[starts]
-    keys = dictionary.take(pa.array(by_value[first.clip(min=0)]))
+    keys = dictionary.take(pa.array(by_value[first[first >= 0]], pa.int64()))  # empty when all null
     if first[0] == -1:  # the null key
-        keys = pa.concat_arrays([pa.nulls(1, values.type), keys.slice(1)])
+        keys = pa.concat_arrays([pa.nulls(1, values.type), keys])
     return keys, [ids[a:b] for a, b in zip(starts, stops, strict=True)]
 
 
@@ -128,6 +129,13 @@ class BitmapIndex:
             raise CorruptFileError(f"{self._where}: a null bitmap among keys {which[:8].tolist()}")
         return [decode_row_set(b, self._fragment_rows, where=f"{self._where} key {int(i)}", domain=self._domain)
                 for i, b in zip(which, blobs.to_pylist(), strict=True)]
+
+    def key_rows(self, which: npt.NDArray[np.int64]) -> list[U64]:
+        """The ids of the keys at positions ``which``, each sorted (checked as :meth:`search_values` does).
+
+        For callers combining bitmaps themselves: a LABEL_LIST row is under several keys.
+        """
+        return self._rows(which) if which.size else []
 
     def search(self, query: ValueQuery) -> U64:
         """Ids matching ``query``, sorted and unique."""

@@ -1,4 +1,4 @@
-"""What an index is asked: a value range, a value list or "is null" on one column.
+"""What an index is asked: a value range, a value list, "is null", a substring or list membership.
 
 These are the leaves of an index query (``ScalarIndexExpr`` in
 ``rust/lance-index/src/scalar/expression.rs`` plays the same role upstream).
@@ -55,6 +55,43 @@ class IsNull:
         return f"{column} IS NULL"
 
 
+@dataclass(frozen=True)
+class Prefix(Range):
+    """``starts_with(column, prefix)`` / ``column LIKE 'prefix%'`` as the value range it covers.
+
+    Every string starting with ``prefix`` lies in ``[prefix, successor)``, where the successor
+    has the last character that can grow one code point higher (UTF-8 orders as code points), and
+    nothing else does; so an ordered index answers it as a :class:`Range` holding exactly those
+    values. Build it with :meth:`of`.
+    """
+
+    prefix: str = ""
+
+    @classmethod
+    def of(cls, prefix: str, typ: pa.DataType) -> Prefix:
+        """The range of strings of type ``typ`` starting with ``prefix`` (non-empty)."""
+        upper = _successor(prefix)
+        return cls(pa.scalar(prefix, typ), True, None if upper is None else pa.scalar(upper, typ), False, prefix)
+
+    def describe(self, column: str) -> str:
+        """pylance's ``column LIKE 'prefix%'``."""
+        return f"{column} LIKE '{self.prefix}%'"
+
+
+def _successor(prefix: str) -> str | None:
+    """The smallest string above every string starting with ``prefix``; ``None`` if there is none."""
+    chars = list(prefix)
+    while chars:
+        code = ord(chars[-1]) + 1
+        if 0xD800 <= code <= 0xDFFF:  # surrogates are no characters of a valid string
+            code = 0xE000
+        if code <= 0x10FFFF:
+            chars[-1] = chr(code)
+            return "".join(chars)
+        chars.pop()  # U+10FFFF cannot grow: the bound moves to the character before
+    return None
+
+
 ValueQuery = Range | In | IsNull
 
 
@@ -69,8 +106,34 @@ class Contains:
         return f"contains({column}, {self.substring!r})"
 
 
+def _list_text(values: tuple[pa.Scalar, ...]) -> str:
+    return ", ".join("" if not v.is_valid else str(v.as_py()) for v in values)
+
+
+@dataclass(frozen=True)
+class HasAny:
+    """``array_has_any(column, [values])`` on a list column (a null value matches null elements)."""
+
+    values: tuple[pa.Scalar, ...]
+
+    def describe(self, column: str) -> str:
+        """pylance's ``array_has_any(column, List([a, b]))``."""
+        return f"array_has_any({column}, List([{_list_text(self.values)}]))"
+
+
+@dataclass(frozen=True)
+class HasAll:
+    """``array_has_all(column, [values])`` on a list column (a null value matches null elements)."""
+
+    values: tuple[pa.Scalar, ...]
+
+    def describe(self, column: str) -> str:
+        """pylance's ``array_has_all(column, List([a, b]))``."""
+        return f"array_has_all({column}, List([{_list_text(self.values)}]))"
+
+
 #: Every question an index leaf may carry.
-IndexQuery = ValueQuery | Contains
+IndexQuery = ValueQuery | Contains | HasAny | HasAll
 
 
 def value_mask(values: pa.Array, query: ValueQuery) -> pa.Array:

@@ -2,8 +2,9 @@
 
 The filter text is parsed again with sqlglot (as :mod:`lance_format.sql` does) and the
 predicates an index understands — ``=``, ``<``, ``<=``, ``>``, ``>=``, ``BETWEEN``,
-``IN``, ``IS NULL`` on an indexed column against literals, combined with ``AND`` /
-``OR`` — become an :data:`IndexExpr`. Anything else is "not answerable" (``None``).
+``IN``, ``IS NULL``, ``contains``, ``starts_with`` / ``LIKE 'prefix%'`` and
+``array_has`` / ``array_has_any`` / ``array_has_all`` on an indexed column against literals,
+combined with ``AND`` / ``OR`` — become an :data:`IndexExpr`. Anything else is "not answerable" (``None``).
 
 The index result is used as a *candidate set*: the full filter is still evaluated on
 the fetched rows (pylance's ``refine_filter`` plays this role), so an answer may be a
@@ -23,7 +24,8 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from lance_format.index.kind import IndexedColumns
-from lance_format.index.predicates import Contains, In, IndexQuery, IsNull, Range
+from lance_format.index.predicates import Contains, HasAll, HasAny, In, IndexQuery, IsNull, Prefix, Range
+from lance_format.sql_lists import LIST_FUNCTIONS, is_list_type, list_arguments
 
 
 @dataclass(frozen=True)
@@ -126,7 +128,75 @@ class _Builder:
             if col is None or not (isinstance(text, exp.Literal) and text.is_string):
                 return None
             return self._leaf(col, Contains(str(text.this)))
+        if isinstance(node, (exp.StartsWith, exp.Like, exp.Escape)):
+            return self._like(node)
+        if isinstance(node, exp.ArrayContains):
+            return self._membership("array_has", [node.this, node.expression])
+        if isinstance(node, exp.ArrayContainsAll):
+            return self._membership("array_has_all", [node.this, node.expression])
+        if isinstance(node, exp.Anonymous) and str(node.this).lower() in LIST_FUNCTIONS:
+            return self._membership(LIST_FUNCTIONS[str(node.this).lower()], list(node.expressions))
         return None
+
+    def _like(self, node: exp.Expr) -> IndexExpr | None:
+        """``starts_with`` / ``LIKE``: the literal prefix as a range, else its substrings for NGRAM."""
+        if isinstance(node, exp.Escape):  # only the default escape: pylance refuses any other
+            esc = node.expression
+            if not (isinstance(esc, exp.Literal) and esc.is_string and esc.this == "\\"):
+                return None
+            node = node.this
+            if not isinstance(node, exp.Like):
+                return None
+        if node.args.get("negate"):  # NOT LIKE: its rows are no range
+            return None
+        col = self._column(node.this)
+        text = node.expression
+        if col is None or not (isinstance(text, exp.Literal) and text.is_string):
+            return None
+        typ = self.schema.field(col).type
+        if not (pa.types.is_string(typ) or pa.types.is_large_string(typ)):
+            return None
+        if isinstance(node, exp.StartsWith):
+            segments, exact = [str(text.this)], False
+        else:
+            segments, exact = _like_segments(str(text.this))
+        if exact:  # no wildcard: LIKE is equality (pylance plans `s = v`)
+            return self._leaf(col, Range(pa.scalar(segments[0], typ), True, pa.scalar(segments[0], typ), True))
+        if segments[0]:
+            leaf = self._leaf(col, Prefix.of(segments[0], typ))
+            if leaf is not None:
+                return leaf
+        # An NGRAM index answers each literal part as a substring (pylance: a regexp_like leaf).
+        found: list[IndexExpr] = []
+        for part in segments:
+            leaf = self._leaf(col, Contains(part)) if part else None
+            if leaf is not None:
+                found.append(leaf)
+        return _flat(AndExpr, found) if found else None
+
+    def _membership(self, name: str, args: list[exp.Expr]) -> IndexExpr | None:
+        """``array_has`` / ``array_has_any`` / ``array_has_all`` on a list column against literals."""
+        if len(args) != 2:
+            return None
+        if name == "array_has":
+            if isinstance(args[1], exp.Null):
+                return None  # NULL: no row is true
+            col, items = self._column(args[0]), [args[1]]
+        else:
+            first, found = list_arguments(name, args)
+            col, items = self._column(first), found or []
+        if col is None or not items:  # an empty list: no index needed (false / true everywhere)
+            return None
+        typ = self.schema.field(col).type
+        if not is_list_type(typ):
+            return None
+        values = []
+        for e in items:
+            v = pa.scalar(None, typ.value_type) if isinstance(e, exp.Null) else self._literal_of(typ.value_type, e)
+            if v is None:
+                return None
+            values.append(v)
+        return self._leaf(col, HasAll(tuple(values)) if name == "array_has_all" else HasAny(tuple(values)))
 
     def _compare(self, node: exp.Expr) -> IndexExpr | None:
         op: type[exp.Expr] = type(node)
@@ -163,9 +233,13 @@ class _Builder:
         return None
 
     def _literal(self, col: str | None, node: exp.Expr | None) -> pa.Scalar | None:
-        if col is None or node is None:
+        if col is None:
             return None
-        typ = self.schema.field(col).type
+        return self._literal_of(self.schema.field(col).type, node)
+
+    def _literal_of(self, typ: pa.DataType, node: exp.Expr | None) -> pa.Scalar | None:
+        if node is None:
+            return None
         neg = False
         if isinstance(node, exp.Neg):
             node, neg = node.this, True
@@ -195,6 +269,25 @@ class _Builder:
             return pa.scalar(value).cast(typ)  # safe cast: 2.5 never becomes 2
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, OverflowError):
             return None
+
+
+def _like_segments(pattern: str) -> tuple[list[str], bool]:
+    """The literal runs of a LIKE pattern (backslash escapes resolved) and whether it has no wildcard.
+
+    The first run is the prefix every match starts with ('' when the pattern starts with a wildcard).
+    """
+    runs, current, wild = [], [], False
+    chars = iter(pattern)
+    for ch in chars:  # a literal of the filter text, not data
+        if ch == "\\":
+            current.append(next(chars, "\\"))
+        elif ch in "%_":
+            runs.append("".join(current))
+            current, wild = [], True
+        else:
+            current.append(ch)
+    runs.append("".join(current))
+    return runs, not wild
 
 
 def _flat(kind: type[AndExpr] | type[OrExpr], kids: list[IndexExpr]) -> IndexExpr:

@@ -17,7 +17,7 @@ from lance_format.errors import InvalidInputError, UnsupportedIndexTypeError
 from lance_format.index import bloomfilter, zonemap
 from lance_format.index.kind import BuildContext, IndexKind, TrainingData
 from lance_format.index.kinds.zonemap import ZoneChunk, concat_zone_chunks, positive_int, remap_nulls
-from lance_format.index.predicates import Contains, IndexQuery, Range
+from lance_format.index.predicates import IndexQuery, Range, ValueQuery
 from lance_format.index.rowset import RowDomain, encode_row_set
 from lance_format.index.store import IndexDir
 from lance_format.table.index_metadata import IndexFile, IndexMetadata
@@ -44,7 +44,7 @@ class BloomReader:
 
     def search_values(self, query: IndexQuery) -> tuple[U64, pa.Array]:
         """Rows of every zone whose filter may hold a queried value, each with a null value."""
-        if isinstance(query, Contains):
+        if not isinstance(query, ValueQuery):
             raise UnsupportedIndexTypeError(f"{self.path}: a BLOOMFILTER index cannot answer {query.describe('column')}")
         rows = self.index.search(query)
         return rows, pa.nulls(rows.size, self.type)
@@ -80,7 +80,7 @@ class BloomFilterKind(IndexKind):
 
     def answers(self, query: IndexQuery) -> bool:
         """``=``, ``IN`` and ``IS NULL`` (a range is not a bloom filter question)."""
-        if isinstance(query, Contains):
+        if not isinstance(query, ValueQuery):
             return False
         return not isinstance(query, Range) or (query.lo is not None and query.lo == query.hi)
 

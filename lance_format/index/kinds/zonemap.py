@@ -20,7 +20,7 @@ from lance_format.errors import InvalidInputError, UnsupportedIndexTypeError
 from lance_format.index import zonemap
 from lance_format.index.codec.scalar import encode_zonemap_details
 from lance_format.index.kind import BuildContext, IndexKind, TrainingData, check_scalar_type
-from lance_format.index.predicates import Contains, IndexQuery
+from lance_format.index.predicates import IndexQuery, ValueQuery
 from lance_format.index.rowset import RowDomain, encode_row_set
 from lance_format.index.store import IndexDir
 from lance_format.table.index_metadata import IndexFile, IndexMetadata
@@ -65,7 +65,7 @@ class ZoneReader:
 
     def search_values(self, query: IndexQuery) -> tuple[U64, pa.Array]:
         """Rows of every zone that may match ``query``, each with a null value (zones hold no per-row value)."""
-        if isinstance(query, Contains):
+        if not isinstance(query, ValueQuery):
             raise UnsupportedIndexTypeError(f"{self.path}: a ZONEMAP index cannot answer {query.describe('column')}")
         rows = self.index.search(query)
         return rows, pa.nulls(rows.size, self.index.min.type)
@@ -90,7 +90,7 @@ class ZoneMapKind(IndexKind):
 
     def answers(self, query: IndexQuery) -> bool:
         """Ranges, ``=``, ``IN`` and ``IS NULL``."""
-        return not isinstance(query, Contains)
+        return isinstance(query, ValueQuery)
 
     def check_column(self, column: str, typ: pa.DataType) -> None:
         if pa.types.is_boolean(typ):
