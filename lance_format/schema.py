@@ -251,6 +251,22 @@ def _to_bytes_map(metadata: Mapping[Any, Any] | None) -> FrozenMetadata:
     return FrozenMetadata(out)
 
 
+def _check_utf8_metadata(metadata: Mapping[Any, Any] | None, where: str) -> None:
+    """Refuse metadata keys or values that are not UTF-8, as pylance 14.0.2 does.
+
+    Lance stores metadata as protobuf ``map<string, bytes>``, but pylance reads values back
+    as text, altering any non-UTF-8 bytes: refused before anything is written.
+    """
+    for key, value in (metadata or {}).items():
+        for what, item in (("key", key), ("value", value)):
+            if isinstance(item, bytes):
+                try:
+                    item.decode("utf-8")
+                except UnicodeDecodeError:
+                    raise SchemaError(f"{where} metadata {what} {item!r:.60} is not valid UTF-8 (pylance refuses "
+                                      "it too); encode binary metadata, e.g. as base64") from None
+
+
 def is_truthy_flag(value: bytes | None) -> bool:
     """Return whether a metadata flag value counts as true for pylance ("true", "1", "yes")."""
     return value is not None and value.decode(errors="replace").strip().lower() in _TRUTHY
@@ -342,6 +358,7 @@ def _field_from_arrow(
     field_id = next_id[0]
     next_id[0] += 1
     data_type = af.type
+    _check_utf8_metadata(af.metadata, f"field {path!r}")
     metadata = dict(_to_bytes_map(af.metadata))
     extension_name = ""
     if isinstance(data_type, pa.BaseExtensionType):
@@ -484,6 +501,7 @@ class LanceSchema:
         if dupes:
             raise SchemaError(f"duplicate top-level field names: {', '.join(map(repr, dupes))}")
         next_id = [start_id]
+        _check_utf8_metadata(schema.metadata, "schema")
         fields = tuple(_field_from_arrow(af, -1, next_id, af.name) for af in schema)
         _validate_primary_key(fields)
         return cls(fields, _to_bytes_map(schema.metadata))
