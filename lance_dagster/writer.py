@@ -186,10 +186,10 @@ def commit_arrow(
     if plan.evolves:
         assert existing is not None
         existing = _evolve(existing, plan, properties)
+    files = {k: v for k, v in (writer or {}).items() if k in FILE_OPTIONS}
     if mode == "merge" and existing is not None:
         return _merge(existing, uri, data, keys, merge or MergeOptions(), expr, properties, commit_message,
-                      before)
-    files = {k: v for k, v in (writer or {}).items() if k in FILE_OPTIONS}
+                      before, files)
     if expr is not None and existing is not None and mode != "append":
         if files:
             return _replace_with_options(existing, uri, data, expr, files, properties, commit_message, before, mode)
@@ -274,7 +274,7 @@ def _merge_keys(existing: LanceDataset | None, data: pa.Schema, options: MergeOp
 
 def _merge(ds: LanceDataset, uri: str, data: ArrowData, keys: Sequence[str], options: MergeOptions,
            expr: pc.Expression | None, properties: Mapping[str, str], commit_message: str | None,
-           before: _Before) -> WriteResult:
+           before: _Before, files: Mapping[str, int] | None = None) -> WriteResult:
     builder = ds.merge_insert(list(keys))
     if options.when_matched_update:
         builder = builder.when_matched_update_all()
@@ -286,7 +286,8 @@ def _merge(ds: LanceDataset, uri: str, data: ArrowData, keys: Sequence[str], opt
     props = dict(properties)
     if commit_message is not None:
         props[COMMIT_MESSAGE] = commit_message
-    stats = builder.execute(data, transaction_properties=props)
+    # writer options cut the merge's new files too (pylance's merge_insert has no such knob)
+    stats = builder.execute(data, transaction_properties=props, file_limits=files or None)
     removed = int(stats.get("num_deleted_rows", 0)) + int(stats.get("num_updated_rows", 0))
     return _describe(ds, uri, "merge", before, rows_deleted=removed, predicate=None if expr is None else str(expr))
 

@@ -139,7 +139,8 @@ class MergeInsertBuilder:
         return self
 
     def execute(self, data: Any, *, schema: pa.Schema | None = None,
-                transaction_properties: Mapping[str, str] | None = None) -> MergeInsertResult:
+                transaction_properties: Mapping[str, str] | None = None,
+                file_limits: Mapping[str, int] | None = None) -> MergeInsertResult:
         """Run the merge against ``data`` and commit one version; the dataset handle moves to it.
 
         Args:
@@ -147,6 +148,8 @@ class MergeInsertBuilder:
             schema: Schema to read ``data`` with.
             transaction_properties: Stored with the commit's transaction (e.g. the Dagster run
                 that made it), as ``write_dataset`` stores them.
+            file_limits: ``max_rows_per_file`` / ``max_rows_per_group`` / ``max_bytes_per_file``
+                of the new data files (our extra; pylance's merge always uses its defaults).
 
         Raises:
             InvalidInputError: ambiguous matches, missing key columns or unknown columns.
@@ -158,6 +161,7 @@ class MergeInsertBuilder:
                                     "(when_matched_update_all, when_not_matched_insert_all, ...): it would "
                                     "change nothing")
         check_schema(schema, "merge_insert execute(): schema")
+        limits = _file_limits(file_limits)
         if transaction_properties is not None:
             string_map(transaction_properties, "merge_insert execute(): transaction_properties")
         src_schema, batches = to_batch_stream(data, schema)
@@ -168,7 +172,7 @@ class MergeInsertBuilder:
         props = dict(transaction_properties or {})
 
         def attempt(ds: LanceDataset) -> Any:
-            manifest, result = self._run(ds, source, props)
+            manifest, result = self._run(ds, source, props, limits)
             holder.append(result)
             return manifest
 
@@ -197,7 +201,8 @@ class MergeInsertBuilder:
                 raise InvalidInputError(f"{self._ds.uri}: merge_insert source column {field.name!r} has type "
                                         f"{field.type}, the dataset's has type {want}")
 
-    def _run(self, ds: LanceDataset, source: pa.Table, properties: dict[str, str]) -> tuple[Any, MergeInsertResult]:
+    def _run(self, ds: LanceDataset, source: pa.Table, properties: dict[str, str],
+             limits: Mapping[str, int] | None = None) -> tuple[Any, MergeInsertResult]:
         target_schema = ds.schema
         src = _conform_source(source, target_schema)
         src = src.append_column(_SRC, pa.array(np.arange(src.num_rows, dtype=np.int64)))
@@ -271,8 +276,28 @@ class MergeInsertBuilder:
             created = row_versions(ds.manifest, addr[upd_t].astype(np.uint64))
         field_ids = [f.id for f in ds.lance_schema.fields]
         manifest = rowops.rewrite_rows(ds, gone, new_rows, row_ids=kept_ids, created_at=created,
-                                       fields_for_preserving_frag_bitmap=field_ids, properties=properties)
+                                       fields_for_preserving_frag_bitmap=field_ids, properties=properties,
+                                       file_limits=limits)
         return manifest, MergeInsertResult(int(inserted_s.size), int(upd_t.size), int(deleted_t.size))
+
+
+_FILE_LIMITS = ("max_rows_per_file", "max_rows_per_group", "max_bytes_per_file")
+
+
+def _file_limits(given: Mapping[str, int] | None) -> dict[str, int]:
+    """Checked ``file_limits`` of :meth:`MergeInsertBuilder.execute` (positive integers, known keys)."""
+    if given is None:
+        return {}
+    unknown = sorted(set(given) - set(_FILE_LIMITS))
+    if unknown:
+        raise InvalidInputError(f"merge_insert execute(): unknown file_limits {unknown} (accepted: {list(_FILE_LIMITS)})")
+    out = {}
+    for key, value in given.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise InvalidInputError(f"merge_insert execute(): file_limits[{key!r}] must be a positive integer, "
+                                    f"got {value!r}")
+        out[key] = value
+    return out
 
 
 def _join_keys(on: Any) -> list[str]:

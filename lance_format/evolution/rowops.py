@@ -9,7 +9,7 @@ attempt wrote, then the whole operation is re-run on the newest version.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -80,8 +80,12 @@ def delete_addresses(ds: LanceDataset, addresses: npt.NDArray[np.uint64]
 
 
 def write_rows(ds: LanceDataset, table: pa.Table, *, row_ids: npt.NDArray[np.uint64] | None = None,
-               created_at: npt.NDArray[np.uint64] | None = None) -> tuple[list[FragmentMetadata], list[str]]:
+               created_at: npt.NDArray[np.uint64] | None = None,
+               file_limits: Mapping[str, int] | None = None) -> tuple[list[FragmentMetadata], list[str]]:
     """Write ``table`` (already in the dataset's Arrow schema) as new, uncommitted fragments.
+
+    ``file_limits`` may hold ``max_rows_per_file``, ``max_rows_per_group`` and
+    ``max_bytes_per_file`` (``write_dataset``'s meaning; pylance's defaults otherwise).
 
     With stable row ids, ``row_ids`` are the ids the first rows keep (rows moved by an
     update); like pylance the new fragment then carries only those ids and the commit
@@ -99,9 +103,9 @@ def write_rows(ds: LanceDataset, table: pa.Table, *, row_ids: npt.NDArray[np.uin
     table = table.select(target.names)
     if not table.schema.equals(target):
         table = table.cast(target)
+    limits = {"max_rows_per_file": MAX_ROWS_PER_FILE, **(file_limits or {})}
     frags = write_fragment_files(ds._store, target, iter(table.to_batches(max_chunksize=1024)), schema,
-                                 max_rows_per_file=MAX_ROWS_PER_FILE,
-                                 data_storage_version=ds.data_storage_version)
+                                 data_storage_version=ds.data_storage_version, **limits)
     keys = [data_file_key(df.path) for f in frags for df in f.files]
     if row_ids is not None and ds.has_stable_row_ids and row_ids.size:
         out = []
@@ -129,7 +133,8 @@ def _replace(frag: FragmentMetadata, **changes: Any) -> FragmentMetadata:
 def rewrite_rows(ds: LanceDataset, gone: npt.NDArray[np.uint64], new_rows: pa.Table, *,
                  row_ids: npt.NDArray[np.uint64] | None, created_at: npt.NDArray[np.uint64] | None,
                  fields_for_preserving_frag_bitmap: Sequence[int],
-                 properties: dict[str, str] | None = None) -> Manifest:
+                 properties: dict[str, str] | None = None,
+                 file_limits: Mapping[str, int] | None = None) -> Manifest:
     """Delete the rows at ``gone`` and write ``new_rows``, committed as one ``Update``.
 
     The shared step of ``update`` and ``merge_insert``: ``row_ids`` / ``created_at`` are
@@ -137,7 +142,8 @@ def rewrite_rows(ds: LanceDataset, gone: npt.NDArray[np.uint64], new_rows: pa.Ta
     """
     updated, removed, keys = delete_addresses(ds, gone)
     try:
-        frags, data_keys = write_rows(ds, new_rows, row_ids=row_ids, created_at=created_at)
+        frags, data_keys = write_rows(ds, new_rows, row_ids=row_ids, created_at=created_at,
+                                      file_limits=file_limits)
     except BaseException:
         discard_keys(ds._store, keys)
         raise

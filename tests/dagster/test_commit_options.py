@@ -107,3 +107,26 @@ def test_resource_writes_take_them_too(root: str, instance: DagsterInstance) -> 
     props = ds.read_transaction(1).transaction_properties
     assert (props["team"], props["why"], props[ASSET_KEY]) == ("ops", "backfill", "direct")
     assert _rows_per_fragment(f"{root}/direct.lance") == [4, 5]
+
+
+@asset(metadata={"mode": "merge", "merge_on": "id", "writer_options": {"max_rows_per_file": 4}})
+def merged_ledger(context: AssetExecutionContext) -> pa.Table:
+    start = 0 if context.run.tags.get("round") == "1" else 5
+    return pa.table({"id": list(range(start, start + 10)), "v": [start] * 10})
+
+
+def test_merges_honour_writer_options(root: str, instance: DagsterInstance) -> None:
+    resources = {"io_manager": LanceIOManager(root_uri=root)}
+    for round_ in ("1", "2"):
+        assert materialize([merged_ledger], resources=resources, instance=instance, tags={"round": round_}).success
+    uri = f"{root}/merged_ledger.lance"
+    ds = lance_format.dataset(uri)
+    assert type(ds.read_transaction(ds.version).operation).__name__ == "Update"
+    table = ds.to_table().sort_by("id")
+    assert table.column("id").to_pylist() == list(range(15))
+    assert table.column("v").to_pylist() == [0] * 5 + [5] * 10
+    # the merge's 10 new rows (5 updated, 5 inserted) went into files of at most 4 rows
+    live = sorted(f.physical_rows - f.num_deletions for f in ds.manifest.fragments if f.physical_rows > f.num_deletions)
+    assert max(live) <= 4 and sum(live) == 15
+    lance = pytest.importorskip("lance")
+    assert lance.dataset(uri).to_table().sort_by("id").equals(table)

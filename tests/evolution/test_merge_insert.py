@@ -210,3 +210,20 @@ def test_when_matched_delete_and_fail_match_pylance(tmp_path: Path) -> None:
     assert results["ours"][:3] == results["pylance"][:3]
     assert results["ours"][3].equals(results["pylance"][3]) and results["ours"][4] == results["pylance"][4]
     assert_no_orphans(str(tmp_path / "ours"))
+
+
+def test_file_limits_cut_the_new_files_and_bad_limits_are_refused(tmp_path: Path) -> None:
+    uri = str(tmp_path / "t.lance")
+    ds = lance_format.write_dataset(pa.table({"id": list(range(6)), "v": [0] * 6}), uri)
+    with pytest.raises(InvalidInputError, match="file_limits"):
+        ds.merge_insert("id").when_not_matched_insert_all().execute(pa.table({"id": [9], "v": [1]}),
+                                                                    file_limits={"rows_per_file": 2})
+    with pytest.raises(InvalidInputError, match="positive integer"):
+        ds.merge_insert("id").when_not_matched_insert_all().execute(pa.table({"id": [9], "v": [1]}),
+                                                                    file_limits={"max_rows_per_file": 0})
+    assert ds.version == 1  # nothing committed
+    src = pa.table({"id": list(range(3, 12)), "v": [1] * 9})
+    ds.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(
+        src, file_limits={"max_rows_per_file": 3})
+    new = [f.physical_rows for f in ds.manifest.fragments if f.id > 0]
+    assert new == [3, 3, 3] and ds.count_rows() == 12
