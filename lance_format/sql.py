@@ -18,7 +18,10 @@ Semantics follow pylance 14.0.2 (DataFusion underneath):
   is a string literal (pylance treats all double-quoted tokens as strings);
 * literals are cast to the type of the column they are compared with, so
   ``ts > '2024-01-01'`` or ``int8_col = 3`` work.  A naive timestamp literal
-  compared with a zoned column means local time in that zone.
+  compared with a zoned column means local time in that zone;
+* ``array_has`` / ``array_has_any`` / ``array_has_all`` (and their aliases) take a list
+  column and literals (``[..]`` or ``make_array(..)``), with DataFusion's null rules
+  (:mod:`lance_format.sql_lists`).
 
 pylance is stricter about literal types (``int_col > 2.5`` is an error there);
 this module widens instead.  Known differences: NaNs *produced* by arithmetic

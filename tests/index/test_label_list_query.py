@@ -138,3 +138,25 @@ def test_the_index_narrows_the_rows_read(make_path: Callable[[str], str]) -> Non
     assert rows(HasAll((s("a"), s(None, pa.string())))) == [4]
     assert rows(HasAll((s("a"), s("zzz")))) == []
     assert rows(HasAll((s("a"), s("a")))) == [0, 4, 5]
+
+
+@pytest.mark.parametrize("builder", ["pylance", "ours"])
+def test_integer_lists_cast_the_literals_to_the_element_type(make_path: Callable[[str], str], builder: str) -> None:
+    rng = np.random.default_rng(1)
+    nums = [None if i % 23 == 0 else [int(v) for v in rng.integers(0, 8, rng.integers(0, 4))] for i in range(400)]
+    nums[5] = [None, 3]
+    table = pa.table({"id": pa.array(range(400), pa.int64()), "n": pa.array(nums, pa.list_(pa.int64())),
+                      "fixed": pa.array([[1, 2], [3, 4]] * 200, pa.list_(pa.int32(), 2))})
+    path = make_path(builder)
+    if builder == "pylance":
+        lance.write_dataset(table, path).create_scalar_index("n", "LABEL_LIST")
+    else:
+        lance_format.write_dataset(table, path, mode="create").create_scalar_index("n", "LABEL_LIST")
+    theirs, ours = lance.dataset(path), lance_format.dataset(path)
+    for flt, indexed in [("array_has(n, 3)", True), ("array_has_any(n, [1, 7])", True),
+                         ("array_has_all(n, [1, 2])", True), ("array_has(n, 2.0)", True),
+                         ("array_has(n, 2.5)", False), ("array_has_any(n, [NULL, 1])", True),
+                         ("array_has_all(n, [1, -1])", True), ("array_has(fixed, 3)", False),
+                         ("array_has_any(fixed, [1, 4])", False), ("array_has_all(fixed, [1, 2])", False)]:
+        assert _ids(ours, flt) == _ids(theirs, flt, use_scalar_index=False), flt
+        assert ("@n_idx(LabelList)" in ours.scanner(filter=flt).explain_plan()) == indexed, flt
