@@ -535,6 +535,15 @@ class LanceDataset:
 
         return take_row_ids(self, row_ids, columns)
 
+    def insert(self, data: Any, *, mode: str = "append", **kwargs: Any) -> None:
+        """Write ``data`` into this dataset (``write_dataset(data, self, mode=mode, **kwargs)``); this handle
+        moves to the new version, as pylance's ``insert``."""
+
+        if _WRITER is None:
+            raise NotSupportedError("insert(): import lance_format (it registers write_dataset)")
+        new = _WRITER(data, self, mode=mode, **kwargs)
+        self._set_manifest(new.manifest)
+
     def merge(self, data_obj: Any, left_on: str, right_on: str | None = None) -> None:
         """Add the other columns of ``data_obj``, left-joined on ``left_on`` = ``right_on`` (one ``Merge``)."""
 
@@ -809,6 +818,16 @@ class LanceDataset:
         manifest = commit_transaction(store, txn, max_retries=max_retries, base=base,
                                       enable_v2_manifest_paths=enable_v2_manifest_paths is not False)
         return LanceDataset._from_manifest(uri, store, manifest, storage_options)
+
+
+#: ``lance_format.write.write_dataset``, registered by that module (it imports this one).
+_WRITER: Any = None
+
+
+def register_writer(writer: Any) -> None:
+    """Let :meth:`LanceDataset.insert` call ``write_dataset`` without an import cycle."""
+    global _WRITER
+    _WRITER = writer
 
 
 @register_after_commit

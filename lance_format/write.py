@@ -12,10 +12,11 @@ from typing import Any, Literal
 
 import pyarrow as pa
 
-from lance_format.dataset import LanceDataset
+from lance_format.dataset import LanceDataset, register_writer
 from lance_format.errors import InvalidInputError
 from lance_format.evolution.arguments import write_options
 from lance_format.evolution.bases import DatasetBasePath, write_into_bases
+from lance_format.evolution.inputs import coerce_write_input
 from lance_format.storage import open_store
 from lance_format.table.apply import DEFAULT_DATA_STORAGE_VERSION
 from lance_format.table.commit import commit_transaction
@@ -36,11 +37,11 @@ from lance_format.table.writing import (
 
 
 def write_dataset(
-    data: Any,
-    uri: str | Any,
-    *,
+    data_obj: Any,
+    uri: str | Any = None,
     schema: pa.Schema | None = None,
     mode: WriteMode = "create",
+    *,
     max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE,
     max_rows_per_group: int = DEFAULT_MAX_ROWS_PER_GROUP,
     max_bytes_per_file: int = DEFAULT_MAX_BYTES_PER_FILE,
@@ -51,12 +52,16 @@ def write_dataset(
     storage_options: Mapping[str, str] | None = None,
     max_page_bytes: int | None = None,
     enable_stable_row_ids: bool = False,
+    use_legacy_format: bool | None = None,
+    initial_bases: Sequence[DatasetBasePath] | None = None,
+    target_bases: Sequence[str] | None = None,
 ) -> LanceDataset:
-    """Write ``data`` as a Lance dataset at ``uri`` and return it at the new version.
+    """Write ``data_obj`` as a Lance dataset at ``uri`` and return it at the new version.
 
     Args:
-        data: A pyarrow Table / RecordBatchReader / RecordBatch, a pandas DataFrame, a
-            dataset or scanner, or an iterable of RecordBatches (streamed).
+        data_obj: A pyarrow Table / RecordBatchReader / RecordBatch, a dict of columns, a list of
+            row dicts, a pandas or polars DataFrame, a dataset or scanner, or an iterable of
+            RecordBatches (streamed; the first batch's schema unless ``schema`` is given).
         uri: Dataset location (local path, ``file://``, ``memory://``, ``s3://``) or a LanceDataset.
         schema: Schema to cast the input to (and the schema of an empty iterable).
         mode: ``"create"`` (fails if it exists), ``"append"`` (creates if missing) or ``"overwrite"``.
@@ -71,6 +76,10 @@ def write_dataset(
         storage_options: Backend options (credentials, endpoint...).
         max_page_bytes: Passed to the file writer.
         enable_stable_row_ids: Assign stable row ids (new datasets only).
+        use_legacy_format: pylance's older switch: ``True`` is ``data_storage_version="legacy"``,
+            ``False`` is ``"stable"``.
+        initial_bases: Base paths of a new multi-base dataset (see :func:`write_dataset_with_bases`).
+        target_bases: Names or paths of the bases the data files go to.
 
     Raises:
         DatasetAlreadyExistsError: ``mode="create"`` on an existing dataset.
@@ -81,6 +90,17 @@ def write_dataset(
     A write that fails after writing data files deletes them before raising (unless its commit
     landed after all), so a failed write leaves nothing behind.
     """
+    data = coerce_write_input(data_obj, schema)
+    if use_legacy_format is not None and data_storage_version is None:
+        data_storage_version = "legacy" if use_legacy_format else "stable"
+    if initial_bases is not None or target_bases is not None:
+        return write_dataset_with_bases(data, uri.uri if isinstance(uri, LanceDataset) else str(uri),
+                                        mode=mode,  # type: ignore[arg-type]
+                                        initial_bases=initial_bases, target_bases=target_bases,
+                                        storage_options=storage_options,
+                                        data_storage_version=data_storage_version,
+                                        max_rows_per_file=max_rows_per_file,
+                                        enable_stable_row_ids=enable_stable_row_ids)
     if isinstance(uri, LanceDataset):
         uri = uri.uri
     elif not isinstance(uri, (str, os.PathLike)):
@@ -138,6 +158,9 @@ def write_dataset_with_bases(data: Any, uri: str, *, mode: Literal["create", "ap
                                        max_rows_per_file=max_rows_per_file,
                                        enable_stable_row_ids=enable_stable_row_ids)
     return LanceDataset._from_manifest(uri, store, manifest, storage_options)
+
+
+register_writer(write_dataset)
 
 
 def _mode(mode: Any) -> WriteMode:
