@@ -1,0 +1,321 @@
+"""Vector index benchmark: our IVF builds, ``nearest=`` search, remap and delta optimize vs pylance's.
+
+Run from the repository root::
+
+    python -m benchmarks.bench_vector --quick          # 100,000 x 128, 64 partitions
+    python -m benchmarks.bench_vector                  # 1,000,000 x 128, 256 partitions
+
+The data (fixed seed, written once by pylance in 10 fragments): ``id`` int64, ``cat`` int64
+uniform in ``[0, 100)`` and ``vec`` fixed_size_list<float32, 128> drawn around 1,000 Gaussian
+cluster centres (so IVF partitions mean something). Every measurement runs in a fresh process;
+the engines alternate (ours, pylance, ours, ...) so machine load hits both alike, and each line
+is the median of ``--repeat`` processes with the ratio ours / pylance.
+
+* ``build IVF_PQ`` (``num_partitions`` 256, or 64 in quick mode; 16 sub-vectors) and
+  ``build IVF_HNSW_SQ`` (same partitions): ``create_index`` on a fresh copy of the data.
+* queries at k=10, ``columns=["id"]``, 50 query vectors near the data: ``first`` is the
+  first query of a fresh process (dataset open and index load included), ``warm`` the median
+  of the 50 queries on the same dataset object. ``ours`` searches our index, ``pylance`` its
+  own, and ``ours@pylance`` is our search on pylance's index (the same index, so only search
+  code differs). ``recall`` is recall@10 against exact search (numpy, in this process).
+  ``filter`` is ``cat < 20`` with ``prefilter=True``.
+* ``remap``: ``optimize.compact_files()`` of 100 small fragments carrying a pylance IVF_PQ index
+  (the remap is part of the compaction commit); afterwards pylance must still plan ANN.
+* ``delta optimize``: ``optimize.optimize_indices()`` after appending 10% rows to the
+  pylance-indexed dataset (a delta segment with the existing centroids and codebook).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from benchmarks.common import emit, fmt_ratio, fmt_seconds, print_table, run_child
+
+SEED = 23
+DIM = 128
+CENTRES = 1000
+NUM_QUERIES = 50
+K = 10
+FILTER = "cat < 20"
+ENGINES = ("ours", "pylance")
+
+
+# -- data ---------------------------------------------------------------------------------------
+
+def _centres() -> np.ndarray[Any, Any]:
+    return np.random.default_rng(SEED).normal(size=(CENTRES, DIM)).astype(np.float32)
+
+
+def make_batch(start: int, n: int, seed: int) -> pa.RecordBatch:
+    """Rows ``start .. start + n`` (clustered vectors, deterministic per ``seed``)."""
+    rng = np.random.default_rng(seed)
+    centres = _centres()
+    x = centres[rng.integers(0, CENTRES, n)] + rng.normal(scale=0.35, size=(n, DIM)).astype(np.float32)
+    return pa.record_batch({
+        "id": pa.array(np.arange(start, start + n, dtype=np.int64)),
+        "cat": pa.array(rng.integers(0, 100, n, dtype=np.int64)),
+        "vec": pa.FixedSizeListArray.from_arrays(pa.array(x.astype(np.float32).ravel()), DIM),
+    })
+
+
+def write_data(path: str, rows: int, fragment_rows: int, start: int = 0, seed: int = SEED,
+               mode: str = "create") -> None:
+    """Write ``rows`` rows with pylance, ``fragment_rows`` per fragment (generated in chunks)."""
+    import lance
+
+    chunk = min(fragment_rows, 100_000)
+    batches = (make_batch(start + i, min(chunk, rows - i), seed * 1_000_003 + i) for i in range(0, rows, chunk))
+    schema = make_batch(0, 1, 0).schema
+    lance.write_dataset(pa.RecordBatchReader.from_batches(schema, batches), path, mode=mode,
+                        max_rows_per_file=fragment_rows)
+
+
+def query_vectors() -> np.ndarray[Any, Any]:
+    """The query vectors: near random cluster centres, not equal to any row."""
+    rng = np.random.default_rng(SEED + 1)
+    return (_centres()[rng.integers(0, CENTRES, NUM_QUERIES)]
+            + rng.normal(scale=0.35, size=(NUM_QUERIES, DIM))).astype(np.float32)
+
+
+def exact_ids(path: str, qs: np.ndarray[Any, Any]) -> tuple[list[list[int]], list[list[int]]]:
+    """Exact top-k ids (squared l2) of every query, without and with the filter."""
+    import lance
+
+    ds = lance.dataset(path)
+    qn = (qs.astype(np.float64) ** 2).sum(axis=1)
+    best: list[tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]] = []
+    for flt in (None, FILTER):
+        top_d = np.full((len(qs), 0), np.inf)
+        top_i = np.zeros((len(qs), 0), np.int64)
+        for b in ds.to_batches(columns=["id", "vec"], filter=flt, batch_size=65536):
+            x = b.column("vec").values.to_numpy().reshape(-1, DIM).astype(np.float64)
+            d = (x ** 2).sum(axis=1)[None, :] - 2 * qs.astype(np.float64) @ x.T + qn[:, None]
+            top_d = np.concatenate([top_d, d], axis=1)
+            top_i = np.concatenate([top_i, np.broadcast_to(b.column("id").to_numpy(), d.shape)], axis=1)
+            keep = np.argsort(top_d, axis=1)[:, :K]
+            top_d, top_i = np.take_along_axis(top_d, keep, 1), np.take_along_axis(top_i, keep, 1)
+        best.append((top_d, top_i))
+    return best[0][1].tolist(), best[1][1].tolist()
+
+
+def recall(found: list[list[int]], truth: list[list[int]]) -> float:
+    """Mean fraction of the true top-k found."""
+    return float(np.mean([len(set(f) & set(t)) / len(t) for f, t in zip(found, truth, strict=True)]))
+
+
+# -- children (one measurement each, in a fresh process) ----------------------------------------
+
+def _import(engine: str) -> None:
+    if engine == "ours":
+        import lance_format  # noqa: F401
+    else:
+        import lance  # noqa: F401
+
+
+def _open(engine: str, path: str) -> Any:
+    if engine == "ours":
+        import lance_format
+        return lance_format.dataset(path)
+    import lance
+    return lance.dataset(path)
+
+
+def child_build(engine: str, src: str, dst: str, index_type: str, params: dict[str, Any]) -> dict[str, Any]:
+    """Copy ``src`` to ``dst`` (untimed) and build the index there."""
+    shutil.rmtree(dst, ignore_errors=True)
+    shutil.copytree(src, dst)
+    ds = _open(engine, dst)
+    t0 = time.perf_counter()
+    ds.create_index("vec", index_type, **params)
+    return {"seconds": time.perf_counter() - t0}
+
+
+def child_query(engine: str, path: str, nprobes: int, filtered: bool, queries: str) -> dict[str, Any]:
+    """The first query of a fresh process (open included), then every query warm."""
+    qs = np.load(queries)
+    _import(engine)  # the import is not part of the first query
+    extra: dict[str, Any] = {"filter": FILTER, "prefilter": True} if filtered else {}
+
+    def one(ds: Any, q: np.ndarray[Any, Any]) -> list[int]:
+        t = ds.to_table(columns=["id"], nearest={"column": "vec", "q": q, "k": K, "nprobes": nprobes}, **extra)
+        return [int(v) for v in t.column("id").to_pylist()]
+
+    t0 = time.perf_counter()
+    ds = _open(engine, path)
+    one(ds, qs[0])
+    first = time.perf_counter() - t0
+    times, ids = [], []
+    for q in qs:
+        t0 = time.perf_counter()
+        ids.append(one(ds, q))
+        times.append(time.perf_counter() - t0)
+    return {"first": first, "warm": statistics.median(times), "ids": ids}
+
+
+def child_maintain(engine: str, src: str, dst: str, what: str) -> dict[str, Any]:
+    """Copy ``src`` to ``dst`` (untimed), then time ``compact_files()`` or ``optimize_indices()``."""
+    shutil.rmtree(dst, ignore_errors=True)
+    shutil.copytree(src, dst)
+    ds = _open(engine, dst)
+    t0 = time.perf_counter()
+    if what == "compact":
+        ds.optimize.compact_files()
+    else:
+        ds.optimize.optimize_indices()
+    return {"seconds": time.perf_counter() - t0}
+
+
+def child_main(argv: list[str]) -> None:
+    """Dispatch one child measurement; ``argv`` is ``[task, json-args]``."""
+    task, kw = argv[0], json.loads(argv[1])
+    fn = {"build": child_build, "query": child_query, "maintain": child_maintain}[task]
+    emit(fn(**kw))
+
+
+# -- parent -------------------------------------------------------------------------------------
+
+def _child(task: str, **kw: Any) -> dict[str, Any]:
+    out = run_child("benchmarks.bench_vector", ["--child", task, json.dumps(kw)])
+    if "error" in out:
+        print(f"  ! {task} {kw.get('engine')}: {out['error']}", file=sys.stderr, flush=True)
+    return out
+
+
+def _median(results: list[dict[str, Any]], key: str) -> float | None:
+    vals = [r[key] for r in results if key in r]
+    return statistics.median(vals) if vals else None
+
+
+def _pylance_plans_ann(path: str) -> bool:
+    import lance
+
+    q = query_vectors()[0]
+    plan = lance.dataset(path).scanner(nearest={"column": "vec", "q": q, "k": K}).explain_plan()
+    return "ANNSubIndex" in plan and "KNNVectorDistance" not in plan
+
+
+def main() -> None:
+    """Run the benchmark and print the table."""
+    if len(sys.argv) > 1 and sys.argv[1] == "--child":
+        child_main(sys.argv[2:])
+        return
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", type=int, default=None, help="rows (default 1,000,000; --quick: 100,000)")
+    parser.add_argument("--quick", action="store_true", help="100,000 rows and 64 partitions")
+    parser.add_argument("--partitions", type=int, default=None, help="IVF partitions (default 256; quick 64)")
+    parser.add_argument("--repeat", type=int, default=3, help="fresh processes per engine and line")
+    parser.add_argument("--skip", default="", help="comma list of parts to skip: build,query,remap,optimize")
+    parser.add_argument("--dir", default=None, help="scratch directory (default: a temporary one)")
+    args = parser.parse_args()
+    os.environ.setdefault("RUST_LOG", "error")
+    rows = args.rows or (100_000 if args.quick else 1_000_000)
+    parts = args.partitions or (64 if args.quick else 256)
+    skip = set(filter(None, args.skip.split(",")))
+    scratch = Path(args.dir or tempfile.mkdtemp(prefix="bench_vector_"))
+    scratch.mkdir(parents=True, exist_ok=True)
+    base = str(scratch / "base.lance")
+    if not Path(base).exists():
+        write_data(base, rows, max(1, rows // 10))
+    qpath = str(scratch / "queries.npy")
+    qs = query_vectors()
+    np.save(qpath, qs)
+    print(f"{rows:,} x {DIM} float32 in 10 fragments, {parts} partitions, {NUM_QUERIES} queries, "
+          f"median of {args.repeat} fresh processes, scratch {scratch}", flush=True)
+    pq = {"num_partitions": parts, "num_sub_vectors": 16}
+    hnsw = {"num_partitions": parts}
+    table: list[list[str]] = []
+
+    # builds: the last build of each engine is kept for the queries
+    built: dict[tuple[str, str], str] = {}
+    for kind, params in (("IVF_PQ", pq), ("IVF_HNSW_SQ", hnsw)):
+        res: dict[str, list[dict[str, Any]]] = {e: [] for e in ENGINES}
+        for e in ENGINES:
+            built[(e, kind)] = str(scratch / f"{e}_{kind}.lance")
+        for _ in range(1 if "build" in skip else args.repeat):
+            for e in ENGINES:
+                if "build" in skip and Path(built[(e, kind)]).exists():
+                    continue
+                res[e].append(_child("build", engine=e, src=base, dst=built[(e, kind)], index_type=kind,
+                                     params=params))
+        o, t = _median(res["ours"], "seconds"), _median(res["pylance"], "seconds")
+        table.append([f"build {kind}", fmt_seconds(o), fmt_seconds(t), fmt_ratio(o, t), "", "", ""])
+        print(table[-1], flush=True)
+
+    if "query" not in skip:
+        truth, truth_f = exact_ids(base, qs)
+        lines = [("IVF_PQ", 1, False), ("IVF_PQ", 10, False), ("IVF_PQ", 50, False), ("IVF_PQ", 10, True),
+                 ("IVF_HNSW_SQ", 10, False)]
+        for kind, nprobes, filtered in lines:
+            # (engine, whose index): ours on ours, pylance on pylance, ours on pylance's
+            runs = {("ours", "ours"): [], ("pylance", "pylance"): [], ("ours", "pylance"): []}  # type: ignore[var-annotated]
+            for _ in range(args.repeat):
+                for (e, idx), acc in runs.items():
+                    acc.append(_child("query", engine=e, path=built[(idx, kind)], nprobes=nprobes,
+                                      filtered=filtered, queries=qpath))
+            ref = truth_f if filtered else truth
+            label = f"{kind} nprobes={nprobes}" + (f" {FILTER} (prefilter)" if filtered else "")
+            rec = {key: (recall(r[0]["ids"], ref) if r and "ids" in r[0] else None) for key, r in runs.items()}
+            for part in ("first", "warm"):
+                o, t = _median(runs[("ours", "ours")], part), _median(runs[("pylance", "pylance")], part)
+                x = _median(runs[("ours", "pylance")], part)
+                table.append([f"{label} {part}", fmt_seconds(o), fmt_seconds(t), fmt_ratio(o, t),
+                              f"{fmt_seconds(x)} ({fmt_ratio(x, t)})",
+                              "-" if rec[("ours", "ours")] is None else f"{rec[('ours', 'ours')]:.3f}",
+                              "-" if rec[("pylance", "pylance")] is None
+                              else f"{rec[('pylance', 'pylance')]:.3f} (ours@pl {rec[('ours', 'pylance')]:.3f})"])
+                print(table[-1], flush=True)
+
+    if "remap" not in skip:
+        frags = str(scratch / "frags.lance")
+        if not Path(frags).exists():
+            write_data(frags, rows, max(1, rows // 100))
+            import lance
+            lance.dataset(frags).create_index("vec", "IVF_PQ", **pq)
+        res = {e: [] for e in ENGINES}
+        for _ in range(args.repeat):
+            for e in ENGINES:
+                res[e].append(_child("maintain", engine=e, src=frags, dst=str(scratch / f"{e}_compact.lance"),
+                                     what="compact"))
+        o, t = _median(res["ours"], "seconds"), _median(res["pylance"], "seconds")
+        ann = all(_pylance_plans_ann(str(scratch / f"{e}_compact.lance")) for e in ENGINES)
+        table.append(["remap: compact_files (100 frags, IVF_PQ)", fmt_seconds(o), fmt_seconds(t), fmt_ratio(o, t),
+                      "", "", f"pylance plans ANN after: {ann}"])
+        print(table[-1], flush=True)
+
+    if "optimize" not in skip:
+        grown = str(scratch / "grown.lance")
+        if not Path(grown).exists():
+            shutil.copytree(built[("pylance", "IVF_PQ")], grown)
+            write_data(grown, rows // 10, rows // 10, start=rows, seed=SEED + 7, mode="append")
+        res = {e: [] for e in ENGINES}
+        for _ in range(args.repeat):
+            for e in ENGINES:
+                res[e].append(_child("maintain", engine=e, src=grown, dst=str(scratch / f"{e}_optimize.lance"),
+                                     what="optimize"))
+        o, t = _median(res["ours"], "seconds"), _median(res["pylance"], "seconds")
+        ann = all(_pylance_plans_ann(str(scratch / f"{e}_optimize.lance")) for e in ENGINES)
+        table.append([f"delta optimize_indices (+{rows // 10:,} rows)", fmt_seconds(o), fmt_seconds(t),
+                      fmt_ratio(o, t), "", "", f"pylance plans ANN after: {ann}"])
+        print(table[-1], flush=True)
+
+    print()
+    print_table(["operation", "ours", "pylance", "ours/pylance", "ours@pylance idx (ratio)", "recall ours",
+                 "recall pylance"], table)
+    if args.dir is None:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
