@@ -30,9 +30,12 @@ from lance_format.evolution.branches import (
     shallow_clone,
 )
 from lance_format.evolution.columns import add_columns, alter_columns, drop_columns
+from lance_format.evolution.inspection import recent_transactions as recent_transactions_of
+from lance_format.evolution.inspection import validate as validate_dataset
 from lance_format.evolution.merge_insert import MergeInsertBuilder
 from lance_format.evolution.reading import merge_dataset, sample, take_projected, take_row_ids, version_asof
 from lance_format.evolution.scan_options import ColumnOrdering, check_unsupported, normalize_order_by
+from lance_format.evolution.take_columns import names_row_columns, take_with_row_columns
 from lance_format.evolution.update import update
 from lance_format.fragment import LanceFragment
 from lance_format.index.api import DatasetStats, describe_indices, list_indices
@@ -264,10 +267,17 @@ class LanceDataset:
         """Largest field id of the schema."""
         return self._manifest.schema.max_field_id()
 
-    @property
     def config(self) -> dict[str, str]:
-        """Table config."""
+        """Table config (a method, as in pylance 14)."""
         return dict(self._manifest.config)
+
+    def get_transactions(self, recent_transactions: int = 10) -> list[Transaction | None]:
+        """Transactions of this version and the ones before it, newest first (``None`` where absent)."""
+        return recent_transactions_of(self, _arg.integer(recent_transactions, "get_transactions(): count"))
+
+    def validate(self) -> None:
+        """Check the manifest against its files (``CorruptFileError`` naming the fragment at fault)."""
+        validate_dataset(self)
 
     @property
     def tags(self) -> Tags:
@@ -515,6 +525,8 @@ class LanceDataset:
         if columns is not None:
 
             _arg.columns(columns)
+            if names_row_columns(columns):  # _rowid / _rowaddr / _rowoffset beside data columns
+                return take_with_row_columns(self, indices, columns)  # type: ignore[arg-type]
             plan(self.schema, columns)  # unknown / duplicated names fail here, before any read
         if isinstance(columns, Mapping) or (columns is not None and any(c not in self.schema.names
                                                                           for c in columns)):

@@ -18,6 +18,7 @@ from lance_format.errors import InvalidInputError
 from lance_format.evolution.arguments import integer
 from lance_format.evolution.fragment_ops import update_fragment_columns
 from lance_format.evolution.reading import merge_fragment
+from lance_format.evolution.take_columns import fragment_positions
 from lance_format.scanner import LanceScanner
 from lance_format.storage import open_store
 from lance_format.table import delete as _delete
@@ -156,17 +157,23 @@ class LanceFragment:
 
     def scanner(self, columns: Sequence[str] | None = None, filter: str | pc.Expression | None = None,
                 limit: int | None = None, offset: int | None = None, *, with_row_id: bool | None = None,
-                with_row_address: bool | None = None, batch_size: int | None = None) -> LanceScanner:
-        """A scanner restricted to this fragment."""
+                with_row_address: bool | None = None, batch_size: int | None = None,
+                order_by: Sequence[Any] | None = None) -> LanceScanner:
+        """A scanner restricted to this fragment (``order_by``: names or ``ColumnOrdering`` values)."""
         return self._ds.scanner(columns, filter, limit, offset, batch_size=batch_size, fragments=[self._meta],
-                                with_row_id=with_row_id, with_row_address=with_row_address)
+                                with_row_id=with_row_id, with_row_address=with_row_address, order_by=order_by)
 
     def to_table(self, columns: Sequence[str] | None = None, filter: str | pc.Expression | None = None,
                  limit: int | None = None, offset: int | None = None, *, with_row_id: bool | None = None,
-                 with_row_address: bool | None = None) -> pa.Table:
-        """Read this fragment's live rows."""
+                 with_row_address: bool | None = None, order_by: Sequence[Any] | None = None) -> pa.Table:
+        """Read this fragment's live rows (sorted by ``order_by`` before ``offset``/``limit``)."""
         return self.scanner(columns, filter, limit, offset, with_row_id=with_row_id,
-                            with_row_address=with_row_address).to_table()
+                            with_row_address=with_row_address, order_by=order_by).to_table()
+
+    def take(self, indices: Sequence[int] | pa.Array | Any,
+             columns: Sequence[str] | Mapping[str, str] | None = None) -> pa.Table:
+        """Rows at this fragment's live positions ``indices`` (pylance's ``LanceFragment.take``)."""
+        return self._ds.take(fragment_positions(self._ds, self._meta.id, self._meta.num_rows, indices), columns)
 
     def to_batches(self, columns: Sequence[str] | None = None, filter: str | pc.Expression | None = None,
                    batch_size: int | None = None) -> Iterator[pa.RecordBatch]:

@@ -218,7 +218,7 @@ def test_pylance_schema_evolution_then_ours(tmp_path: Path) -> None:
     lance.dataset(uri).alter_columns({"path": "name", "name": "label"})  # rename keeps the field id
     lance.dataset(uri).update_config({"k": "v"})  # UpdateConfig: an operation we only carry along
     assert_same_everywhere(uri)
-    assert lf.dataset(uri).config == {"k": "v"}
+    assert lf.dataset(uri).config() == {"k": "v"}
     # We keep appending with the evolved schema and pylance agrees.
     cur = lf.dataset(uri).schema
     more = lance.dataset(uri).to_table().slice(0, 3).cast(cur)
