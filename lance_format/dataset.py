@@ -21,6 +21,7 @@ from lance_format.errors import (
 )
 from lance_format.evolution import arguments as _arg
 from lance_format.evolution.bases import DatasetBasePath
+from lance_format.evolution.batch_commit import merge_transactions
 from lance_format.evolution.branches import (
     Branches,
     create_branch,
@@ -830,6 +831,21 @@ class LanceDataset:
         manifest = commit_transaction(store, txn, max_retries=max_retries, base=base,
                                       enable_v2_manifest_paths=enable_v2_manifest_paths is not False)
         return LanceDataset._from_manifest(uri, store, manifest, storage_options)
+
+    @staticmethod
+    def commit_batch(dest: UriLike | LanceDataset, transactions: Sequence[Transaction], commit_lock: Any = None,
+                     storage_options: Mapping[str, str] | None = None, enable_v2_manifest_paths: bool | None = None,
+                     detached: bool | None = False, max_retries: int = 20) -> dict[str, Any]:
+        """Commit ``Append`` transactions (one per worker) as one version: pylance's ``BulkCommitResult``
+        ``{"dataset": ..., "merged": Transaction}``. ``commit_lock`` and ``detached=True`` are not supported."""
+
+        where = dest.uri if isinstance(dest, LanceDataset) else str(dest)
+        if commit_lock is not None or detached:
+            raise NotSupportedError(f"{where}: commit_batch(): commit_lock and detached commits are not supported")
+        merged = merge_transactions(transactions, where)
+        ds = LanceDataset.commit(dest, merged, storage_options=storage_options,
+                                 enable_v2_manifest_paths=enable_v2_manifest_paths, max_retries=max_retries)
+        return {"dataset": ds, "merged": merged}
 
 
 #: ``lance_format.write.write_dataset``, registered by that module (it imports this one).
