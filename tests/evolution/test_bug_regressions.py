@@ -11,7 +11,7 @@ import pytest
 from lance.dataset import ColumnOrdering
 
 import lance_format
-from lance_format.errors import NotSupportedError, TagError, UnsupportedTypeError
+from lance_format.errors import InvalidInputError, NotSupportedError, TagError, UnsupportedTypeError
 from lance_format.table import tags as _tags
 
 
@@ -24,12 +24,16 @@ def small(tmp_path: Path) -> lance_format.LanceDataset:
 # --- scanner keyword arguments ---------------------------------------------------
 
 
-@pytest.mark.parametrize("kwargs", [{"nearest": {"column": "a", "q": [1.0], "k": 1}},
-                                    {"full_text_query": "x"},
-                                    {"include_deleted_rows": True}])
-def test_result_changing_options_that_are_not_implemented_raise(small: lance_format.LanceDataset,
-                                                                kwargs: dict[str, object]) -> None:
-    with pytest.raises(NotSupportedError, match=next(iter(kwargs))):
+def test_result_changing_options_that_are_not_implemented_raise(small: lance_format.LanceDataset) -> None:
+    with pytest.raises(NotSupportedError, match="include_deleted_rows"):
+        small.to_table(include_deleted_rows=True)
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [({"nearest": {"column": "a", "q": [1.0], "k": 1}}, "must be a vector"),
+                                                 ({"full_text_query": "x"}, "no INVERTED index")])
+def test_searches_this_table_cannot_answer_say_why(small: lance_format.LanceDataset, kwargs: dict[str, object],
+                                                   message: str) -> None:
+    with pytest.raises(InvalidInputError, match=message):
         small.to_table(**kwargs)
 
 
