@@ -4,26 +4,47 @@ Run from the repository root::
 
     python -m benchmarks.bench_index                   # 10M rows
     python -m benchmarks.bench_index --rows 1000000    # quicker
+    python -m benchmarks.bench_index --parts text --text-rows 100000   # INVERTED/NGRAM/ZONEMAP/BLOOMFILTER only
 
 The dataset (fixed seed, written once by pylance in fragments of ``--fragment-rows``):
 ``id`` int64, ``k`` int64 uniform in ``[0, rows)`` (high cardinality: BTREE), ``cat``
-string with 100 distinct values (BITMAP). It is copied so each engine builds and queries
-its own indices. Measured, in this process, one after the other:
+string with 100 distinct values (BITMAP). Measured in fresh processes, ours and pylance
+alternating, median of ``--repeat`` processes per engine (``--hog``: with a busy loop on the
+other core, as on a loaded machine):
 
-* build: ``create_scalar_index("k", "BTREE")`` and ``create_scalar_index("cat", "BITMAP")``;
-* query (fastest of ``--repeat``, each on a freshly opened dataset, so index loading is
-  included): ``k = <v>`` (point), ``k BETWEEN <lo> AND <hi>`` (~0.01% of rows) and
-  ``cat = 'category_042'`` (1%), each with our index, pylance's index and our full scan
-  (same filter, no index).
+* build: each engine copies the dataset (untimed), then ``create_scalar_index("k", "BTREE")``
+  and ``create_scalar_index("cat", "BITMAP")``;
+* query: ``k = <v>`` (point), ``k BETWEEN <lo> AND <hi>`` (~0.01% of rows) and
+  ``cat = 'category_042'`` (1%): ``first`` is the first query of a fresh process (dataset open
+  and index load included, imports not), ``warm`` the median of 5 more in that process, each on a
+  newly opened dataset (a long-lived process serving requests); our full scan (the same filter
+  as an Arrow expression, no index) is timed warm too.
 
-Prints seconds and the ours / pylance and index / full-scan ratios, and checks that every
-engine returned the same number of rows.
+Prints seconds and the ours / pylance and index / full-scan ratios, and checks that both
+engines and our full scan returned the same number of rows and that our plan used the index.
+
+The text part (``--parts text``; ``--text-rows``, default 1,000,000) measures the other scalar
+kinds in fresh processes, ours and pylance alternating, median of ``--repeat`` processes:
+``text`` holds ~20 words per row (16 to 24) from a fixed 5,000-word vocabulary with Zipf-like
+frequencies (seeded), ``ts`` int64 ascending (ZONEMAP), ``key`` a random int64 (BLOOMFILTER).
+Each engine builds on its own copy: ``INVERTED`` (``with_position=True``, so phrases work),
+then ``NGRAM`` on ``text``, ``ZONEMAP`` on ``ts`` and ``BLOOMFILTER`` on ``key``. Queries
+(``first``: the first in a fresh process, dataset open and index load included; ``warm``: the
+median of 5 more on the same dataset object): full text ``1-term``, ``3-term`` and ``phrase``
+(``limit=10``), ``contains(text, ...)`` (NGRAM), ``count_rows`` of a ``ts`` range (~0.1% of
+rows, ZONEMAP) and ``key = v`` (BLOOMFILTER). The table says whether both engines found the same
+rows and whether our plan names the index.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import shutil
+import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -33,9 +54,12 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from benchmarks.common import fmt_ratio, fmt_seconds, print_table
+from benchmarks.common import emit, fmt_ratio, fmt_seconds, print_table, run_child
 
 SEED = 7
+VOCAB = 5000
+TEXT_INDICES = (("text", "INVERTED", {"with_position": True}), ("text", "NGRAM", {}), ("ts", "ZONEMAP", {}),
+                ("key", "BLOOMFILTER", {}))
 
 
 def make_table(rows: int) -> pa.Table:
@@ -58,60 +82,305 @@ def _time(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
     return best, out
 
 
+# -- text part: INVERTED, NGRAM, ZONEMAP, BLOOMFILTER in fresh processes -------------------------
+
+def vocabulary() -> list[str]:
+    """5,000 distinct lower-case pseudo-words (4 to 9 letters; none is an English stop word)."""
+    rng = np.random.default_rng(SEED)
+    consonants, vowels = "bcdfghjklmnprstvz", "aeiou"
+    out: dict[str, None] = {}
+    while len(out) < VOCAB:
+        syllables = "".join(consonants[rng.integers(len(consonants))] + vowels[rng.integers(len(vowels))]
+                            for _ in range(int(rng.integers(2, 5))))
+        out[syllables + consonants[rng.integers(len(consonants))]] = None
+    return list(out)
+
+
+def make_text_table(rows: int) -> pa.Table:
+    """``id``, ``text`` (~20 Zipf-distributed words), ``ts`` (ascending) and ``key`` (random), seeded."""
+    words = np.array(vocabulary(), dtype=object)
+    rng = np.random.default_rng(SEED + 2)
+    weights = 1.0 / (np.arange(VOCAB) + 10.0)
+    lengths = rng.integers(16, 25, rows)
+    flat = words[rng.choice(VOCAB, size=int(lengths.sum()), p=weights / weights.sum())]
+    bounds = np.concatenate(([0], np.cumsum(lengths))).tolist()
+    texts = [" ".join(flat[bounds[i]:bounds[i + 1]]) for i in range(rows)]
+    return pa.table({"id": pa.array(np.arange(rows, dtype=np.int64)), "text": pa.array(texts, pa.string()),
+                     "ts": pa.array(np.arange(rows, dtype=np.int64) * 10),
+                     "key": pa.array(rng.integers(0, 1 << 40, rows, dtype=np.int64))})
+
+
+def text_queries(table: pa.Table) -> dict[str, tuple[str, Any]]:
+    """Query name -> (kind, argument): full-text strings, a ``contains`` literal, filters."""
+    words = vocabulary()
+    row = table.column("text")[min(12345, table.num_rows - 1)].as_py().split()
+    n = table.num_rows
+    lo = n * 10 // 3
+    key = int(table.column("key")[n // 2].as_py())
+    return {"fts 1-term": ("fts", words[40]), "fts 3-term": ("fts", f"{words[5]} {words[300]} {words[2500]}"),
+            "fts phrase": ("phrase", f"{row[3]} {row[4]}"),
+            "NGRAM contains": ("filter", f"contains(text, '{words[700][:5]}')"),
+            "ZONEMAP range count": ("count", f"ts >= {lo} AND ts < {lo + n // 100}"),
+            "BLOOMFILTER point": ("filter", f"key = {key}")}
+
+
+def _open(engine: str, path: str) -> Any:
+    if engine == "ours":
+        import lance_format
+        return lance_format.dataset(path)
+    import lance
+    return lance.dataset(path)
+
+
+def child_build(engine: str, src: str, dst: str) -> dict[str, Any]:
+    """Copy ``src`` (untimed), then build every text-part index there, one after the other."""
+    shutil.rmtree(dst, ignore_errors=True)
+    shutil.copytree(src, dst)
+    out = {}
+    for column, kind, params in TEXT_INDICES:
+        ds = _open(engine, dst)
+        t0 = time.perf_counter()
+        # one name per kind: INVERTED and NGRAM share the column, and "text_idx" would be replaced
+        ds.create_scalar_index(column, kind, name=f"{column}_{kind.lower()}", **params)
+        out[kind] = time.perf_counter() - t0
+    return out
+
+
+def child_query(engine: str, path: str, kind: str, arg: str) -> dict[str, Any]:
+    """The first query of a fresh process (open included) and the median of 5 warm ones."""
+    if engine == "ours":
+        import lance_format  # noqa: F401  (imports are not part of the first query)
+        from lance_format.search.fts_query import PhraseQuery as Phrase
+    else:
+        from lance.query import PhraseQuery as Phrase  # type: ignore[no-redef]
+
+    def run(ds: Any) -> list[int]:
+        if kind == "count":
+            return [int(ds.count_rows(filter=arg))]
+        if kind == "filter":
+            return sorted(ds.to_table(columns=["id"], filter=arg).column("id").to_pylist())
+        query = Phrase(arg, "text") if kind == "phrase" else arg
+        return sorted(ds.to_table(full_text_query=query, columns=["id"], limit=10).column("id").to_pylist())
+
+    t0 = time.perf_counter()
+    ds = _open(engine, path)
+    found = run(ds)
+    first = time.perf_counter() - t0
+    times = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        run(ds)
+        times.append(time.perf_counter() - t0)
+    plan = ""
+    if engine == "ours" and kind in ("filter", "count"):
+        plan = ds.scanner(filter=arg).explain_plan()
+    return {"first": first, "warm": statistics.median(times), "found": found,
+            "indexed": "ScalarIndexQuery" in plan or "MaterializeIndex" in plan}
+
+
+def _child(task: str, **kw: Any) -> dict[str, Any]:
+    out = run_child("benchmarks.bench_index", ["--child", task, json.dumps(kw)])
+    if "error" in out:
+        print(f"  ! {task} {kw.get('engine')}: {out['error']}", file=sys.stderr, flush=True)
+    return out
+
+
+def run_text_part(rows: int, repeat: int, scratch: Path) -> None:
+    """Build and query INVERTED / NGRAM / ZONEMAP / BLOOMFILTER on both engines; print the table."""
+    import lance
+
+    os.environ.setdefault("RUST_LOG", "error")
+    base = str(scratch / "text_base.lance")
+    table = make_text_table(rows)
+    if not Path(base).exists():
+        lance.write_dataset(table, base, max_rows_per_file=max(rows // 10, 1))
+    queries = text_queries(table)
+    del table
+    print(f"text part: {rows:,} rows in 10 fragments, median of {repeat} fresh processes, scratch {scratch}",
+          flush=True)
+    engines = ("ours", "pylance")
+    built = {e: str(scratch / f"text_{e}.lance") for e in engines}
+    builds: dict[str, list[dict[str, Any]]] = {e: [] for e in engines}
+    for r in range(repeat):
+        for e in (engines if r % 2 == 0 else engines[::-1]):
+            builds[e].append(_child("build", engine=e, src=base, dst=built[e]))
+    out: list[list[str]] = []
+    for _, kind, params in TEXT_INDICES:
+        o = statistics.median([b[kind] for b in builds["ours"] if kind in b] or [float("nan")])
+        t = statistics.median([b[kind] for b in builds["pylance"] if kind in b] or [float("nan")])
+        out.append([f"build {kind}" + (" (positions)" if params else ""), fmt_seconds(o), fmt_seconds(t),
+                    fmt_ratio(o, t), "", ""])
+        print(out[-1], flush=True)
+    for name, (kind, arg) in queries.items():
+        res: dict[str, list[dict[str, Any]]] = {e: [] for e in engines}
+        for r in range(repeat):
+            for e in (engines if r % 2 == 0 else engines[::-1]):
+                res[e].append(_child("query", engine=e, path=built[e], kind=kind, arg=arg))
+        found = {e: next((x["found"] for x in res[e] if "found" in x), None) for e in engines}
+        same = found["ours"] == found["pylance"]
+        n = found["ours"][0] if kind == "count" and found["ours"] else len(found["ours"] or [])
+        indexed = next((x["indexed"] for x in res["ours"] if "indexed" in x), False)
+        for part in ("first", "warm"):
+            o = statistics.median([x[part] for x in res["ours"] if part in x] or [float("nan")])
+            t = statistics.median([x[part] for x in res["pylance"] if part in x] or [float("nan")])
+            out.append([f"{name} {part}", fmt_seconds(o), fmt_seconds(t), fmt_ratio(o, t),
+                        f"{n} rows, same: {same}", "-" if kind in ("fts", "phrase") else str(indexed)])
+            print(out[-1], flush=True)
+    print()
+    print_table(["operation", "ours", "pylance", "ours/pylance", "result", "our plan uses index"], out)
+
+
+# -- BTREE / BITMAP part: builds and queries in fresh processes, ours and pylance alternating ----
+
+BTREE_INDICES = (("k", "BTREE"), ("cat", "BITMAP"))
+
+
+def _imports(engine: str) -> None:
+    """Imports are not timed. ``import lance`` imports pandas; ``lance_format`` does not, but pyarrow
+    imports it on the first ``pa.array(numpy array)`` (0.5-0.9 s of CPU), so both get it here."""
+    import pandas  # noqa: F401
+
+    if engine == "ours":
+        import lance_format  # noqa: F401
+    else:
+        import lance  # noqa: F401
+
+
+def child_btree_build(engine: str, src: str, dst: str) -> dict[str, Any]:
+    """Copy ``src`` (untimed), then build the BTREE on ``k`` and the BITMAP on ``cat``."""
+    _imports(engine)
+    shutil.rmtree(dst, ignore_errors=True)
+    shutil.copytree(src, dst)
+    out = {}
+    for column, kind in BTREE_INDICES:
+        ds = _open(engine, dst)
+        t0 = time.perf_counter()
+        ds.create_scalar_index(column, kind)
+        out[kind] = time.perf_counter() - t0
+    return out
+
+
+def child_btree_query(engine: str, path: str, flt: str) -> dict[str, Any]:
+    """First query of a fresh process (open and index load included), then the median of 5 more,
+    each on a newly opened dataset (a long-lived process serving requests); ours also times its
+    full scan (the same filter as an Arrow expression, which never uses an index)."""
+    _imports(engine)
+    t0 = time.perf_counter()
+    n = _open(engine, path).to_table(filter=flt).num_rows
+    first = time.perf_counter() - t0
+    warm = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        _open(engine, path).to_table(filter=flt)
+        warm.append(time.perf_counter() - t0)
+    out: dict[str, Any] = {"first": first, "warm": statistics.median(warm), "rows": n}
+    if engine == "ours":
+        from lance_format.sql import to_expression
+
+        ds = _open(engine, path)
+        expr = to_expression(flt, ds.schema)
+        scans = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            n_scan = _open(engine, path).to_table(filter=expr).num_rows
+            scans.append(time.perf_counter() - t0)
+        out.update(scan=statistics.median(scans), scan_rows=n_scan,
+                   indexed="ScalarIndexQuery" in ds.scanner(filter=flt).explain_plan())
+    return out
+
+
+def _hog() -> subprocess.Popen[bytes]:
+    """A busy loop on another core (a loaded machine), stopped by the caller."""
+    return subprocess.Popen([sys.executable, "-c", "while True: pass"])
+
+
+def run_btree_part(rows: int, fragment_rows: int, repeat: int, storage_version: str, scratch: Path,
+                   hog: bool) -> None:
+    """Build BTREE / BITMAP and run the point / range / 1% queries on both engines; print the table."""
+    import lance
+
+    base = str(scratch / f"btree_base_{rows}_{fragment_rows}_{storage_version}.lance")
+    table = make_table(rows)
+    if not Path(base).exists():
+        lance.write_dataset(table, base, max_rows_per_file=fragment_rows, data_storage_version=storage_version)
+    rng = np.random.default_rng(SEED + 1)
+    point = int(table.column("k")[int(rng.integers(0, rows))].as_py())  # a value that occurs
+    del table
+    lo = int(rng.integers(0, max(1, rows - rows // 10_000)))
+    queries = [("point k", f"k = {point}"), ("range k", f"k BETWEEN {lo} AND {lo + rows // 10_000}"),
+               ("bitmap cat 1%", "cat = 'category_042'")]
+    print(f"btree part: {rows:,} rows in {-(-rows // fragment_rows)} fragments, storage {storage_version}, "
+          f"median of {repeat} fresh processes per engine (alternating){', other core busy' if hog else ''}, "
+          f"scratch {scratch}", flush=True)
+    engines = ("ours", "pylance")
+    built = {e: str(scratch / f"btree_{e}.lance") for e in engines}
+    busy = _hog() if hog else None
+    try:
+        builds: dict[str, list[dict[str, Any]]] = {e: [] for e in engines}
+        for r in range(repeat):
+            for e in (engines if r % 2 == 0 else engines[::-1]):
+                builds[e].append(_child("btree_build", engine=e, src=base, dst=built[e]))
+        out: list[list[str]] = []
+        for column, kind in BTREE_INDICES:
+            o = statistics.median([b[kind] for b in builds["ours"] if kind in b] or [float("nan")])
+            t = statistics.median([b[kind] for b in builds["pylance"] if kind in b] or [float("nan")])
+            out.append([f"build {kind} on {column}", fmt_seconds(o), fmt_seconds(t), fmt_ratio(o, t), "-", "-"])
+            print(out[-1], flush=True)
+        for label, flt in queries:
+            res: dict[str, list[dict[str, Any]]] = {e: [] for e in engines}
+            for r in range(repeat):
+                for e in (engines if r % 2 == 0 else engines[::-1]):
+                    res[e].append(_child("btree_query", engine=e, path=built[e], flt=flt))
+            ok = [x for x in res["ours"] if "rows" in x]
+            n_ours = ok[0]["rows"] if ok else None
+            n_theirs = next((x["rows"] for x in res["pylance"] if "rows" in x), None)
+            if not (ok and n_ours == n_theirs == ok[0]["scan_rows"] and ok[0]["indexed"]):
+                raise SystemExit(f"{label}: ours {n_ours} rows (scan {ok[0].get('scan_rows') if ok else None}, "
+                                 f"index used: {ok[0].get('indexed') if ok else None}), pylance {n_theirs}")
+            scan = statistics.median([x["scan"] for x in ok])
+            for part in ("first", "warm"):
+                o = statistics.median([x[part] for x in ok])
+                t = statistics.median([x[part] for x in res["pylance"] if part in x] or [float("nan")])
+                out.append([f"{label} {part} ({n_ours} rows)", fmt_seconds(o), fmt_seconds(t), fmt_ratio(o, t),
+                            fmt_seconds(scan) if part == "warm" else "-",
+                            fmt_ratio(o, scan) if part == "warm" else "-"])
+                print(out[-1], flush=True)
+    finally:
+        if busy is not None:
+            busy.kill()
+            busy.wait()
+    print()
+    print_table(["operation", "ours", "pylance", "ours/pylance", "our full scan (warm)", "index/scan"], out)
+
+
 def main() -> None:
     """Run the benchmark and print the table."""
+    if len(sys.argv) > 1 and sys.argv[1] == "--child":
+        task, kw = sys.argv[2], json.loads(sys.argv[3])
+        emit({"build": child_build, "query": child_query, "btree_build": child_btree_build,
+              "btree_query": child_btree_query}[task](**kw))
+        return
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--parts", default="btree,text", help="btree (BTREE/BITMAP), text (the other kinds)")
+    parser.add_argument("--text-rows", type=int, default=1_000_000)
     parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--fragment-rows", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--storage-version", default="2.2")
     parser.add_argument("--dir", default=None, help="scratch directory (default: a temporary one)")
+    parser.add_argument("--hog", action="store_true", help="keep the other core busy during the btree part")
     args = parser.parse_args()
 
-    import lance
-
-    import lance_format
-    from lance_format.sql import to_expression
-
     scratch = Path(args.dir or tempfile.mkdtemp(prefix="bench_index_"))
-    ours_path, theirs_path = str(scratch / "ours.lance"), str(scratch / "theirs.lance")
-    for p in (ours_path, theirs_path):
-        shutil.rmtree(p, ignore_errors=True)
-    table = make_table(args.rows)
-    lance.write_dataset(table, ours_path, max_rows_per_file=args.fragment_rows,
-                        data_storage_version=args.storage_version)
-    shutil.copytree(ours_path, theirs_path)
-    print(f"{args.rows:,} rows in {-(-args.rows // args.fragment_rows)} fragments, "
-          f"storage {args.storage_version}, scratch {scratch}")
-
-    rows: list[list[str]] = []
-    for column, kind in (("k", "BTREE"), ("cat", "BITMAP")):
-        t_ours, _ = _time(lambda c=column, k=kind: lance_format.dataset(ours_path).create_scalar_index(c, k), 1)
-        t_theirs, _ = _time(lambda c=column, k=kind: lance.dataset(theirs_path).create_scalar_index(c, k), 1)
-        rows.append([f"build {kind} on {column}", fmt_seconds(t_ours), fmt_seconds(t_theirs),
-                     fmt_ratio(t_ours, t_theirs), "-", "-", "-"])
-
-    rng = np.random.default_rng(SEED + 1)
-    point = int(table.column("k")[int(rng.integers(0, args.rows))].as_py())  # a value that occurs
-    del table
-    lo = int(rng.integers(0, max(1, args.rows - args.rows // 10_000)))
-    queries = [("point k", f"k = {point}"), ("range k", f"k BETWEEN {lo} AND {lo + args.rows // 10_000}"),
-               ("bitmap cat", "cat = 'category_042'")]
-    for label, flt in queries:
-        t_ours, n_ours = _time(lambda f=flt: lance_format.dataset(ours_path).to_table(filter=f).num_rows,
-                               args.repeat)
-        t_theirs, n_theirs = _time(lambda f=flt: lance.dataset(theirs_path).to_table(filter=f).num_rows,
-                                   args.repeat)
-        # The same predicate as an Arrow expression: our scanner uses indices only for SQL text.
-        expr = to_expression(flt, lance_format.dataset(ours_path).schema)
-        t_scan, n_scan = _time(lambda e=expr: lance_format.dataset(ours_path).to_table(filter=e).num_rows, 1)
-        plan = lance_format.dataset(ours_path).scanner(filter=flt).explain_plan()
-        assert "ScalarIndexQuery" in plan, plan
-        if not n_ours == n_theirs == n_scan:
-            raise SystemExit(f"{label}: row counts differ: ours {n_ours}, pylance {n_theirs}, scan {n_scan}")
-        rows.append([f"{label} ({n_ours} rows)", fmt_seconds(t_ours), fmt_seconds(t_theirs),
-                     fmt_ratio(t_ours, t_theirs), fmt_seconds(t_scan), fmt_ratio(t_ours, t_scan), flt])
-    print_table(["operation", "ours", "pylance", "ours/pylance", "our full scan", "index/scan", "filter"], rows)
+    scratch.mkdir(parents=True, exist_ok=True)
+    parts = set(args.parts.split(","))
+    if "text" in parts:
+        run_text_part(args.text_rows, args.repeat, scratch)
+    if "btree" not in parts:
+        if args.dir is None:
+            shutil.rmtree(scratch, ignore_errors=True)
+        return
+    run_btree_part(args.rows, args.fragment_rows, args.repeat, args.storage_version, scratch, args.hog)
     if args.dir is None:
         shutil.rmtree(scratch, ignore_errors=True)
 

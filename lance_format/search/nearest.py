@@ -21,8 +21,9 @@ Columns are the projection, then ``_distance`` (float32), then ``_rowid`` / ``_r
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -50,6 +51,31 @@ _KEYS = {"column", "q", "k", "nprobes", "minimum_nprobes", "maximum_nprobes", "r
 _FLOATS = (pa.float16(), pa.float32(), pa.float64())
 _SEGMENTS: dict[tuple[str, str], IvfSegment] = {}
 _SEGMENT_CACHE = 32
+
+
+@dataclass
+class _VersionState:
+    """What repeated searches of one dataset version (one ``ReadContext``) share.
+
+    Everything here follows from the immutable manifest, so it is computed once per version:
+    open fragment readers for the result rows' take (opening a data file costs more than
+    reading ten rows from it), each segment's row addresses with the rows still usable (live,
+    in a covered fragment), and the deferred-remap entries.
+    """
+
+    scans: dict[tuple[int, tuple[str, ...]], FragmentScan] = field(default_factory=dict)
+    usable: dict[tuple[str, tuple[int, ...]], tuple[U64, npt.NDArray[np.bool_]]] = field(default_factory=dict)
+    reuse: tuple[frag_reuse.ReuseVersion, ...] | None = None
+
+
+_STATES: weakref.WeakKeyDictionary[ReadContext, _VersionState] = weakref.WeakKeyDictionary()
+
+
+def _state(ctx: ReadContext) -> _VersionState:
+    st = _STATES.get(ctx)
+    if st is None:
+        st = _STATES[ctx] = _VersionState()
+    return st
 
 
 @dataclass(frozen=True)
@@ -179,13 +205,17 @@ def take_addresses(ctx: ReadContext, addrs: U64, columns: list[str]) -> pa.Table
     order = np.argsort(addrs, kind="stable")
     sorted_addrs = addrs[order]
     frag_of = sorted_addrs >> np.uint64(32)
+    scans = _state(ctx).scans
     parts = []
     for fid in np.unique(frag_of).tolist():
-        frag = ctx.manifest.fragment(int(fid))
-        assert frag is not None  # candidates only come from live fragments
+        scan = scans.get((int(fid), tuple(columns)))
+        if scan is None:  # kept per version: its open readers serve the next query's take too
+            frag = ctx.manifest.fragment(int(fid))
+            assert frag is not None  # candidates only come from live fragments
+            scan = scans[(int(fid), tuple(columns))] = FragmentScan(ctx, frag, columns)
         offs = sorted_addrs[frag_of == fid] & np.uint64(0xFFFFFFFF)
-        parts.append(pa.Table.from_batches([FragmentScan(ctx, frag, columns).take(offs)], schema=schema))
-    table = pa.concat_tables(parts)
+        parts.append(pa.Table.from_batches([scan.take(offs)], schema=schema))
+    table = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
     return table.take(pa.array(np.argsort(order, kind="stable")))
 
 
@@ -209,6 +239,15 @@ def _vectors(col: pa.ChunkedArray | pa.Array, dim: int) -> npt.NDArray[Any]:
     if arr.null_count:
         out = out.astype(np.float64 if out.dtype == np.float64 else np.float32)
         out[np.asarray(arr.is_null())] = np.nan  # null vectors have no distance and are dropped
+    return out
+
+
+def _in_sorted(sorted_values: U64, x: U64) -> npt.NDArray[np.bool_]:
+    """Which of ``x`` occur in ``sorted_values`` (binary search; no sort of ``x`` as ``np.isin`` does)."""
+    if sorted_values.size == 0:
+        return np.zeros(x.size, bool)
+    pos = np.minimum(np.searchsorted(sorted_values, x), sorted_values.size - 1)
+    out: npt.NDArray[np.bool_] = sorted_values[pos] == x
     return out
 
 
@@ -284,8 +323,11 @@ class NearestScanner(LanceScanner):
         return [], query.metric or "l2", frozenset()
 
     def _reuse(self) -> tuple[frag_reuse.ReuseVersion, ...]:
-        entries = [m for m in manifest_indices(self._ctx.manifest) if m.name == FRAG_REUSE_INDEX]
-        return frag_reuse.decode_details(entries[-1], self._ctx.store) if entries else ()
+        st = _state(self._ctx)
+        if st.reuse is None:
+            entries = [m for m in manifest_indices(self._ctx.manifest) if m.name == FRAG_REUSE_INDEX]
+            st.reuse = frag_reuse.decode_details(entries[-1], self._ctx.store) if entries else ()
+        return st.reuse
 
     def _frags(self) -> list[Any]:
         return self._opts.fragments if self._opts.fragments is not None else list(self._ctx.manifest.fragments)
@@ -297,35 +339,50 @@ class NearestScanner(LanceScanner):
         parts = [b.column(ROW_ADDR).to_numpy() for b in Scan(self._ctx, opts).to_batches()]
         return np.sort(np.concatenate(parts)).astype(np.uint64) if parts else np.empty(0, np.uint64)
 
-    def _usable(self, addrs: U64, frags: list[Any]) -> npt.NDArray[np.bool_]:
-        """Which addresses are live rows of ``frags`` (and pass a prefilter)."""
+    def _live(self, addrs: U64, frags: list[Any]) -> npt.NDArray[np.bool_]:
+        """Which addresses are live rows of ``frags``."""
         ids = np.fromiter((f.id for f in frags), np.uint64, len(frags))
         ok = np.isin(addrs >> np.uint64(32), ids)
         dead = [(np.uint64(f.id) << np.uint64(32)) | self._ctx.deleted_offsets(f).astype(np.uint64) for f in frags]
         if dead:
             ok &= ~np.isin(addrs, np.concatenate(dead))
-        if self._prefilter and self._opts.filter is not None:
-            ok &= np.isin(addrs, self._filtered_addresses(frags))
         return ok
+
+    def _segment_rows(self, meta: IndexMetadata, seg: IvfSegment, frags: list[Any]) -> tuple[U64, npt.NDArray[np.bool_]]:
+        """The segment's rows as current row addresses, and which of them are live rows of ``frags``
+        (computed once per dataset version and segment: it depends only on the manifest)."""
+        cache = _state(self._ctx).usable
+        key = (meta.uuid, tuple(f.id for f in frags))
+        hit = cache.get(key)
+        if hit is not None:
+            return hit
+        reuse = self._reuse()
+        if not registry.stores_addresses(meta, self._ctx.manifest.uses_stable_row_ids):
+            addrs, ok = _addresses(self._ctx, seg.row_ids)
+        elif reuse:
+            moved, keep = frag_reuse.remap_through(seg.row_ids, reuse, meta.dataset_version)
+            addrs, ok = np.zeros(seg.row_ids.size, np.uint64), keep
+            addrs[keep] = moved
+        else:
+            addrs, ok = seg.row_ids, np.ones(seg.row_ids.size, bool)
+        ok = ok & self._live(addrs, frags)
+        ok.flags.writeable = False  # shared by later queries
+        cache[key] = (addrs, ok)
+        return addrs, ok
 
     # -- execution ------------------------------------------------------------------------------
     def _ann(self, segs: list[IndexMetadata], covered: frozenset[int], k: int) -> tuple[U64, F32]:
         query = self._query
         frags = [f for f in self._frags() if f.id in covered]
-        reuse = self._reuse()
-        stable = self._ctx.manifest.uses_stable_row_ids
+        passed = None  # sorted addresses the prefilter keeps, read once for every segment
+        if self._prefilter and self._opts.filter is not None:
+            passed = self._filtered_addresses(frags)
         out_a, out_d = [], []
         for meta in segs:
             seg = _segment(self._ctx, meta)
-            if not registry.stores_addresses(meta, stable):
-                addrs, ok = _addresses(self._ctx, seg.row_ids)
-            elif reuse:
-                moved, keep = frag_reuse.remap_through(seg.row_ids, reuse, meta.dataset_version)
-                addrs, ok = np.zeros(seg.row_ids.size, np.uint64), keep
-                addrs[keep] = moved
-            else:
-                addrs, ok = seg.row_ids, np.ones(seg.row_ids.size, bool)
-            ok = ok & self._usable(addrs, frags)
+            addrs, ok = self._segment_rows(meta, seg, frags)
+            if passed is not None:
+                ok = ok & _in_sorted(passed, addrs)
             score = self._exact_scorer(addrs, ok) if isinstance(seg.storage, RQStorage) else None
             rows, dist = search_segment(seg, query.q, k, query.probe, ok.__getitem__, query.distance_range, score)
             out_a.append(addrs[rows])

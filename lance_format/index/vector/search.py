@@ -69,20 +69,25 @@ def rank_partitions(seg: IvfSegment, q: npt.NDArray[np.generic]) -> npt.NDArray[
 def _score_pq(seg: IvfSegment, st: PQStorage, q: npt.NDArray[np.floating], parts: npt.NDArray[np.int64],
               rows: list[npt.NDArray[np.int64]]) -> F32:
     m, k, sd = st.codebook.shape
-    cb = st.codebook.astype(np.float32)
-    out = []
-    sub_idx = np.arange(m)
-    for p, r in zip(parts.tolist(), rows, strict=True):
-        codes = st.codes[r]
-        if seg.metric == "dot":
-            table = 1 - np.einsum("sd,skd->sk", q.reshape(m, sd), cb)
-            out.append(table[sub_idx, codes].sum(axis=1) - (m - 1))
-            continue
-        resid = (q - seg.centroids[p].astype(np.float32)).reshape(m, 1, sd)
-        diff = cb - resid
-        table = np.einsum("skd,skd->sk", diff, diff)
-        out.append(table[sub_idx, codes].sum(axis=1))
-    return np.concatenate(out).astype(np.float32) if out else np.empty(0, np.float32)
+    cb = st.codebook.astype(np.float32, copy=False)
+    flat_rows = np.concatenate(rows) if rows else np.empty(0, np.int64)
+    if flat_rows.size == 0:
+        return np.empty(0, np.float32)
+    codes = st.codes[flat_rows].astype(np.intp)
+    if seg.metric == "dot":  # one table: dot does not use residuals
+        table = 1 - np.einsum("sd,skd->sk", q.reshape(m, sd), cb)
+        gathered = table.reshape(-1)[codes + np.arange(m) * k]
+        dot: F32 = (gathered.sum(axis=1) - (m - 1)).astype(np.float32)
+        return dot
+    # One lookup table per probed partition, all built at once: [partitions, m, k] squared l2
+    # between each residual sub-query and each codeword.
+    resid = (q[None, :] - seg.centroids[parts].astype(np.float32)).reshape(parts.size, m, 1, sd)
+    diff = cb[None] - resid
+    tables = np.einsum("pskd,pskd->psk", diff, diff)
+    part_of = np.repeat(np.arange(parts.size), [r.size for r in rows])
+    gathered = tables.reshape(-1)[codes + (np.arange(m) * k)[None, :] + (part_of * (m * k))[:, None]]
+    l2: F32 = gathered.sum(axis=1).astype(np.float32)
+    return l2
 
 
 def _score_sq(seg: IvfSegment, st: SQStorage, q: npt.NDArray[np.floating], rows: npt.NDArray[np.int64]) -> F32:
@@ -93,13 +98,19 @@ def _score_sq(seg: IvfSegment, st: SQStorage, q: npt.NDArray[np.floating], rows:
         xh = (st.start + st.codes[rows].astype(np.float64) * (span / 255.0)).astype(np.float32)
         return distances("dot", xh, q)
     if span == 0:
-        qc = np.zeros(q.size, np.int64)
+        qc = np.zeros(q.size, np.float32)
     else:  # Rust's saturating `as u8`: NaN -> 0, out of range clamped
         qc = np.clip(np.nan_to_num((q.astype(np.float64) - st.start) * 255.0 / span, nan=0.0), 0, 255)
-        qc = qc.astype(np.int64)
-    diff = st.codes[rows].astype(np.int64) - qc[None, :]
-    raw = np.einsum("ij,ij->i", diff, diff).astype(np.float32)
-    out: F32 = (raw * np.float32(span) ** 2 / np.float32(255.0 ** 2)).astype(np.float32)
+        qc = qc.astype(np.int64).astype(np.float32)
+    # ||c - qc||² = ||c||² - 2 c·qc + ||qc||² in float32 (one BLAS product, no int64 copy): every term
+    # and partial sum is an integer below 2 · 255² · dim < 2**24 for dim <= 128, so float32 holds it exactly.
+    c = st.codes[rows].astype(np.float32)
+    if c.shape[1] <= 128:
+        raw = np.einsum("ij,ij->i", c, c) - 2 * (c @ qc) + np.float32(qc @ qc)
+    else:  # wider vectors could round: the exact integer path
+        diff = c.astype(np.int64) - qc.astype(np.int64)[None, :]
+        raw = np.einsum("ij,ij->i", diff, diff).astype(np.float32)
+    out: F32 = (raw.astype(np.float32) * np.float32(span) ** 2 / np.float32(255.0 ** 2)).astype(np.float32)
     return out
 
 
