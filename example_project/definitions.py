@@ -14,13 +14,13 @@ from lance_dagster import LanceIOManager, LanceResource
 from lance_dagster.maintenance import lance_pyspark_resource
 
 from . import defs as component_defs
-from .assets import category_stats, clean_events, embedding_centroids, event_log, raw_events
+from .assets import category_stats, clean_events, embedding_centroids, event_log, nearest_events, raw_events
 from .checks import CHECKS
 from .maintenance import maintenance_definitions
 from .pipeline import category_daily_stats, daily_events, event_features, user_profiles
 from .settings import LANCE_ROOT, PROJECT_DIR, STORAGE_OPTIONS
 
-ASSETS = [raw_events, clean_events, event_log, category_stats, embedding_centroids,
+ASSETS = [raw_events, clean_events, event_log, category_stats, embedding_centroids, nearest_events,
           event_features, daily_events, user_profiles, category_daily_stats]
 
 refresh_all = define_asset_job(

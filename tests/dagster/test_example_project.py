@@ -107,7 +107,7 @@ def test_pylance_reads_identically(example_runs: tuple[str, list[Any]], name: st
 def test_main_job_prints_history(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
     proc = subprocess.run([sys.executable, "-m", "example_project.main", "--data-dir", str(tmp_path / "d")],
-                          cwd=REPO, capture_output=True, text=True, timeout=300, env=env)
+                          cwd=REPO, capture_output=True, text=True, timeout=600, env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     out = proc.stdout
     # The example's own jobs evolve (DAGSTER-MAINT); every run it reports must have succeeded.
