@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_format.errors import CorruptFileError, LanceError
-from lance_format.index.btree import descents
+from lance_format.index.btree import OPEN_READER_BYTES, descents
 from lance_format.index.predicates import ValueQuery, value_mask
 from lance_format.index.rowset import RowDomain, decode_row_set, encode_row_set
 from lance_format.index.store import IndexDir
@@ -109,9 +109,14 @@ class BitmapIndex:
         self.keys = index_dir.reader(LOOKUP, ["keys"]).read_all(batch_size=1 << 20).to_table() \
             .column("keys").combine_chunks()
         _check_keys(self.keys, probe.schema.metadata or {}, probe.path)
-        self._bitmap_reader = index_dir.reader(LOOKUP, ["bitmaps"])
+        self._dir = index_dir
         self._fragment_rows = fragment_rows
         self._domain = domain
+
+    @property
+    def nbytes(self) -> int:
+        """Memory this object holds (the keys and an open file reader), for caches."""
+        return int(self.keys.nbytes) + OPEN_READER_BYTES
 
     @property
     def path(self) -> str:
@@ -124,7 +129,10 @@ class BitmapIndex:
         return len(self.keys)
 
     def _rows(self, which: npt.NDArray[np.int64]) -> list[U64]:
-        blobs = self._bitmap_reader.take_rows(which, batch_size=1 << 20).to_table().column("bitmaps")
+        # A reader per read: this object may live on in the session's cache, and a reader keeps
+        # decoded file pages for later reads.
+        reader = self._dir.reader(LOOKUP, ["bitmaps"])
+        blobs = reader.take_rows(which, batch_size=1 << 20).to_table().column("bitmaps")
         if blobs.null_count:
             raise CorruptFileError(f"{self._where}: a null bitmap among keys {which[:8].tolist()}")
         return [decode_row_set(b, self._fragment_rows, where=f"{self._where} key {int(i)}", domain=self._domain)

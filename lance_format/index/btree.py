@@ -25,20 +25,55 @@ from lance_format.errors import CorruptFileError
 from lance_format.index.predicates import In, IsNull, Range, ValueQuery, value_mask
 from lance_format.index.rowset import RowDomain
 from lance_format.index.store import IndexDir
+from lance_format.session import CacheKind
 from lance_format.table.index_metadata import IndexFile
 
 PAGE_DATA = "page_data.lance"
 PAGE_LOOKUP = "page_lookup.lance"
 #: ``DEFAULT_BTREE_BATCH_SIZE`` upstream.
 DEFAULT_PAGE_SIZE = 4096
+#: What an open file reader keeps (parsed metadata, chunk plans of the pages read), estimated.
+OPEN_READER_BYTES = 64 * 1024
+#: Pages read together at most for them to be kept in the session's index cache.
+CACHED_RUN_PAGES = 8
+#: Checked BTREE pages, ``(values, ids)`` by (page_data URI, page number).
+BTREE_PAGE: CacheKind[tuple[pa.Array, npt.NDArray[np.uint64]]] = CacheKind("btree_page")
 
 U64 = npt.NDArray[np.uint64]
 
 
 def sort_training_data(values: pa.Array, ids: U64) -> tuple[pa.Array, U64]:
     """Sort rows by value, nulls first (ties keep their order), as the trainer expects."""
-    order = pc.array_sort_indices(values, null_placement="at_start")  # stable: ties keep scan order
-    return values.take(order), ids[order.to_numpy()]
+    order = _integer_order(values)
+    if order is None:
+        order = pc.array_sort_indices(values, null_placement="at_start").to_numpy()  # stable
+    return values.take(pa.array(order)), ids[order]
+
+
+def _integer_order(values: pa.Array) -> npt.NDArray[np.int64] | None:
+    """Stable sort order of integer-like values without nulls through numpy (``None`` otherwise).
+
+    When ``span * rows`` fits in 63 bits, ``(value - min) * rows + position`` is a unique key, so
+    numpy's unstable introsort gives the stable order, about 2-3x faster than Arrow's stable sort.
+    """
+    t = values.type
+    if values.null_count or len(values) < 2 or not (
+            pa.types.is_integer(t) or pa.types.is_temporal(t)) or pa.types.is_interval(t):
+        return None
+    raw = values.to_numpy(zero_copy_only=False)
+    if raw.dtype.kind in "mM":  # dates, times, timestamps, durations: their integers
+        raw = raw.view(np.int64) if raw.dtype.itemsize == 8 else raw.view(np.int32)
+    if raw.dtype.kind not in "iu":
+        return None
+    n = raw.size
+    lo, hi = int(raw.min()), int(raw.max())
+    if (hi - lo + 1) * n >= 1 << 63:
+        out: npt.NDArray[np.int64] = np.argsort(raw, kind="stable")
+        return out
+    key = (raw.astype(np.int64) - lo).astype(np.uint64) if raw.dtype != np.uint64 else raw - np.uint64(lo)
+    key = key * np.uint64(n) + np.arange(n, dtype=np.uint64)
+    order: npt.NDArray[np.int64] = np.argsort(key)
+    return order
 
 
 def write_btree(out: IndexDir, values: pa.Array, ids: U64, *,
@@ -81,6 +116,9 @@ def same_values(a: pa.Array, b: pa.Array) -> npt.NDArray[np.bool_]:
             b = b.cast(a.type)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
             raise CorruptFileError(f"index values of type {b.type} where {a.type} was expected") from exc
+    if not a.null_count and not b.null_count and not pa.types.is_floating(a.type):
+        plain: npt.NDArray[np.bool_] = pc.equal(a, b).to_numpy(zero_copy_only=False)  # one kernel
+        return plain
     same = pc.or_(pc.fill_null(pc.equal(a, b), False), pc.and_(pc.is_null(a), pc.is_null(b)))
     if pa.types.is_floating(a.type):
         same = pc.or_(same, pc.fill_null(pc.and_(pc.is_nan(a), pc.is_nan(b)), False))
@@ -220,6 +258,11 @@ class BTreeIndex:
                                    f"disagree with {self._lookup_path}")
 
     @property
+    def nbytes(self) -> int:
+        """Memory this object holds (the page lookup; pages go to the session cache), for caches."""
+        return int(self.mins.nbytes + self.maxs.nbytes + self.null_counts.nbytes) + OPEN_READER_BYTES
+
+    @property
     def path(self) -> str:
         """URI of the file holding the indexed values and ids (``page_data.lance``)."""
         return self._data.path
@@ -261,30 +304,74 @@ class BTreeIndex:
         pages = self._candidate_pages(query)
         if pages.size == 0:
             return np.empty(0, np.uint64), pa.array([], self.mins.type)
-        ids_out: list[U64] = []
-        values_out: list[pa.Array] = []
-        cuts = np.flatnonzero(np.diff(pages) != 1) + 1
-        for run in np.split(pages, cuts):
-            start = int(run[0]) * self.page_size
-            stop = min(self.num_rows, (int(run[-1]) + 1) * self.page_size)
-            table = self._data.read_range(start, stop - start, batch_size=1 << 20).to_table()
-            values = table.column("values").combine_chunks()
-            self._check_pages(run, values)
-            ids = table.column("ids")
-            if ids.null_count:
-                raise CorruptFileError(f"{self._data.path}: null ids in pages {int(run[0])}..{int(run[-1])}")
-            mask = value_mask(values, query)
-            ids_out.append(ids.to_numpy()[mask.to_numpy(zero_copy_only=False)])
-            values_out.append(values.filter(mask))
-        found = np.concatenate(ids_out).astype(np.uint64, copy=False)
+        values, ids = self._pages(pages)
+        mask = value_mask(values, query).to_numpy(zero_copy_only=False)
+        found = ids[mask]
+        values = values.filter(pa.array(mask))
+        # pages are sorted by value: ids come out sorted only within one value, so order them
         order = np.argsort(found, kind="stable")
         ids_sorted = found[order]
         if ids_sorted.size > 1 and bool((ids_sorted[1:] == ids_sorted[:-1]).any()):
             raise CorruptFileError(f"{self._data.path}: the same id is indexed twice")
         if self._domain is not None:
             self._domain.check(ids_sorted, self._data.path)
-        values_all = pa.concat_arrays(values_out) if len(values_out) > 1 else values_out[0]
-        return ids_sorted, values_all.take(pa.array(order))
+        return ids_sorted, values.take(pa.array(order))
+
+    def _pages(self, pages: npt.NDArray[np.int64]) -> tuple[pa.Array, U64]:
+        """Values and ids of ``pages`` (ascending), checked; small runs come from the session cache.
+
+        A query reads the few pages its value range touches; the same pages answer the next
+        query on the same values, so pages read in runs of up to :data:`CACHED_RUN_PAGES` are
+        kept (as copies: a slice would pin the whole run) in the session's index cache, as
+        upstream keeps BTREE pages in its index cache (``BTreeIndex::lookup_page``,
+        ``rust/lance-index/src/scalar/btree.rs``). They were checked when read.
+        """
+        cache = self._dir.store.session.index_cache
+        keys = [(self._data.path, p) for p in pages.tolist()]
+        found = cache.get_many(BTREE_PAGE, keys)
+        missing = np.array([p for p, hit in zip(pages.tolist(), found, strict=True) if hit is None], np.int64)
+        fresh: dict[int, tuple[pa.Array, U64]] = {}
+        if missing.size:
+            cuts = np.flatnonzero(np.diff(missing) != 1) + 1
+            for run in np.split(missing, cuts):
+                values, ids = self._read_run(run)
+                if run.size > CACHED_RUN_PAGES:  # a broad range: kept whole for this query only
+                    fresh[int(run[0])] = (values, ids)
+                    continue
+                items = []
+                for k, p in enumerate(run.tolist()):
+                    a = k * self.page_size
+                    b = min(a + self.page_size, len(values))
+                    page = (pa.concat_arrays([values.slice(a, b - a)]), ids[a:b].copy())
+                    fresh[p] = page
+                    items.append(((self._data.path, p), page, page[0].nbytes + page[1].nbytes))
+                cache.put_many(BTREE_PAGE, items)
+        value_parts: list[pa.Array] = []
+        id_parts: list[U64] = []
+        for p, hit in zip(pages.tolist(), found, strict=True):
+            got = hit if hit is not None else fresh.get(p)
+            if got is None:  # inside a broad run read whole above
+                continue
+            value_parts.append(got[0])
+            id_parts.append(got[1])
+        if len(value_parts) == 1:
+            return value_parts[0], id_parts[0]
+        return pa.concat_arrays(value_parts), np.concatenate(id_parts)
+
+    def _read_run(self, run: npt.NDArray[np.int64]) -> tuple[pa.Array, U64]:
+        """Read and check pages ``run`` (consecutive)."""
+        start = int(run[0]) * self.page_size
+        stop = min(self.num_rows, (int(run[-1]) + 1) * self.page_size)
+        # A reader of its own: this object may live on in the session's cache, and a reader keeps
+        # decoded file pages (a whole column of the file, for sequential reads) for later reads.
+        reader = self._dir.reader(PAGE_DATA)
+        table = reader.read_range(start, stop - start, batch_size=1 << 20).to_table()
+        values = table.column("values").combine_chunks()
+        self._check_pages(run, values)
+        ids = table.column("ids")
+        if ids.null_count:
+            raise CorruptFileError(f"{self._data.path}: null ids in pages {int(run[0])}..{int(run[-1])}")
+        return values, ids.to_numpy().astype(np.uint64, copy=False)
 
     def read_all(self) -> tuple[pa.Array, U64]:
         """Every ``(values, ids)`` row, in index order (checked like the pages a query reads)."""

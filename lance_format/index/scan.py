@@ -34,6 +34,7 @@ from lance_format.index.models import FRAG_REUSE_INDEX
 from lance_format.index.registry import stores_addresses
 from lance_format.index.rowset import RowDomain, fragment_of, offset_of
 from lance_format.index.store import IndexDir
+from lance_format.session import CacheKind
 from lance_format.table.index_metadata import IndexMetadata
 from lance_format.table.read import ROW_ADDR, ROW_ID, FragmentScan
 from lance_format.table.scan import apply_filter
@@ -48,6 +49,8 @@ U64 = npt.NDArray[np.uint64]
 #: Candidates per fragment row above which whole ranges are decoded instead of taken.
 DENSE_FRACTION = 16
 _OPENED: weakref.WeakKeyDictionary[Any, dict[str, ValueReader]] = weakref.WeakKeyDictionary()
+#: Opened segments by (dataset URI, segment directory URI, dataset version), in the session's index cache.
+OPENED_SEGMENT: CacheKind[ValueReader] = CacheKind("scalar_segment")
 
 
 @dataclass(frozen=True)
@@ -143,15 +146,32 @@ def row_domain(manifest: Any, meta: IndexMetadata,
 
 def _open(ctx: ReadContext, meta: IndexMetadata,
           reuse: tuple[frag_reuse.ReuseVersion, ...] = ()) -> ValueReader:
+    """The opened segment ``meta`` for the dataset version of ``ctx``.
+
+    Cached per read context, and in the session's index cache by (segment directory, dataset
+    version) for readers that report their size (``nbytes``): another handle on the same
+    version, as a long-lived process opens for each request, skips reading and checking the
+    segment's lookup again. The version is part of the key because the rows a segment may
+    hold (its :class:`RowDomain`) come from the manifest.
+    """
     cache = _OPENED.setdefault(ctx, {})
     found = cache.get(meta.uuid)
+    if found is not None:
+        return found
+    store = ctx.store if meta.base_id is None else ctx._base_store(meta.base_id, "")
+    index_dir = IndexDir(store, meta.uuid, sizes={f.path: f.size_bytes for f in meta.files or ()})
+    # the dataset's own root too: branches number their versions apart and may share a segment
+    key = (ctx.store.uri(""), store.uri(index_dir.prefix), ctx.manifest.version)
+    shared = store.session.index_cache
+    found = shared.get(OPENED_SEGMENT, key)
     if found is None:
         kind = registry.for_segment(meta)
         assert kind is not None  # usable_indices only lists known kinds
-        store = ctx.store if meta.base_id is None else ctx._base_store(meta.base_id, "")
-        index_dir = IndexDir(store, meta.uuid, sizes={f.path: f.size_bytes for f in meta.files or ()})
         found = cast("ValueReader", kind.open(index_dir, meta, row_domain(ctx.manifest, meta, reuse)))
-        cache[meta.uuid] = found
+        size = getattr(found, "nbytes", None)
+        if isinstance(size, int):  # other kinds' readers may hold data of unknown size
+            shared.put(OPENED_SEGMENT, key, found, size)
+    cache[meta.uuid] = found
     return found
 
 

@@ -22,8 +22,13 @@ def concat_training(chunks: Sequence[TrainingData], ctx: BuildContext) -> Traini
     """Every task's rows as one column (typed as the indexed column) and one id array."""
     if not chunks:
         return TrainingData(pa.array([], ctx.field_type), np.empty(0, np.uint64))
-    values = pa.concat_arrays([c.values for c in chunks]).cast(ctx.field_type)
-    return TrainingData(values, np.concatenate([c.ids for c in chunks]))
+    if len(chunks) == 1:  # one task (up to TASK_ROWS rows): no copy
+        values, ids = chunks[0].values, chunks[0].ids
+    else:
+        values, ids = pa.concat_arrays([c.values for c in chunks]), np.concatenate([c.ids for c in chunks])
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    return TrainingData(values if values.type == ctx.field_type else values.cast(ctx.field_type), ids)
 
 
 class BTreeKind(IndexKind):
