@@ -168,3 +168,118 @@ def train_kmeans(data: npt.NDArray[np.floating], k: int, *, metric: Metric = "l2
             break
         prev = loss
     return KMeans(centroids, float(dists.sum(dtype=np.float64)))
+
+
+# -- many small k-means at once (PQ codebooks) -----------------------------------------------------
+
+#: Scores held at once by :func:`assign_batched` (``m × rows × k``): small blocks stay in cache
+#: and below the size at which BLAS starts threads (which thrash on a busy machine).
+BATCH_ELEMENTS = 1 << 18
+
+
+def _augmented(centroids: F32) -> F32:
+    """``[m, sub+1, k]``: each centroid with ``-||c||²/2`` appended, so ``[x, 1]·[c, -||c||²/2]``
+    is ``x·c - ||c||²/2``, whose maximum over ``c`` is the nearest centroid by squared L2."""
+    m, k, sd = centroids.shape
+    aug = np.empty((m, sd + 1, k), np.float32)
+    aug[:, :sd, :] = centroids.transpose(0, 2, 1)
+    aug[:, sd, :] = -0.5 * np.einsum("mkd,mkd->mk", centroids, centroids)
+    return aug
+
+
+def assign_batched(data: F32, centroids: F32, *, distances: bool = True) -> tuple[I32, F32]:
+    """Nearest centroid (squared L2) of every row in each of ``m`` independent problems.
+
+    Args:
+        data: ``[m, n, sub]`` (problem ``s`` is ``data[s]``; a strided view is fine).
+        centroids: ``[m, k, sub]``.
+        distances: Compute the distances too (encoding needs only the labels).
+
+    Returns:
+        ``(labels int32 [m, n], squared distances float32 [m, n])`` (distances zero when not asked).
+    """
+    m, n, sd = data.shape
+    k = centroids.shape[1]
+    labels = np.empty((m, n), np.int32)
+    dists = np.zeros((m, n), np.float32)
+    if n == 0:
+        return labels, dists
+    aug = _augmented(centroids)
+    step = max(1, BATCH_ELEMENTS // max(m * k, 1))
+    xa = np.ones((m, min(step, n), sd + 1), np.float32)
+    for lo in range(0, n, step):
+        hi = min(n, lo + step)
+        x = xa[:, :hi - lo]
+        x[:, :, :sd] = data[:, lo:hi]
+        score = np.matmul(x, aug)  # [m, rows, k]: one batched BLAS call for all problems
+        best = np.argmax(score, axis=2)
+        labels[:, lo:hi] = best
+        if distances:
+            top = np.take_along_axis(score, best[:, :, None], axis=2)[:, :, 0]
+            x_sq = np.einsum("mnd,mnd->mn", x[:, :, :sd], x[:, :, :sd])
+            dists[:, lo:hi] = np.maximum(x_sq - 2.0 * top, 0.0)
+    return labels, dists
+
+
+def _means_batched(data: F32, labels: I32, k: int) -> tuple[F32, npt.NDArray[np.int64]]:
+    """Per-problem cluster means (empty clusters zero) and counts: ``[m, k, sub]``, ``[m, k]``."""
+    m, n, sd = data.shape
+    flat = (labels + (np.arange(m, dtype=np.int64) * k)[:, None]).ravel()
+    counts = np.bincount(flat, minlength=m * k)
+    sums = np.empty((m * k, sd), np.float64)
+    rows = data.reshape(m * n, sd)
+    for j in range(sd):  # one bincount per sub-vector dimension (a handful), each over every row
+        sums[:, j] = np.bincount(flat, weights=rows[:, j], minlength=m * k)
+    means = (sums / np.maximum(counts, 1)[:, None]).astype(np.float32).reshape(m, k, sd)
+    return means, counts.reshape(m, k)
+
+
+def train_kmeans_batched(data: F32, k: int, *, max_iters: int = MAX_ITERS, tolerance: float = TOLERANCE,
+                         seed: int = SEED) -> tuple[F32, npt.NDArray[np.float64]]:
+    """Train ``m`` independent l2 k-means at once (one per PQ sub-vector).
+
+    Each problem runs exactly the Lloyd iterations of :func:`train_kmeans` (random distinct
+    initial rows, empty clusters split from the largest, stop on a relative loss change below
+    ``tolerance``), but every step is one batched array operation over all problems; a
+    problem that has converged keeps its centroids while the others go on.
+
+    Args:
+        data: ``[m, n, sub]`` training slices.
+        k: Clusters per problem (at most ``n``).
+        max_iters: Iteration limit.
+        tolerance: Relative loss change that stops a problem.
+        seed: Seed of the initialisation (problem ``s`` draws its own rows).
+
+    Returns:
+        ``(centroids [m, k, sub], loss per problem [m])``.
+
+    Raises:
+        InvalidInputError: fewer rows than clusters, or ``k < 1``.
+    """
+    x = np.ascontiguousarray(data, np.float32)
+    m, n, _ = x.shape
+    if k < 1 or n < k:
+        raise InvalidInputError(f"k-means: cannot train {k} clusters from {n} vectors")
+    rng = np.random.default_rng(seed)
+    starts = np.stack([np.sort(rng.choice(n, k, replace=False)) for _ in range(m)])  # m draws, not n
+    centroids = np.take_along_axis(x, starts[:, :, None], axis=1)
+    labels, dists = assign_batched(x, centroids)
+    prev = np.full(m, np.inf)
+    active = np.ones(m, bool)
+    for _ in range(max(1, max_iters)):
+        act = np.flatnonzero(active)
+        xs = x if act.size == m else x[act]
+        means, counts = _means_batched(xs, labels[act], k)
+        for i in np.flatnonzero((counts == 0).any(axis=1)):  # only problems with an empty cluster
+            _split_empty(means[i], counts[i])
+        centroids[act] = means
+        lab, dd = assign_batched(xs, means)
+        labels[act], dists[act] = lab, dd
+        loss = dd.sum(axis=1, dtype=np.float64)
+        old = prev[act]
+        done = np.isfinite(old) & (np.abs(old - loss) <= tolerance * np.maximum(np.abs(old), 1e-30))
+        prev[act] = loss
+        active[act[done]] = False
+        if not active.any():
+            break
+    return centroids, dists.sum(axis=1, dtype=np.float64)

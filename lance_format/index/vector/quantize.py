@@ -21,7 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from lance_format.errors import InvalidInputError
-from lance_format.index.vector.kmeans import F32, Metric, assign, normalize, train_kmeans
+from lance_format.index.vector.kmeans import F32, Metric, assign_batched, normalize, train_kmeans_batched
 
 U8 = npt.NDArray[np.uint8]
 #: Training rows per codeword pylance samples for PQ and SQ (``lance.pq.sample_rate``,
@@ -97,21 +97,25 @@ def train_pq(data: F32, num_sub_vectors: int, *, num_bits: int = 8, max_iters: i
     k = 1 << num_bits
     if n < k:
         raise InvalidInputError(f"PQ: training needs at least {k} vectors, got {n}")
-    sd = dim // num_sub_vectors
-    books = np.empty((num_sub_vectors, k, sd), np.float32)
-    for s in range(num_sub_vectors):  # one k-means per sub-vector (m of them, not per row)
-        books[s] = train_kmeans(np.ascontiguousarray(data[:, s * sd:(s + 1) * sd]), k, metric="l2",
-                                max_iters=max_iters, seed=s).centroids
+    # every sub-vector's k-means runs at once: one batched matmul per Lloyd step for all of them
+    books, _ = train_kmeans_batched(sub_vectors(data, num_sub_vectors), k, max_iters=max_iters)
     return PqCodebook(books, num_bits)
+
+
+def sub_vectors(data: F32, num_sub_vectors: int) -> F32:
+    """``[m, n, dim/m]``: sub-vector ``s`` of every row is ``out[s]`` (a contiguous copy)."""
+    n, dim = data.shape
+    out: F32 = np.ascontiguousarray(
+        np.asarray(data, np.float32).reshape(n, num_sub_vectors, dim // num_sub_vectors).transpose(1, 0, 2))
+    return out
 
 
 def encode_pq(data: F32, pq: PqCodebook) -> U8:
     """``[n, m]`` codes: the nearest codeword (squared L2) of every sub-vector."""
     m, sd = pq.num_sub_vectors, pq.codebook.shape[2]
-    codes = np.empty((data.shape[0], m), np.uint8)
-    for s in range(m):
-        codes[:, s] = assign(np.ascontiguousarray(data[:, s * sd:(s + 1) * sd]), pq.codebook[s])[0]
-    return codes
+    view = np.asarray(data, np.float32).reshape(data.shape[0], m, sd).transpose(1, 0, 2)  # no copy
+    labels, _ = assign_batched(view, np.asarray(pq.codebook, np.float32), distances=False)
+    return np.ascontiguousarray(labels.T, np.uint8)
 
 
 def pack_codes(codes: U8, num_bits: int) -> U8:
