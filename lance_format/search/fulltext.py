@@ -15,6 +15,7 @@ The plan pylance 14.0.2 runs (its ``explain_plan``: ``MatchQuery`` over the inde
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from typing import Any
 
@@ -27,7 +28,7 @@ from lance_format.index import frag_reuse
 from lance_format.index._compat import manifest_indices
 from lance_format.index.inverted import bm25
 from lance_format.index.inverted.bm25 import Corpus, FlatDocs, Hits
-from lance_format.index.inverted.files import InvertedFiles, read_segment
+from lance_format.index.inverted.files import InvertedFiles, cached_segment
 from lance_format.index.inverted.tokenizer import Analyzer
 from lance_format.index.models import kind_of
 from lance_format.index.store import IndexDir
@@ -57,7 +58,7 @@ def inverted_segments(ctx: ReadContext, column: str) -> list[IndexMetadata]:
 
 def _open(ctx: ReadContext, meta: IndexMetadata) -> InvertedFiles:
     store = ctx.store if meta.base_id is None else ctx._base_store(meta.base_id, "")
-    return read_segment(IndexDir(store, meta.uuid, sizes={f.path: f.size_bytes for f in meta.files or ()}))
+    return cached_segment(IndexDir(store, meta.uuid, sizes={f.path: f.size_bytes for f in meta.files or ()}))
 
 
 def _merge(files: list[InvertedFiles]) -> InvertedFiles:
@@ -117,18 +118,21 @@ class FullTextSearch:
         reuse = self._reuse()
         stable = self._ctx.manifest.uses_stable_row_ids
         covered: set[int] = set()
-        for m, seg in zip(segs, opened, strict=True):
+        for i, (m, seg) in enumerate(zip(segs, opened, strict=True)):
             bitmap = m.fragment_bitmap or frozenset()
             if reuse and not stable:
                 # A compaction that deferred its remap left the index's addresses in the old
                 # fragments: move them as readers of ``__lance_frag_reuse`` do; rows deleted
                 # before the compaction get an id no live row has.
                 bitmap = frag_reuse.covered_after(bitmap, reuse, m.dataset_version)
+                parts = []
                 for part in seg.partitions:
                     moved, keep = frag_reuse.remap_through(part.row_ids, reuse, m.dataset_version)
                     ids = np.full(part.row_ids.size, np.iinfo(np.uint64).max, dtype=np.uint64)
                     ids[keep] = moved
-                    part.row_ids = ids
+                    parts.append(dataclasses.replace(part, row_ids=ids))  # the cached segment stays as read
+                seg = dataclasses.replace(seg, partitions=parts)
+                opened[i] = seg
             covered |= set(bitmap)
         files = _merge(opened)
         analyzer = Analyzer(files.params)
@@ -145,10 +149,10 @@ class FullTextSearch:
         entry = frag_reuse.current_entry(manifest_indices(self._ctx.manifest))
         return frag_reuse.decode_details(entry, self._ctx.store) if entry is not None else ()
 
-    def _read_column(self, frags: list[Any], column: str) -> tuple[U64, list[str | None]]:
+    def _read_column(self, frags: list[Any], column: str) -> tuple[U64, pa.Array]:
         opts = ScanOptions([column], with_row_id=True, fragments=frags)
         table = LanceScanner(self._ctx, opts).to_table()
-        return table.column(ROW_ID).to_numpy().astype(np.uint64), table.column(column).to_pylist()
+        return table.column(ROW_ID).to_numpy().astype(np.uint64), table.column(column).combine_chunks()
 
     def _needs_live_check(self) -> bool:
         """Whether hits may name rows that are gone: deletion vectors, or stable row ids."""
@@ -238,8 +242,8 @@ class FullTextSearch:
             frags = np.fromiter((f.id for f in self._fragments()), np.uint64)
             keep = np.isin(hits.ids >> np.uint64(32), frags)
             hits = Hits(hits.ids[keep], hits.scores[keep])
-        order = np.lexsort((-hits.ids.astype(np.float64), -hits.scores.astype(np.float64)))
-        hits = Hits(hits.ids[order], hits.scores[order])
+        keep_n = None if self._opts.limit is None else self._opts.limit + self._opts.offset
+        hits = _sorted(hits, keep_n)
         if has_filter and not self._prefilter:
             limit = self._opts.limit
             top = hits if limit is None else Hits(hits.ids[:limit + self._opts.offset], hits.scores[:limit + self._opts.offset])
@@ -317,6 +321,18 @@ class FullTextSearch:
         if self._opts.filter is not None:
             lines.append(f"  {'Prefilter' if self._prefilter else 'Postfilter'}: {self._opts.filter}")
         return "\n".join(lines)
+
+
+def _sorted(hits: Hits, top: int | None) -> Hits:
+    """Hits by score descending, ties by row id descending; only the best ``top`` (ties kept) when given."""
+    scores = hits.scores
+    if top is not None and 0 < top < scores.size:
+        # Partition first: only the candidates at or above the top-th score need a full sort.
+        kth = np.partition(scores, scores.size - top)[scores.size - top]
+        keep = scores >= kth
+        hits = Hits(hits.ids[keep], scores[keep])
+    order = np.lexsort((-hits.ids.astype(np.float64), -hits.scores.astype(np.float64)))
+    return Hits(hits.ids[order], hits.scores[order])
 
 
 def _levenshtein(a: str, b: str, limit: int) -> int:

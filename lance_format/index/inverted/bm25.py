@@ -18,7 +18,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
+import pyarrow as pa
 
+from lance_format.index.inverted import bulk
 from lance_format.index.inverted.files import InvertedFiles
 from lance_format.index.inverted.tokenizer import Analyzer
 
@@ -54,24 +56,24 @@ class FlatDocs:
     positions: dict[str, list[U32]] = field(default_factory=dict)
 
     @classmethod
-    def build(cls, analyzer: Analyzer, row_ids: U64, texts: list[str | None], with_positions: bool) -> FlatDocs:
-        """Tokenize ``texts`` (``None`` is an empty document)."""
-        lengths = np.zeros(len(texts), dtype=np.uint32)
-        acc: dict[str, list[tuple[int, list[int]]]] = {}
-        for i, text in enumerate(texts):
-            if not text:
-                continue
-            toks = analyzer.tokens_with_positions(text)
-            lengths[i] = len(toks)
-            per: dict[str, list[int]] = {}
-            for tok, pos in toks:
-                per.setdefault(tok, []).append(pos)
-            for tok, pos_list in per.items():
-                acc.setdefault(tok, []).append((i, pos_list))
-        postings = {t: (np.array([d for d, _ in v], dtype=np.uint32),
-                        np.array([len(p) for _, p in v], dtype=np.uint32)) for t, v in acc.items()}
-        positions = ({t: [np.array(p, dtype=np.uint32) for _, p in v] for t, v in acc.items()}
-                     if with_positions else {})
+    def build(cls, analyzer: Analyzer, row_ids: U64, texts: pa.Array, with_positions: bool) -> FlatDocs:
+        """Tokenize ``texts`` (a null is an empty document) in bulk."""
+        stream = bulk.tokenize_column(texts, analyzer)
+        lengths = np.bincount(stream.rows, minlength=len(texts)).astype(np.uint32)
+        doc_rows, _, pdoc, ptok, pfreq, pos = bulk.doc_pairs(stream)
+        order = np.argsort(ptok, kind="stable")  # per token, documents stay in order
+        docs = doc_rows[pdoc[order]].astype(np.uint32)
+        freqs = pfreq[order]
+        cuts = np.flatnonzero(np.diff(ptok[order].astype(np.int64))) + 1
+        names = [stream.tokens[t] for t in ptok[order][np.r_[0, cuts]].tolist()] if order.size else []
+        postings = dict(zip(names, zip(np.split(docs, cuts), np.split(freqs, cuts), strict=True), strict=True))
+        positions: dict[str, list[U32]] = {}
+        if with_positions and order.size:
+            f = pfreq.astype(np.int64)
+            per_pair = np.split(pos, np.cumsum(f)[:-1])
+            ordered = [per_pair[i] for i in order.tolist()]
+            bounds = np.r_[0, cuts, order.size].tolist()
+            positions = {n: ordered[bounds[k]:bounds[k + 1]] for k, n in enumerate(names)}
         return cls(row_ids, lengths, postings, positions)
 
 

@@ -18,10 +18,10 @@ import numpy.typing as npt
 import pyarrow as pa
 from pyroaring import BitMap
 
-from lance_format.index.inverted import fst
+from lance_format.index.inverted import bulk, encode, fst
 from lance_format.index.inverted.bm25 import doc_weight, idf
 from lance_format.index.inverted.files import METADATA, docs_file, invert_file, tokens_file
-from lance_format.index.inverted.postings import BLOCK, encode_impacts, encode_positions, encode_posting
+from lance_format.index.inverted.postings import BLOCK
 from lance_format.index.inverted.tokenizer import Analyzer, AnalyzerParams
 from lance_format.index.store import IndexDir
 from lance_format.table.index_metadata import IndexFile
@@ -53,37 +53,10 @@ class TokenChunk:
 
 def tokenize(values: pa.Array, ids: U64, params: AnalyzerParams) -> TokenChunk:
     """Tokenize one task's texts (nulls and texts without tokens are not documents)."""
-    analyzer = Analyzer(params)
-    vocab: dict[str, int] = {}
-    rows: list[int] = []
-    counts: list[int] = []
-    pdoc: list[int] = []
-    ptok: list[int] = []
-    pfreq: list[int] = []
-    pos: list[int] = []
-    with_pos = params.with_position
-    for row, text in zip(ids.tolist(), values.to_pylist(), strict=True):
-        if not text:
-            continue
-        toks = analyzer.tokens_with_positions(text)
-        if not toks:
-            continue
-        doc = len(rows)
-        rows.append(row)
-        counts.append(len(toks))
-        per: dict[int, list[int]] = {}
-        for tok, p in toks:
-            tid = vocab.setdefault(tok, len(vocab))
-            per.setdefault(tid, []).append(p)
-        for tid, plist in per.items():
-            pdoc.append(doc)
-            ptok.append(tid)
-            pfreq.append(len(plist))
-            if with_pos:
-                pos.extend(plist)
-    return TokenChunk(np.array(rows, dtype=np.uint64), np.array(counts, dtype=np.uint32), list(vocab),
-                      np.array(pdoc, dtype=np.uint32), np.array(ptok, dtype=np.uint32),
-                      np.array(pfreq, dtype=np.uint32), np.array(pos, dtype=np.uint32) if with_pos else None)
+    stream = bulk.tokenize_column(values, Analyzer(params))
+    rows, counts, pdoc, ptok, pfreq, pos = bulk.doc_pairs(stream)
+    return TokenChunk(np.asarray(ids, dtype=np.uint64)[rows], counts, stream.tokens, pdoc, ptok, pfreq,
+                      pos if params.with_position else None)
 
 
 def merge_chunks(chunks: Sequence[TokenChunk], with_position: bool) -> TokenChunk:
@@ -134,29 +107,26 @@ def write_partition(out: IndexDir, part: int, data: TokenChunk, with_position: b
     total = int(data.num_tokens.sum())
     avgdl = np.float32(total) / np.float32(n) if n else np.float32(1.0)
     order = np.lexsort((data.pair_doc, data.pair_tok))
-    tok = data.pair_tok[order]
+    tok = data.pair_tok[order].astype(np.int64)
     doc = data.pair_doc[order]
     freq = data.pair_freq[order]
-    pos_of_pair: list[U32] = []
+    positions = None
     if with_position and data.positions is not None:
-        starts = np.concatenate(([0], np.cumsum(data.pair_freq, dtype=np.int64)))
-        pos_of_pair = [data.positions[starts[i]:starts[i + 1]] for i in order.tolist()]
+        # Every pair's run of positions, moved from document order to (token, document) order.
+        f = data.pair_freq.astype(np.int64)
+        starts = np.cumsum(f) - f
+        fs = f[order]
+        within = np.arange(int(fs.sum()), dtype=np.int64) - np.repeat(np.cumsum(fs) - fs, fs)
+        positions = data.positions[np.repeat(starts[order], fs) + within]
     bounds = np.searchsorted(tok, np.arange(len(data.tokens) + 1))
-    postings, max_scores, lengths, impacts, streams, offsets = [], [], [], [], [], []
-    for t in range(len(data.tokens)):
-        a, b = int(bounds[t]), int(bounds[t + 1])
-        ids, f = doc[a:b], freq[a:b]
-        lens = data.num_tokens[ids]
-        scores = idf(b - a, n) * doc_weight(f, lens, avgdl)
-        block_scores = [float(scores[i:i + BLOCK].max()) for i in range(0, b - a, BLOCK)]
-        postings.append(encode_posting(ids, f, block_scores))
-        max_scores.append(max(block_scores))
-        lengths.append(b - a)
-        impacts.append(encode_impacts(ids, f, lens))
-        if with_position:
-            stream, offs = encode_positions(pos_of_pair[a:b])
-            streams.append(stream)
-            offsets.append(offs)
+    lens = data.num_tokens[doc]
+    # Each token's weight with the scalar float32 formula, then one float32 product per pair.
+    weights = np.array([idf(int(c), n) for c in np.diff(bounds).tolist()], dtype=np.float32)
+    scores = (weights[tok] * doc_weight(freq, lens, avgdl)).astype(np.float32)
+    postings, max_scores, impacts, streams, offs = encode.encode_partition(
+        tok, bounds.astype(np.int64), doc, freq, lens, scores, positions)
+    lengths = np.diff(bounds).astype(np.uint32)
+    offsets = [o.tolist() for o in offs]
     cols: list[pa.Array] = [pa.array(postings, pa.list_(pa.large_binary())), pa.array(max_scores, pa.float32()),
                             pa.array(lengths, pa.uint32()), pa.array(impacts, pa.list_(pa.large_binary()))]
     if with_position:

@@ -25,10 +25,11 @@ import pyarrow as pa
 from pyroaring import BitMap
 
 from lance_format.errors import CorruptFileError, NotSupportedError
-from lance_format.index.inverted import fst
-from lance_format.index.inverted.postings import U32, decode_positions, decode_posting
+from lance_format.index.inverted import encode, fst
+from lance_format.index.inverted.postings import BLOCK, U32, decode_positions, decode_posting
 from lance_format.index.inverted.tokenizer import AnalyzerParams
 from lance_format.index.store import IndexDir
+from lance_format.session import CacheKind
 
 U64 = npt.NDArray[np.uint64]
 METADATA = "metadata.lance"
@@ -53,57 +54,123 @@ def _meta(table: pa.Table) -> dict[str, str]:
     return {k.decode(): v.decode() for k, v in (table.schema.metadata or {}).items()}
 
 
+#: Decoded posting lists a partition keeps (the most recently used), bounding a cached segment.
+_POSTING_CACHE = 256
+
+
 @dataclass
 class Partition:
-    """One opened partition: its documents, tokens and (lazily decoded) posting lists."""
+    """One opened partition: its documents and token statistics; posting lists read on demand.
+
+    Opening reads the document file, the token map's bytes and the ``_length`` / ``_max_score``
+    columns; a query then reads (and keeps) only the posting rows of its own tokens.
+    """
 
     id: int
     row_ids: U64
     num_tokens: U32
     total_tokens: int
-    tokens: dict[str, int]
-    postings: pa.ListArray
     lengths: U32
     max_scores: npt.NDArray[np.float32]
-    positions: pa.Array | None
-    position_offsets: pa.ListArray | None
+    has_positions: bool
     tail_codec: str
     where: str
+    src: IndexDir
+    token_bytes: bytes
+    _tokens: dict[str, int] | None = None
+    _postings: pa.ListArray | None = None
+    _positions: pa.Table | None = None
     _cache: dict[int, tuple[U32, U32]] = field(default_factory=dict)
+    _ids: dict[str, int | None] = field(default_factory=dict)
 
     @property
     def num_docs(self) -> int:
         """Documents (rows with at least one token) in the partition."""
         return len(self.row_ids)
 
+    @property
+    def tokens(self) -> dict[str, int]:
+        """Every ``token -> id`` (the whole token map, decoded once)."""
+        if self._tokens is None:
+            self._tokens = fst.read_map(self.token_bytes, self.src.store.uri(self.src.key(tokens_file(self.id))))
+        return self._tokens
+
+    def token_id(self, token: str) -> int | None:
+        """The id of ``token`` (``None`` when the partition lacks it), without decoding the whole map."""
+        if self._tokens is not None:
+            return self._tokens.get(token)
+        if token not in self._ids:
+            if len(self._ids) > 4 * _POSTING_CACHE:
+                self._ids.clear()
+            self._ids[token] = fst.lookup(self.token_bytes, token)
+        return self._ids[token]
+
     def doc_freq(self, token: str) -> int:
         """How many of the partition's documents hold ``token``."""
-        tid = self.tokens.get(token)
+        tid = self.token_id(token)
         return 0 if tid is None else int(self.lengths[tid])
+
+    def preload(self) -> None:
+        """Read every posting list at once (a remap visits them all)."""
+        if self._postings is None:
+            cols = ["_posting"] + (["_compressed_position", "_position_block_offset"] if self.has_positions else [])
+            inv = self.src.reader(invert_file(self.id), columns=cols).read_all().to_table()
+            self._postings = inv.column("_posting").combine_chunks()
+            if self.has_positions:
+                self._positions = inv.select(cols[1:]).combine_chunks()
+
+    def _row(self, tid: int, columns: list[str]) -> pa.Table:
+        return self.src.reader(invert_file(self.id), columns=columns).take_rows([tid]).to_table()
 
     def posting(self, token: str) -> tuple[U32, U32] | None:
         """Doc ids and frequencies of ``token`` (``None`` when the partition lacks it)."""
-        tid = self.tokens.get(token)
+        tid = self.token_id(token)
         if tid is None:
             return None
         got = self._cache.get(tid)
         if got is None:
-            blocks = self.postings[tid].values.to_pylist()
-            got = decode_posting(blocks, int(self.lengths[tid]), self.tail_codec, f"{self.where} token {token!r}")
+            if self._postings is not None:
+                blocks = self._postings[tid].values
+            else:
+                blocks = self._row(tid, ["_posting"]).column(0).combine_chunks()[0].values
+            got = self._decode(blocks, int(self.lengths[tid]), f"{self.where} token {token!r}")
+            if self._postings is None and len(self._cache) >= _POSTING_CACHE:
+                self._cache.pop(next(iter(self._cache)))
             self._cache[tid] = got
         return got
 
+    def _decode(self, blocks: pa.Array, length: int, where: str) -> tuple[U32, U32]:
+        full = min(length // BLOCK, len(blocks))
+        try:
+            ids, freqs = encode.decode_full_blocks(blocks.slice(0, full))
+        except (IndexError, ValueError) as exc:
+            raise CorruptFileError(f"{where}: damaged posting block: {exc}") from exc
+        tail = blocks.slice(full).to_pylist()
+        if not tail and length == full * BLOCK:
+            return ids, freqs
+        t_ids, t_freqs = decode_posting(tail, length - full * BLOCK, self.tail_codec, where)
+        return np.concatenate([ids, t_ids]), np.concatenate([freqs, t_freqs])
+
     def token_positions(self, token: str) -> list[U32]:
         """Positions of ``token`` in each document of its posting list (same order)."""
-        tid = self.tokens.get(token)
+        tid = self.token_id(token)
         got = self.posting(token)
         if tid is None or got is None:
             return []
-        if self.positions is None or self.position_offsets is None:
+        if not self.has_positions:
             raise NotSupportedError("phrase queries need an INVERTED index built with with_position=True")
-        stream = self.positions[tid].as_py()
-        offsets = self.position_offsets[tid].values.to_numpy()
+        if self._positions is not None:
+            row = self._positions.slice(tid, 1)
+        else:
+            row = self._row(tid, ["_compressed_position", "_position_block_offset"])
+        stream = row.column(0)[0].as_py()
+        offsets = row.column(1)[0].values.to_numpy()
         return decode_positions(stream, offsets, got[1], f"{self.where} token {token!r}")
+
+    def nbytes(self) -> int:
+        """Rough bytes held (for the session's index cache)."""
+        return int(self.row_ids.nbytes + self.num_tokens.nbytes + self.lengths.nbytes + self.max_scores.nbytes
+                   + len(self.token_bytes)) + 4096
 
 
 @dataclass
@@ -148,47 +215,73 @@ def read_params(src: IndexDir) -> tuple[AnalyzerParams, dict[str, str], frozense
     return params, meta, deleted, parts
 
 
-def read_partition(src: IndexDir, part: int) -> Partition:
-    """Open partition ``part`` of a segment."""
+def open_partition(src: IndexDir, part: int) -> Partition:
+    """Open partition ``part`` of a segment (posting lists are read when first asked for)."""
     where = src.store.uri(src.key(invert_file(part)))
     tok = src.reader(tokens_file(part)).read_all().to_table()
-    tokens = fst.read_map(tok.column("_token_fst_bytes")[0].as_py(), src.store.uri(src.key(tokens_file(part))))
+    token_bytes = tok.column("_token_fst_bytes")[0].as_py()
     docs = src.reader(docs_file(part)).read_all().to_table()
-    inv = src.reader(invert_file(part)).read_all().to_table()
+    reader = src.reader(invert_file(part), columns=["_length", "_max_score"])
+    inv = reader.read_all().to_table()
     meta = _meta(inv)
     codec = meta.get("posting_tail_codec", "fixed32_v1")
     if codec not in ("fixed32_v1", "varint_delta_v1"):
         raise NotSupportedError(f"{where}: posting tail codec {codec!r} is not supported")
     if int(meta.get("posting_block_size", "128")) != 128:
         raise NotSupportedError(f"{where}: posting blocks of {meta['posting_block_size']} documents are not supported")
-    has_pos = "_compressed_position" in inv.column_names
+    full_schema = src.reader(invert_file(part)).schema
+    has_pos = "_compressed_position" in full_schema.names
     if has_pos and meta.get("positions_codec", "packed_delta_v1") != "packed_delta_v1":
         raise NotSupportedError(f"{where}: positions codec {meta.get('positions_codec')!r} is not supported")
-    if inv.num_rows != len(tokens):
-        raise CorruptFileError(f"{where}: {inv.num_rows} posting lists for {len(tokens)} tokens")
+    count = fst.key_count(token_bytes, src.store.uri(src.key(tokens_file(part))))
+    if inv.num_rows != count:
+        raise CorruptFileError(f"{where}: {inv.num_rows} posting lists for {count} tokens")
     return Partition(
         id=part,
         row_ids=docs.column("_rowid").to_numpy().astype(np.uint64),
         num_tokens=docs.column("_num_tokens").to_numpy().astype(np.uint32),
         total_tokens=int(_meta(docs).get("total_tokens", "0")),
-        tokens=tokens,
-        postings=inv.column("_posting").combine_chunks(),
         lengths=inv.column("_length").to_numpy().astype(np.uint32),
         max_scores=inv.column("_max_score").to_numpy().astype(np.float32),
-        positions=inv.column("_compressed_position").combine_chunks() if has_pos else None,
-        position_offsets=inv.column("_position_block_offset").combine_chunks() if has_pos else None,
+        has_positions=has_pos,
         tail_codec=codec,
         where=where,
+        src=src,
+        token_bytes=token_bytes,
     )
 
 
+def read_partition(src: IndexDir, part: int) -> Partition:
+    """Open partition ``part`` with every posting list and the whole token map read."""
+    p = open_partition(src, part)
+    p.preload()
+    _ = p.tokens
+    return p
+
+
 def read_segment(src: IndexDir) -> InvertedFiles:
-    """Open every partition of an INVERTED segment."""
+    """Open every partition of an INVERTED segment (posting lists read on demand)."""
     params, meta, deleted, parts = read_params(src)
-    return InvertedFiles(params, [read_partition(src, p) for p in parts], deleted, meta)
+    return InvertedFiles(params, [open_partition(src, p) for p in parts], deleted, meta)
+
+
+#: Opened segments in the store's session, by the segment directory's URI (segments are immutable).
+SEGMENT: CacheKind[InvertedFiles] = CacheKind("inverted_segment")
+
+
+def cached_segment(src: IndexDir) -> InvertedFiles:
+    """:func:`read_segment` through the session's index cache, so repeated queries read nothing again."""
+    cache = src.store.session.index_cache
+    key = src.store.uri(src.prefix)
+    got = cache.get(SEGMENT, key)
+    if got is None:
+        got = read_segment(src)
+        # Room for the decoded posting lists each partition may keep.
+        cache.put(SEGMENT, key, got, sum(p.nbytes() for p in got.partitions) + len(got.partitions) * (1 << 20))
+    return got
 
 
 def describe(files: InvertedFiles) -> dict[str, Any]:
     """Statistics keys of a segment (``num_partitions``, ``num_docs``, ``num_tokens``)."""
     return {"num_partitions": len(files.partitions), "num_docs": files.num_docs,
-            "num_tokens": sum(len(p.tokens) for p in files.partitions), "params": files.params.to_json()}
+            "num_tokens": sum(int(p.lengths.size) for p in files.partitions), "params": files.params.to_json()}

@@ -134,6 +134,46 @@ def read_map(data: bytes, where: str = "fst") -> dict[str, int]:
         raise CorruptFileError(f"{where}: unreadable token set: {exc}") from exc
 
 
+def key_count(data: bytes, where: str = "fst") -> int:
+    """The number of keys an fst map's footer records.
+
+    Raises:
+        CorruptFileError: too short to be an fst map.
+    """
+    try:
+        version, = struct.unpack_from("<Q", data, 0)
+        end = len(data) - 4 if version >= 3 else len(data)
+        return int(struct.unpack_from("<Q", data, end - 16)[0])
+    except struct.error as exc:
+        raise CorruptFileError(f"{where}: unreadable token set: {exc}") from exc
+
+
+def lookup(data: bytes, key: str) -> int | None:
+    """The value of ``key`` in an fst map (``None`` when absent), walking only the key's path.
+
+    Raises:
+        CorruptFileError: not an fst map this module understands.
+    """
+    try:
+        version, = struct.unpack_from("<Q", data, 0)
+        end = len(data) - 4 if version >= 3 else len(data)
+        _, addr = struct.unpack_from("<QQ", data, end - 16)
+        acc = 0
+        for b in key.encode("utf-8"):
+            _, _, trans = _node(data, version, addr)
+            for inp, out, target in trans:
+                if inp == b:
+                    acc += out
+                    addr = target
+                    break
+            else:
+                return None
+        is_final, final_out, _ = _node(data, version, addr)
+        return acc + final_out if is_final else None
+    except (ValueError, IndexError, struct.error) as exc:
+        raise CorruptFileError(f"fst: unreadable token set: {exc}") from exc
+
+
 class _Trie:
     __slots__ = ("children", "final", "value", "low", "addr")
 

@@ -19,6 +19,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from lance_format.errors import NotSupportedError
 from lance_format.index.inverted.stemmer import stem
 
@@ -36,7 +39,9 @@ while who whom why will with you you'd you'll you're you've your yours yourself 
 """
 ENGLISH_STOP_WORDS = frozenset(_ENGLISH_STOP_TEXT.split())
 
-_WORD = re.compile(r"[^\W_]+")
+#: What separates the ``simple`` tokenizer's tokens (RE2 syntax, for Arrow's regex kernels): anything
+#: but letters and digits. One pattern for queries, builds and flat searches, so they split alike.
+SEPARATOR = r"[^\p{L}\p{N}]+"
 #: Letters NFKD does not take apart, folded as Lucene's ASCIIFoldingFilter (tantivy's source) does.
 _FOLD_EXTRA = str.maketrans({
     "ß": "ss", "æ": "ae", "Æ": "AE", "ø": "o", "Ø": "O", "œ": "oe", "Œ": "OE", "đ": "d", "Đ": "D",
@@ -63,6 +68,15 @@ def ascii_fold(token: str) -> str:
 
 def _whole(text: str) -> list[str]:
     return [text]
+
+
+_ASCII_WORD = re.compile(r"[A-Za-z0-9]+")
+
+
+def _simple(text: str) -> list[str]:
+    if text.isascii():  # the same split without compiling SEPARATOR for one short string
+        return _ASCII_WORD.findall(text)
+    return [p for p in pc.split_pattern_regex(pa.array([text]), SEPARATOR)[0].as_py() if p]
 
 
 @dataclass(frozen=True)
@@ -152,7 +166,7 @@ class Analyzer:
             else:
                 raise NotSupportedError(f"removing {params.language} stop words is not supported (English is)")
         splitters: dict[str, Callable[[str], list[str]]] = {
-            "simple": _WORD.findall, "whitespace": str.split, "raw": _whole, "ngram": self._ngrams,
+            "simple": _simple, "whitespace": str.split, "raw": _whole, "ngram": self._ngrams,
         }
         self._split = splitters[base]
 
@@ -167,7 +181,8 @@ class Analyzer:
                 out.append(text[i:i + n])
         return out
 
-    def _filter(self, token: str) -> str | None:
+    def filter(self, token: str) -> str | None:
+        """One raw token through the filters (``None``: removed)."""
         p = self.params
         if p.max_token_length is not None and len(token.encode("utf-8")) >= p.max_token_length:
             return None
@@ -185,7 +200,7 @@ class Analyzer:
         """The tokens of ``text`` in order."""
         out = []
         for raw in self._split(text):
-            tok = self._filter(raw)
+            tok = self.filter(raw)
             if tok is not None:
                 out.append(tok)
         return out
@@ -194,7 +209,7 @@ class Analyzer:
         """The tokens of ``text`` with their positions (a removed token still takes its position)."""
         out = []
         for pos, raw in enumerate(self._split(text)):
-            tok = self._filter(raw)
+            tok = self.filter(raw)
             if tok is not None:
                 out.append((tok, pos))
         return out

@@ -166,7 +166,7 @@ class InvertedKind(IndexKind):
     def statistics(self, src: IndexDir, meta: IndexMetadata, fragment_rows: Mapping[int, int]) -> dict[str, Any]:
         seg = files.read_segment(src)
         return {"num_partitions": len(seg.partitions), "num_docs": seg.num_docs,
-                "num_tokens": sum(len(p.tokens) for p in seg.partitions)}
+                "num_tokens": sum(int(p.lengths.size) for p in seg.partitions)}
 
 
 def _remapped(part: files.Partition, amap: RowAddressMap) -> TokenChunk:
@@ -189,7 +189,7 @@ def _remapped(part: files.Partition, amap: RowAddressMap) -> TokenChunk:
         docs.append(nd[live].astype(np.uint32))
         toks.append(np.full(int(live.sum()), tid, dtype=np.uint32))
         freqs.append(f[live])
-        if part.positions is not None:
+        if part.has_positions:
             plist = part.token_positions(tok)
             pos.extend(p for p, ok in zip(plist, live.tolist(), strict=True) if ok)
     # Pairs must follow document order for positions to line up with ``merge``/``write_partition``.
@@ -198,7 +198,7 @@ def _remapped(part: files.Partition, amap: RowAddressMap) -> TokenChunk:
     freq_arr = np.concatenate(freqs) if freqs else np.zeros(0, np.uint32)
     order = np.lexsort((tok_arr, doc_arr))
     positions = None
-    if part.positions is not None:
+    if part.has_positions:
         positions = np.concatenate([pos[i] for i in order.tolist()]).astype(np.uint32) if pos else \
             np.zeros(0, np.uint32)
     return TokenChunk(np.asarray(new_ids, dtype=np.uint64), part.num_tokens[keep], tokens,
