@@ -10,7 +10,17 @@ from __future__ import annotations
 
 from lance_format.errors import UnsupportedIndexTypeError
 from lance_format.index.kind import IndexKind
-from lance_format.index.kinds import bitmap, bloomfilter, btree, inverted, label_list, listed, ngram, vector, zonemap
+from lance_format.index.kinds import (
+    bitmap,
+    bloomfilter,
+    btree,
+    inverted,
+    label_list,
+    listed,
+    ngram,
+    vector,
+    zonemap,
+)
 from lance_format.index.models import kind_of
 from lance_format.table.index_metadata import IndexMetadata
 
