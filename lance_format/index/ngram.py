@@ -224,17 +224,24 @@ class NGramIndex:
         """Distinct tokens (the null token included)."""
         return int(self.tokens.size)
 
-    def postings(self, which: npt.NDArray[np.int64]) -> list[U64]:
-        """Row ids of the tokens at positions ``which``."""
+    def _bitmaps(self, which: npt.NDArray[np.int64]) -> list[BitMap64]:
+        """The posting lists of the tokens at positions ``which``, as read (roaring bitmaps)."""
         if which.size == 0:
             return []
         blobs = self._lists.take_rows(which, batch_size=1 << 20).to_table().column("posting_list")
-        out: list[U64] = []
+        out: list[BitMap64] = []
         for i, blob in zip(which.tolist(), blobs.to_pylist(), strict=True):
             try:
-                ids = np.array(BitMap64.deserialize(blob).to_array(), np.uint64)
+                out.append(BitMap64.deserialize(blob))
             except (ValueError, TypeError, OverflowError) as exc:
                 raise CorruptFileError(f"{self._where}: unreadable posting list of token {i}: {exc}") from exc
+        return out
+
+    def postings(self, which: npt.NDArray[np.int64]) -> list[U64]:
+        """Row ids of the tokens at positions ``which``."""
+        out: list[U64] = []
+        for i, bm in zip(which.tolist(), self._bitmaps(which), strict=True):
+            ids = np.array(bm.to_array(), np.uint64)
             _check_ids(ids, self._domain, f"{self._where} token {int(self.tokens[i])}")
             out.append(ids)
         return out
@@ -248,10 +255,16 @@ class NGramIndex:
         pos_c = np.minimum(pos, max(self.tokens.size - 1, 0))
         if self.tokens.size == 0 or not bool(np.all(self.tokens[pos_c] == toks)):
             return np.empty(0, np.uint64)  # a trigram no row holds
-        lists = sorted(self.postings(pos_c.astype(np.int64)), key=lambda a: a.size)
-        out = lists[0]
+        # Intersected as roaring bitmaps, smallest first: a frequent trigram's list can hold most
+        # rows, and converting it to an array and sorting it again would cost far more.
+        lists = sorted(self._bitmaps(pos_c.astype(np.int64)), key=len)
+        acc = lists[0]
         for other in lists[1:]:
-            out = np.intersect1d(out, other, assume_unique=True)
+            if not acc:
+                break
+            acc = acc & other
+        out = np.array(acc.to_array(), np.uint64)
+        _check_ids(out, self._domain, f"{self._where} query {substr!r}")
         return out
 
     def read_all(self) -> tuple[U32, list[U64]]:
