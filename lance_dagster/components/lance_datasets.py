@@ -51,17 +51,10 @@ class LanceDatasetModel(dg.Model):
     owners: list[str] = Field(default_factory=list)
 
 
-class LanceHealthModel(dg.Model):
-    """Thresholds of the health sensor (see ``HealthThresholds``)."""
+class LanceHealthModel(HealthThresholds):
+    """The health sensor: its thresholds (``HealthThresholds``' fields), whether it runs, how often."""
 
     enabled: bool = True
-    max_fragments: int = 64
-    max_small_fragments: int = 8
-    small_fragment_rows: int = 256 * 1024
-    max_deleted_ratio: float = 0.1
-    max_versions: int = 100
-    max_unindexed_rows: int = 100_000
-    min_compaction_rows: int | None = None
     cooldown_hours: float = 6.0
     minimum_interval_seconds: int = 300
 
@@ -162,11 +155,7 @@ class LanceDatasetsComponent(dg.Component, dg.Resolvable, dg.Model):
             h = m.health
             sensors.append(build_lance_health_sensor(
                 job,
-                thresholds=HealthThresholds(
-                    max_fragments=h.max_fragments, max_small_fragments=h.max_small_fragments,
-                    small_fragment_rows=h.small_fragment_rows, max_deleted_ratio=h.max_deleted_ratio,
-                    max_versions=h.max_versions, max_unindexed_rows=h.max_unindexed_rows,
-                    min_compaction_rows=h.min_compaction_rows),
+                thresholds=HealthThresholds(**h.model_dump(include=set(HealthThresholds.model_fields))),
                 cooldown=dt.timedelta(hours=h.cooldown_hours),
                 minimum_interval_seconds=h.minimum_interval_seconds,
                 run_config={k: v for k, v in run_config.items() if k != "datasets"},

@@ -17,6 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import dagster as dg
+
 from lance_format import LanceDataset
 
 from ..checks import fragment_numbers
@@ -29,9 +31,11 @@ VERSION_COUNT = "lance/version_count"
 PHYSICAL_ROWS = "lance/physical_rows"
 
 
-@dataclass(frozen=True)
-class HealthThresholds:
+class HealthThresholds(dg.Model):
     """When a dataset needs maintenance (any one threshold passed is enough).
+
+    A frozen Dagster (pydantic) model, so the YAML component's ``health`` settings extend it
+    instead of repeating its fields.
 
     Attributes:
         max_fragments: more fragments than this.
@@ -51,6 +55,8 @@ class HealthThresholds:
     max_versions: int = 100
     max_unindexed_rows: int = 100_000
     min_compaction_rows: int | None = None
+
+    model_config = {"frozen": True}
 
     @property
     def compaction_rows(self) -> int:
