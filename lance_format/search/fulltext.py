@@ -172,6 +172,7 @@ class FullTextSearch:
             corpus = corpora[str(query.column)]
             # A repeated query token counts each time (pylance 14.0.2: "fox fox" weighs fox twice).
             tokens = corpus.analyzer.tokens(query.query)
+            corpus.prefetch(tokens)
             if query.fuzziness:  # pylance 14.0.2 treats fuzziness=None as exact, like 0
                 # Expansions come from the index's tokens only; un-indexed rows match the query's
                 # own tokens (observed: pylance's flat search does not expand).
@@ -220,6 +221,7 @@ class FullTextSearch:
         if not pairs:
             return Hits.empty()
         tokens = [t for t, _ in pairs]
+        corpus.prefetch(tokens, positions=True)
         base = bm25.intersect([corpus.term(t) for t in dict.fromkeys(tokens)])
         if base.ids.size == 0 or len(tokens) == 1:
             return base

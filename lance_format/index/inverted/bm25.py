@@ -153,6 +153,11 @@ class Corpus:
             out.update(p.tokens)
         return out
 
+    def prefetch(self, tokens: list[str], positions: bool = False) -> None:
+        """Read the index's posting lists (and positions) of ``tokens`` together."""
+        for p in self.index.partitions:
+            p.prefetch(tokens, positions)
+
     def doc_freq(self, token: str) -> int:
         """Documents of the index holding ``token`` (BM25's ``n``)."""
         return self.index.doc_freq(token)

@@ -38,7 +38,7 @@ class TokenChunk:
         row_ids: Rows with at least one token, in scan order.
         num_tokens: Their token counts.
         tokens: The chunk's distinct tokens, in order of first appearance.
-        pair_doc, pair_tok, pair_freq: One entry per (document, token) pair, documents in order.
+        pair_doc, pair_tok, pair_freq: One entry per (document, token) pair, by token, then document.
         positions: Every pair's positions, concatenated (``None`` without positions).
     """
 
@@ -60,27 +60,50 @@ def tokenize(values: pa.Array, ids: U64, params: AnalyzerParams) -> TokenChunk:
 
 
 def merge_chunks(chunks: Sequence[TokenChunk], with_position: bool) -> TokenChunk:
-    """The chunks as one (token ids renumbered in order of first appearance)."""
+    """The chunks as one (token ids renumbered in order of first appearance, pairs by token, then document).
+
+    Chunks hold consecutive documents, so a token's merged posting list is its lists of the
+    chunks one after the other: each pair's place follows from per-token counts, without a sort.
+    """
     vocab: dict[str, int] = {}
-    rows, counts, docs, toks, freqs, pos = [], [], [], [], [], []
-    offset = 0
-    for c in chunks:
-        remap = np.array([vocab.setdefault(t, len(vocab)) for t in c.tokens], dtype=np.uint32)
-        rows.append(c.row_ids)
-        counts.append(c.num_tokens)
-        docs.append(c.pair_doc.astype(np.uint32) + np.uint32(offset))
-        toks.append(remap[c.pair_tok] if c.pair_tok.size else c.pair_tok)
-        freqs.append(c.pair_freq)
-        if with_position and c.positions is not None:
-            pos.append(c.positions)
-        offset += len(c.row_ids)
+    remaps = [np.array([vocab.setdefault(t, len(vocab)) for t in c.tokens], dtype=np.int64) for c in chunks]
+    if len(chunks) == 1 and bool(np.all(remaps[0] == np.arange(remaps[0].size))):
+        c = chunks[0]
+        return TokenChunk(c.row_ids, c.num_tokens, list(vocab), c.pair_doc, c.pair_tok, c.pair_freq,
+                          c.positions if with_position else None)
+    ntok = len(vocab)
+    new_tok = [r[c.pair_tok.astype(np.int64)] for r, c in zip(remaps, chunks, strict=True)]
+    counts = np.array([np.bincount(t, minlength=ntok) for t in new_tok], dtype=np.int64).reshape(len(chunks), ntok)
+    token_start = np.r_[0, np.cumsum(counts.sum(axis=0))[:-1]]
+    before = np.cumsum(counts, axis=0) - counts  # pairs of the same token in earlier chunks
+    dest_parts = []
+    for k, t in enumerate(new_tok):
+        # Within a chunk a token's pairs are one run (token-major): rank = index - run start.
+        run_start = np.flatnonzero(np.r_[True, t[1:] != t[:-1]]) if t.size else np.zeros(0, np.int64)
+        starts = np.repeat(run_start, np.diff(np.r_[run_start, t.size]))
+        dest_parts.append(token_start[t] + before[k][t] + (np.arange(t.size) - starts))
+    dest = np.concatenate(dest_parts) if dest_parts else np.zeros(0, np.int64)
+    order = np.empty_like(dest)
+    order[dest] = np.arange(dest.size)
+    offsets = np.cumsum([0] + [len(c.row_ids) for c in chunks])
+    doc = np.concatenate([c.pair_doc.astype(np.int64) + o for c, o in zip(chunks, offsets, strict=False)])
+    tok = np.concatenate(new_tok)
+    freq = np.concatenate([c.pair_freq for c in chunks]).astype(np.uint32)
+    positions = None
+    if with_position:
+        pos = np.concatenate([c.positions for c in chunks if c.positions is not None]).astype(np.uint32)
+        positions = _gather_runs(pos, freq.astype(np.int64), order)
+    return TokenChunk(np.concatenate([c.row_ids for c in chunks]).astype(np.uint64),
+                      np.concatenate([c.num_tokens for c in chunks]).astype(np.uint32), list(vocab),
+                      doc[order].astype(np.uint32), tok[order].astype(np.uint32), freq[order], positions)
 
-    def cat(parts: list[npt.NDArray[np.generic]], dtype: type) -> npt.NDArray[np.generic]:
-        return np.concatenate(parts).astype(dtype) if parts else np.zeros(0, dtype=dtype)
 
-    return TokenChunk(cat(rows, np.uint64), cat(counts, np.uint32), list(vocab),  # type: ignore[arg-type]
-                      cat(docs, np.uint32), cat(toks, np.uint32), cat(freqs, np.uint32),  # type: ignore[arg-type]
-                      cat(pos, np.uint32) if with_position else None)  # type: ignore[arg-type]
+def _gather_runs(values: U32, lengths: npt.NDArray[np.int64], order: npt.NDArray[np.int64]) -> U32:
+    """``values`` cut into runs of ``lengths``, the runs taken in ``order``."""
+    starts = np.cumsum(lengths) - lengths
+    ls = lengths[order]
+    within = np.arange(int(ls.sum()), dtype=np.int64) - np.repeat(np.cumsum(ls) - ls, ls)
+    return values[np.repeat(starts[order], ls) + within]
 
 
 def _posting_schema(with_position: bool) -> pa.Schema:
@@ -106,18 +129,16 @@ def write_partition(out: IndexDir, part: int, data: TokenChunk, with_position: b
     n = len(data.row_ids)
     total = int(data.num_tokens.sum())
     avgdl = np.float32(total) / np.float32(n) if n else np.float32(1.0)
-    order = np.lexsort((data.pair_doc, data.pair_tok))
-    tok = data.pair_tok[order].astype(np.int64)
-    doc = data.pair_doc[order]
-    freq = data.pair_freq[order]
-    positions = None
-    if with_position and data.positions is not None:
-        # Every pair's run of positions, moved from document order to (token, document) order.
-        f = data.pair_freq.astype(np.int64)
-        starts = np.cumsum(f) - f
-        fs = f[order]
-        within = np.arange(int(fs.sum()), dtype=np.int64) - np.repeat(np.cumsum(fs) - fs, fs)
-        positions = data.positions[np.repeat(starts[order], fs) + within]
+    key = data.pair_tok.astype(np.int64) * max(n, 1) + data.pair_doc
+    if key.size and not bool(np.all(key[1:] > key[:-1])):  # chunks come token-major; others are sorted here
+        order = np.argsort(key)
+        data = TokenChunk(data.row_ids, data.num_tokens, data.tokens, data.pair_doc[order], data.pair_tok[order],
+                          data.pair_freq[order], None if data.positions is None else
+                          _gather_runs(data.positions, data.pair_freq.astype(np.int64), order))
+    tok = data.pair_tok.astype(np.int64)
+    doc = data.pair_doc
+    freq = data.pair_freq
+    positions = data.positions if with_position else None
     bounds = np.searchsorted(tok, np.arange(len(data.tokens) + 1))
     lens = data.num_tokens[doc]
     # Each token's weight with the scalar float32 formula, then one float32 product per pair.

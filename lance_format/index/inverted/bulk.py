@@ -80,18 +80,9 @@ def tokenize_column(values: pa.Array, analyzer: Analyzer) -> TokenStream:
          for raw in enc.dictionary.to_pylist()), dtype=np.int64, count=len(enc.dictionary))
     tid = mapped[codes]
     kept = tid >= 0
-    return _renumber(rows[kept], tid[kept], positions[kept], list(final))
-
-
-def _renumber(rows: I64, tid: I64, positions: I64, names: list[str]) -> TokenStream:
-    """Token ids renumbered by first appearance in the stream."""
-    if tid.size == 0:
-        return TokenStream(rows, tid, positions, [])
-    uniq, first = np.unique(tid, return_index=True)
-    order = np.argsort(first, kind="stable")
-    new_of = np.full(len(names), -1, dtype=np.int64)
-    new_of[uniq[order]] = np.arange(order.size, dtype=np.int64)
-    return TokenStream(rows, new_of[tid], positions, [names[i] for i in uniq[order].tolist()])
+    # Arrow's dictionary holds the pieces in order of first appearance, and ``final`` numbers the
+    # tokens as the dictionary is walked: the ids are already in order of first appearance.
+    return TokenStream(rows[kept], tid[kept], positions[kept], list(final))
 
 
 def _per_row(values: pa.Array, analyzer: Analyzer) -> TokenStream:
@@ -124,9 +115,8 @@ def doc_pairs(stream: TokenStream) -> tuple[I64, U32, U32, U32, U32, U32]:
     doc_rows = rows[new_doc]
     doc_of = np.cumsum(new_doc) - 1
     counts = np.diff(np.r_[np.flatnonzero(new_doc), rows.size])
-    # One int64 key (document, token); a stable sort keeps each pair's positions ascending.
-    width = int(stream.token_ids.max(initial=0)) + 1
-    order = np.argsort(doc_of * width + stream.token_ids, kind="stable")
+    # One int64 key (token, document); a stable sort keeps each pair's positions ascending.
+    order = np.argsort(stream.token_ids * max(int(doc_rows.size), 1) + doc_of, kind="stable")
     d = doc_of[order]
     t = stream.token_ids[order]
     starts = np.flatnonzero(np.r_[True, (d[1:] != d[:-1]) | (t[1:] != t[:-1])]) if d.size else np.zeros(0, np.int64)

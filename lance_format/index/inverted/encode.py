@@ -84,13 +84,18 @@ def split(buf: U8, bounds: I64) -> list[bytes]:
     return [data[b[i]:b[i + 1]] for i in range(len(b) - 1)]
 
 
-def frontier_entries(group: I64, last_doc: I64, freqs: U32, lens: U32, num_groups: int) -> list[bytes]:
+def frontier_entries(group: I64, last_doc: I64, freqs: U32, lens: U32,
+                     num_groups: int) -> tuple[list[bytes], tuple[I64, I64, I64]]:
     """The impact entry of every group of pairs (``group`` non-decreasing, ``0..num_groups-1``).
 
     An entry is ``varint(last doc id) varint(pair count)`` and the Pareto frontier of the
     group's ``(frequency, doc length)`` pairs by rising frequency, each pair as
     ``varint((freq step - 1) << 1 | (len step != 1))`` plus ``varint(len step)`` when that bit
     is set (see ``postings._impact_entry``). ``last_doc``: each group's last doc id.
+
+    Returns:
+        The entries, and the frontier pairs ``(group, frequency, length)`` (a frontier of a union
+        of groups is the frontier of their frontiers).
     """
     g, f, ln = group.astype(np.int64), freqs.astype(np.int64), lens.astype(np.int64)
     fw, lw = int(f.max(initial=0)) + 1, int(ln.max(initial=0)) + 1
@@ -135,7 +140,7 @@ def frontier_entries(group: I64, last_doc: I64, freqs: U32, lens: U32, num_group
     data, nbytes = varints(out)
     group_of_val = np.repeat(np.arange(num_groups), vals_per_group)
     bytes_per_group = np.bincount(group_of_val, weights=nbytes, minlength=num_groups).astype(np.int64)
-    return split(data, np.r_[0, np.cumsum(bytes_per_group)])
+    return split(data, np.r_[0, np.cumsum(bytes_per_group)]), (g, f, ln)
 
 
 def encode_partition(tok: I64, bounds: I64, doc: U32, freq: U32, lens: U32, scores: npt.NDArray[np.float32],
@@ -198,12 +203,15 @@ def encode_partition(tok: I64, bounds: I64, doc: U32, freq: U32, lens: U32, scor
     max_scores = (np.maximum.reduceat(block_scores, block_base[:-1][nblocks > 0]).tolist()
                   if total_blocks else [])
     # Impacts: one entry per block, then one per 32 blocks of a token.
-    level0 = frontier_entries(blk, block_last, freq, lens, total_blocks)
+    level0, (fg, ff, fl) = frontier_entries(blk, block_last, freq, lens, total_blocks)
     grp_base = np.r_[0, np.cumsum((nblocks + LEVEL1_BLOCKS - 1) // LEVEL1_BLOCKS)]
     grp = grp_base[tok] + rank // (BLOCK * LEVEL1_BLOCKS)
     gstart = _starts(grp)
     grp_last = doc[np.r_[gstart[1:], npairs] - 1].astype(np.int64) if npairs else np.zeros(0, np.int64)
-    level1 = frontier_entries(grp, grp_last, freq, lens, int(grp_base[-1]))
+    # Level 1 from the blocks' frontiers: far fewer pairs than the postings.
+    block_grp = grp[bstart]
+    level1, _ = frontier_entries(block_grp[fg], grp_last, ff.astype(np.uint32), fl.astype(np.uint32),
+                                 int(grp_base[-1]))
     bb, gb = block_base.tolist(), grp_base.tolist()
     postings = [blocks[bb[t]:bb[t + 1]] for t in range(ntok)]
     impacts = [level0[bb[t]:bb[t + 1]] + level1[gb[t]:gb[t + 1]] for t in range(ntok)]

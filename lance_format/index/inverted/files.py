@@ -82,6 +82,7 @@ class Partition:
     _positions: pa.Table | None = None
     _cache: dict[int, tuple[U32, U32]] = field(default_factory=dict)
     _ids: dict[str, int | None] = field(default_factory=dict)
+    _pos_cache: dict[int, list[U32]] = field(default_factory=dict)
 
     @property
     def num_docs(self) -> int:
@@ -122,6 +123,33 @@ class Partition:
     def _row(self, tid: int, columns: list[str]) -> pa.Table:
         return self.src.reader(invert_file(self.id), columns=columns).take_rows([tid]).to_table()
 
+    def prefetch(self, tokens: list[str], positions: bool = False) -> None:
+        """Read the posting lists (and positions) of ``tokens`` not yet held, in one read of the file."""
+        if self._postings is not None:
+            return
+        tids = {t: i for t in dict.fromkeys(tokens) if (i := self.token_id(t)) is not None}
+        need = sorted({i for i in tids.values() if i not in self._cache
+                       or (positions and self.has_positions and i not in self._pos_cache)})
+        if not need:
+            return
+        cols = ["_posting"] + (["_compressed_position", "_position_block_offset"]
+                               if positions and self.has_positions else [])
+        rows = self.src.reader(invert_file(self.id), columns=cols).take_rows(need).to_table().combine_chunks()
+        for k, tid in enumerate(need):
+            where = f"{self.where} token id {tid}"
+            got = self._decode(rows.column(0)[k].values, int(self.lengths[tid]), where)
+            self._remember(self._cache, tid, got)
+            if len(cols) > 1:
+                stream = rows.column(1)[k].as_py()
+                offsets = rows.column(2)[k].values.to_numpy()
+                self._remember(self._pos_cache, tid, decode_positions(stream, offsets, got[1], where))
+
+    @staticmethod
+    def _remember(cache: dict[int, Any], tid: int, value: Any) -> None:
+        if len(cache) >= _POSTING_CACHE:
+            cache.pop(next(iter(cache)))
+        cache[tid] = value
+
     def posting(self, token: str) -> tuple[U32, U32] | None:
         """Doc ids and frequencies of ``token`` (``None`` when the partition lacks it)."""
         tid = self.token_id(token)
@@ -134,9 +162,10 @@ class Partition:
             else:
                 blocks = self._row(tid, ["_posting"]).column(0).combine_chunks()[0].values
             got = self._decode(blocks, int(self.lengths[tid]), f"{self.where} token {token!r}")
-            if self._postings is None and len(self._cache) >= _POSTING_CACHE:
-                self._cache.pop(next(iter(self._cache)))
-            self._cache[tid] = got
+            if self._postings is None:
+                self._remember(self._cache, tid, got)
+            else:
+                self._cache[tid] = got
         return got
 
     def _decode(self, blocks: pa.Array, length: int, where: str) -> tuple[U32, U32]:
@@ -159,13 +188,19 @@ class Partition:
             return []
         if not self.has_positions:
             raise NotSupportedError("phrase queries need an INVERTED index built with with_position=True")
+        held = self._pos_cache.get(tid)
+        if held is not None:
+            return held
         if self._positions is not None:
             row = self._positions.slice(tid, 1)
         else:
             row = self._row(tid, ["_compressed_position", "_position_block_offset"])
         stream = row.column(0)[0].as_py()
         offsets = row.column(1)[0].values.to_numpy()
-        return decode_positions(stream, offsets, got[1], f"{self.where} token {token!r}")
+        out = decode_positions(stream, offsets, got[1], f"{self.where} token {token!r}")
+        if self._positions is None:
+            self._remember(self._pos_cache, tid, out)
+        return out
 
     def nbytes(self) -> int:
         """Rough bytes held (for the session's index cache)."""

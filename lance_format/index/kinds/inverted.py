@@ -192,17 +192,15 @@ def _remapped(part: files.Partition, amap: RowAddressMap) -> TokenChunk:
         if part.has_positions:
             plist = part.token_positions(tok)
             pos.extend(p for p, ok in zip(plist, live.tolist(), strict=True) if ok)
-    # Pairs must follow document order for positions to line up with ``merge``/``write_partition``.
+    # Pairs by token, then document (a chunk's order), the positions alongside.
     doc_arr = np.concatenate(docs) if docs else np.zeros(0, np.uint32)
     tok_arr = np.concatenate(toks) if toks else np.zeros(0, np.uint32)
     freq_arr = np.concatenate(freqs) if freqs else np.zeros(0, np.uint32)
-    order = np.lexsort((tok_arr, doc_arr))
     positions = None
     if part.has_positions:
-        positions = np.concatenate([pos[i] for i in order.tolist()]).astype(np.uint32) if pos else \
-            np.zeros(0, np.uint32)
+        positions = np.concatenate(pos).astype(np.uint32) if pos else np.zeros(0, np.uint32)
     return TokenChunk(np.asarray(new_ids, dtype=np.uint64), part.num_tokens[keep], tokens,
-                      doc_arr[order], tok_arr[order], freq_arr[order], positions)
+                      doc_arr, tok_arr, freq_arr, positions)
 
 
 KIND = InvertedKind()
