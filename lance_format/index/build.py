@@ -189,6 +189,11 @@ def execute_index_task(task: IndexBuildTask) -> Any:
     return task.kind.encode(data, task.model, task.context)
 
 
+def execute_finish_task(item: tuple[IndexKind, Any]) -> Any:
+    """Run one of a kind's :meth:`~IndexKind.finish_tasks` items (runs anywhere)."""
+    return item[0].finish(item[1])
+
+
 def write_segment(plan: IndexBuildPlan, chunks: Sequence[Any]) -> tuple[IndexMetadata, IndexDir]:
     """Write the segment's files from the tasks' results; returns its metadata and directory."""
     ds, kind = plan.dataset, plan.kind
@@ -207,7 +212,11 @@ def write_segment(plan: IndexBuildPlan, chunks: Sequence[Any]) -> tuple[IndexMet
 
 def build_change(plan: IndexBuildPlan, runner: Runner | None = None) -> IndexChange:
     """Run the plan's tasks and write its segment: the ``CreateIndex`` change, not yet committed."""
-    chunks = (runner or LocalRunner()).map(execute_index_task, list(plan.tasks))
+    run = runner or LocalRunner()
+    chunks = run.map(execute_index_task, list(plan.tasks))
+    finish = [(plan.kind, t) for t in plan.kind.finish_tasks(chunks, plan.model, plan.context)]
+    if finish:  # a second pass over regrouped rows (HNSW graphs per partition), on the runner too
+        chunks = run.map(execute_finish_task, finish)
     meta, out = write_segment(plan, chunks)
     return IndexChange((meta,), plan.replaced, (out,))
 

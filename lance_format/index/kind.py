@@ -206,6 +206,20 @@ class IndexKind:
         """One task's contribution to the segment (runs on the runner; result is pickled)."""
         return data
 
+    def finish_tasks(self, chunks: Sequence[Any], model: Any, ctx: BuildContext) -> Sequence[Any]:
+        """Picklable work for the runner between the :meth:`encode` tasks and :meth:`write`.
+
+        A kind whose segment needs a second pass over regrouped rows (HNSW graphs per IVF
+        partition) returns one item per group; each runs through :meth:`finish` on the runner
+        and :meth:`write` gets their results instead of the chunks. Default: none (and a
+        :meth:`write` must still accept plain chunks, as ``commit_index_build`` passes them).
+        """
+        return ()
+
+    def finish(self, task: Any) -> Any:
+        """Run one :meth:`finish_tasks` item (on the runner; the result is pickled)."""
+        return task
+
     def write(self, out: IndexDir, chunks: Sequence[Any], model: Any, ctx: BuildContext) -> tuple[IndexFile, ...]:
         """Write the segment's files from every task's :meth:`encode` result."""
         raise UnsupportedIndexTypeError(f"building {self.name} indices is not supported")

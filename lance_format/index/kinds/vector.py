@@ -168,6 +168,14 @@ class VectorKind(IndexKind):
     def encode(self, data: TrainingData, model: Any, ctx: BuildContext) -> vb.VectorChunk:
         return vb.encode_rows(data, model)
 
+    def finish_tasks(self, chunks: Sequence[Any], model: Any, ctx: BuildContext) -> Sequence[Any]:
+        """IVF_HNSW_*: the graphs are built per group of partitions on the runner."""
+        assert isinstance(model, vb.VectorModel)
+        return vb.graph_tasks(list(chunks), model)
+
+    def finish(self, task: Any) -> Any:
+        return vb.build_partition_graphs(task)
+
     def write(self, out: IndexDir, chunks: Sequence[Any], model: Any, ctx: BuildContext) -> tuple[IndexFile, ...]:
         return vb.write_model_segment(out, list(chunks), model)
 

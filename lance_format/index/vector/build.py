@@ -35,6 +35,7 @@ from lance_format.index.vector import quantize as q
 from lance_format.index.vector.kmeans import F32, Metric, assign, normalize, train_kmeans
 from lance_format.index.vector.layout import (
     FlatStorage,
+    HnswGraph,
     IvfSegment,
     PQStorage,
     SQStorage,
@@ -271,20 +272,68 @@ def storage_of(rows: VectorChunk, model: VectorModel) -> Storage:
     return FlatStorage(rows.payload)
 
 
+@dataclass(frozen=True)
+class PartitionRows:
+    """The sorted rows of consecutive partitions ``first, first + 1, …`` and (once built) their graphs."""
+
+    first: int
+    rows: VectorChunk
+    lengths: npt.NDArray[np.int64]
+    graph: HnswGraph | None = None
+
+
+#: Rows one graph task aims at: consecutive partitions are grouped up to this size (a larger
+#: partition is a task of its own), so a runner spreads the graphs over its workers.
+GRAPH_TASK_ROWS = 100_000
+
+
+def graph_tasks(chunks: Sequence[VectorChunk], model: VectorModel) -> list[tuple[PartitionRows, VectorModel]]:
+    """Every task's rows regrouped by partition, for graphs built on the runner (IVF_HNSW_*; else none)."""
+    if model.hnsw is None:
+        return []
+    rows, lengths = merge_chunks(chunks, model)
+    ends = np.cumsum(lengths)
+    tasks: list[tuple[PartitionRows, VectorModel]] = []
+    p = lo = 0
+    while p < lengths.size:
+        # the partitions whose rows end within GRAPH_TASK_ROWS of this group's start (at least one)
+        q = max(p + 1, int(np.searchsorted(ends, lo + GRAPH_TASK_ROWS, side="right")))
+        hi = int(ends[q - 1])
+        part = VectorChunk(rows.partitions[lo:hi], rows.row_ids[lo:hi], rows.payload[lo:hi])
+        tasks.append((PartitionRows(p, part, lengths[p:q]), model))
+        p, lo = q, hi
+    return tasks
+
+
+def build_partition_graphs(task: tuple[PartitionRows, VectorModel]) -> PartitionRows:
+    """One graph task: the HNSW graphs of its partitions (runs on the runner)."""
+    group, model = task
+    assert model.hnsw is not None
+    graph = _hnsw.build_graphs(_hnsw.storage_vectors(group.rows.payload, model), group.lengths, model.hnsw,
+                               _hnsw.graph_metric(model.metric), first=group.first)
+    return replace(group, graph=graph)
+
+
 def write_rows(out: IndexDir, rows: VectorChunk, lengths: npt.NDArray[np.int64], model: VectorModel,
-               loss: float | None) -> tuple[IndexFile, ...]:
-    """Write a segment from rows already sorted by (partition, row id); HNSW graphs are built here."""
-    graph = None
-    if model.hnsw is not None:
-        graph = _hnsw.build_graphs(_hnsw.storage_vectors(rows.payload, model), lengths, model.hnsw,
-                                   _hnsw.graph_metric(model.metric))
+               loss: float | None, graph: HnswGraph | None = None) -> tuple[IndexFile, ...]:
+    """Write a segment from rows already sorted by (partition, row id); HNSW graphs not given are built here."""
+    if model.hnsw is not None and graph is None:
+        graph = build_partition_graphs((PartitionRows(0, rows, lengths), model)).graph
     seg = IvfSegment(model.index_type, model.metric, stored_centroids(model), lengths.astype(np.uint32),
                      rows.row_ids, storage_of(rows, model), loss, graph)
     return write_ivf_files(out, seg)
 
 
 def write_model_segment(out: IndexDir, chunks: Sequence[VectorChunk], model: VectorModel) -> tuple[IndexFile, ...]:
-    """Write the segment from every task's chunk (runs on the driver)."""
+    """Write the segment from every task's chunk, or from every graph task's partitions (on the driver)."""
+    if chunks and all(isinstance(c, PartitionRows) for c in chunks):
+        groups = sorted((c for c in chunks if isinstance(c, PartitionRows)), key=lambda g: g.first)
+        rows = VectorChunk(np.concatenate([g.rows.partitions for g in groups]),
+                           np.concatenate([g.rows.row_ids for g in groups]),
+                           np.concatenate([g.rows.payload for g in groups]))
+        graphs = [g.graph for g in groups if g.graph is not None]
+        return write_rows(out, rows, np.concatenate([g.lengths for g in groups]), model, model.loss,
+                          _hnsw.concat_graphs(graphs))
     rows, lengths = merge_chunks(chunks, model)
     return write_rows(out, rows, lengths, model, model.loss)
 

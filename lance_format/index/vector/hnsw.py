@@ -8,17 +8,22 @@ storage's units; ``lance:hnsw`` holds per partition the entry point (the node of
 non-empty level), the parameters and the cumulative ``level_offsets``.
 
 Construction. Levels are drawn as upstream does (``floor(-ln U / ln m)``, capped at
-``max_level - 1``; ``rust/lance-index/src/vector/hnsw/builder.rs``) from a fixed seed, so a
-build is reproducible. Instead of inserting nodes one by one (a sequential greedy search per
-node, which does not vectorise), each level's neighbour lists are the exact nearest nodes of
-that level (``ef_construction`` candidates, computed blockwise with one matrix product per
-block), thinned by HNSW's diversity heuristic and completed with reverse links, all
-vectorised over the nodes: the lists insertion would converge to, from exact candidates
-instead of a greedy search. pylance's search (greedy descent from the entry point, then a
-beam of ``ef`` on level 0) reads them as any HNSW graph. The
-cost is ``O(n²·dim)`` per partition; partitions are small for IVF_HNSW (the ``num_partitions``
-you choose splits the data), and above :data:`EXACT_LIMIT` nodes the candidates are restricted
-to a node's own and nearest sub-clusters (an approximate k-NN graph with the same layout).
+``max_level - 1``; ``rust/lance-index/src/vector/hnsw/builder.rs``) from a generator seeded by
+the partition's index, so a build is reproducible however its partitions are spread over
+tasks (the graphs are built per group of partitions on the runner, see
+:func:`lance_format.index.vector.build.graph_tasks`). Instead of inserting nodes one by one (a
+sequential greedy search per node, which does not vectorise), each level's neighbour lists
+are the nearest nodes of that level (:data:`SELECT_POOL` candidates, computed blockwise with
+one matrix product per block), thinned by HNSW's diversity heuristic and completed with
+reverse links, all vectorised over the nodes: the lists insertion would converge to, from
+k-NN candidates instead of a greedy search. pylance's search (greedy descent from the entry
+point, then a beam of ``ef`` on level 0) reads them as any HNSW graph.
+
+Cost. Up to :data:`EXACT_LIMIT` nodes the candidates are exact (``O(n²·dim)`` per level);
+above it they come from the node's own and nearest sub-clusters of about
+:data:`SUBCLUSTER_ROWS` rows (partition-local exact k-NN in chunks), so the cost per node is
+bounded and a partition of a million nodes builds in linear time. The heuristic costs
+``SELECT_POOL² · dim`` per node.
 """
 
 from __future__ import annotations
@@ -38,9 +43,17 @@ if TYPE_CHECKING:
 
 GraphMetric = Literal["l2", "dot"]
 #: Nodes above which a partition's neighbour search is restricted to nearby sub-clusters.
-EXACT_LIMIT = 20_000
-#: Nodes up to which a level draws ``ef_construction`` candidates per node (else ``2m``).
-POOL_LIMIT = 50_000
+EXACT_LIMIT = 8192
+#: Rows per sub-cluster and sub-clusters searched per row above :data:`EXACT_LIMIT`.
+SUBCLUSTER_ROWS = 1024
+SUBCLUSTER_PROBES = 3
+#: Candidates the neighbour heuristic weighs per node (at most ``ef_construction``): its cost
+#: grows with the square of this. The first :data:`NEAR_POOL` are the nearest nodes; the rest
+#: are spread evenly over the ranks up to ``ef_construction``: on clustered data the nearest
+#: few dozen all lie in the node's own cluster, and these farther ones give the links between
+#: clusters that keep the graph connected (what insertion's wide ``ef_construction`` finds).
+SELECT_POOL = 64
+NEAR_POOL = 40
 #: Distance entries computed at once.
 _BLOCK = 1 << 22
 _SEED = 0x5EED
@@ -113,33 +126,55 @@ def _knn(x: F32, k: int, metric: GraphMetric) -> tuple[npt.NDArray[np.int64], F3
 
 
 def _approx_knn(x: F32, k: int, metric: GraphMetric) -> tuple[npt.NDArray[np.int64], F32]:
-    """k-NN restricted to each row's sub-cluster and the nearest other sub-clusters (large partitions)."""
+    """k-NN restricted to each row's sub-cluster and the nearest other sub-clusters (large partitions).
+
+    The rows are split by a quick k-means into sub-clusters of about :data:`SUBCLUSTER_ROWS`;
+    a row's candidates are the members of its own and the :data:`SUBCLUSTER_PROBES` - 1 nearest
+    other sub-clusters, so the cost per row is a constant (``PROBES × SUBCLUSTER_ROWS``
+    distances) instead of the partition size: exact k-NN within each neighbourhood, blockwise
+    with one matrix product per block of rows.
+    """
     n = x.shape[0]
-    nclus = max(2, int(np.sqrt(n) / 4))
-    km = train_kmeans(x[np.random.default_rng(_SEED).choice(n, min(n, nclus * 64), replace=False)], nclus,
+    nclus = max(2, n // SUBCLUSTER_ROWS)
+    km = train_kmeans(x[np.random.default_rng(_SEED).choice(n, min(n, nclus * 32), replace=False)], nclus,
                       metric="dot" if metric == "dot" else "l2", max_iters=10)
     labels, _ = assign(x, km.centroids, metric)
     cdist = _pair_dist(km.centroids, km.centroids, metric)
-    near = np.argsort(cdist, axis=1)[:, :3]
+    near = np.argsort(cdist, axis=1)[:, :SUBCLUSTER_PROBES]
     idx = np.zeros((n, k), np.int64)
     dist = np.full((n, k), np.inf, np.float32)
-    members = [np.flatnonzero(labels == c) for c in range(nclus)]
-    for c in range(nclus):  # one block per sub-cluster, not per row
-        rows = members[c]
+    order = np.argsort(labels, kind="stable")
+    bounds = np.concatenate(([0], np.cumsum(np.bincount(labels, minlength=nclus))))
+    for c in range(nclus):  # one neighbourhood per sub-cluster, not per row
+        rows = order[bounds[c]:bounds[c + 1]]
         if rows.size == 0:
             continue
-        cand = np.concatenate([members[o] for o in near[c]])
-        d = _pair_dist(x[rows], x[cand], metric)
-        d[cand[None, :] == rows[:, None]] = np.inf
+        cand = np.concatenate([order[bounds[o]:bounds[o + 1]] for o in near[c]])
         kk = min(k, cand.size - 1)
         if kk <= 0:
             continue
-        part = np.argpartition(d, kk - 1, axis=1)[:, :kk]
-        pd = np.take_along_axis(d, part, axis=1)
-        order = np.argsort(pd, axis=1, kind="stable")
-        idx[rows, :kk] = cand[np.take_along_axis(part, order, axis=1)]
-        dist[rows, :kk] = np.take_along_axis(pd, order, axis=1)
+        xc = x[cand]
+        step = max(1, _BLOCK // cand.size)
+        for lo in range(0, rows.size, step):  # bounded memory however unbalanced the sub-clusters
+            r = rows[lo:lo + step]
+            d = _pair_dist(x[r], xc, metric)
+            d[cand[None, :] == r[:, None]] = np.inf
+            part = np.argpartition(d, kk - 1, axis=1)[:, :kk]
+            pd = np.take_along_axis(d, part, axis=1)
+            srt = np.argsort(pd, axis=1, kind="stable")
+            idx[r, :kk] = cand[np.take_along_axis(part, srt, axis=1)]
+            dist[r, :kk] = np.take_along_axis(pd, srt, axis=1)
     return idx, dist
+
+
+def _thin(idx: npt.NDArray[np.int64], dist: F32, size: int) -> tuple[npt.NDArray[np.int64], F32]:
+    """The nearest :data:`NEAR_POOL` candidates and the rest spread evenly over the farther ranks."""
+    c = idx.shape[1]
+    if c <= size:
+        return idx, dist
+    near = min(NEAR_POOL, size)
+    cols = np.concatenate([np.arange(near), np.linspace(near, c - 1, size - near).round().astype(np.int64)])
+    return idx[:, cols], dist[:, cols]
 
 
 def _select(x: F32, idx: npt.NDArray[np.int64], dist: F32, m: int, degree: int, metric: GraphMetric
@@ -160,7 +195,7 @@ def _select(x: F32, idx: npt.NDArray[np.int64], dist: F32, m: int, degree: int, 
         ci = idx[lo:lo + step]
         cd = dist[lo:lo + step]
         cv = x[ci]  # [b, c, dim]
-        prod = np.einsum("bid,bjd->bij", cv, cv)
+        prod = np.matmul(cv, cv.transpose(0, 2, 1))  # batched BLAS (einsum would not use it)
         if metric == "dot":
             pair = 1.0 - prod
         else:
@@ -221,9 +256,10 @@ def build_partition(x: F32, params: HnswParams, metric: GraphMetric, rng: np.ran
             degree = 2 * params.m if level == 0 else params.m
             sub = x[nodes]
             # insertion links a node to ``m`` chosen neighbours; reverse links fill up to the cap
-            pool = max(params.ef_construction, degree) if nodes.size <= POOL_LIMIT else degree
+            pool = max(params.ef_construction, degree)
             idx, dist = (_knn(sub, pool, metric) if nodes.size <= EXACT_LIMIT
                          else _approx_knn(sub, pool, metric))
+            idx, dist = _thin(idx, dist, max(SELECT_POOL, degree))
             src, dst, dd = _select(sub, idx, dist, params.m, degree, metric)
             nb, ds = _lists(int(nodes.size), src, dst, dd, nodes)
             vids.append(nodes.astype(np.uint32))
@@ -241,16 +277,27 @@ def build_partition(x: F32, params: HnswParams, metric: GraphMetric, rng: np.ran
     return vid, nb_all, ds_all, meta
 
 
-def build_graphs(vectors: F32, lengths: npt.NDArray[np.int64], params: HnswParams, metric: GraphMetric) -> HnswGraph:
-    """Graphs of every partition of a storage whose rows are grouped by partition (``lengths``)."""
-    rng = np.random.default_rng(_SEED)
+def build_graphs(vectors: F32, lengths: npt.NDArray[np.int64], params: HnswParams, metric: GraphMetric,
+                 first: int = 0) -> HnswGraph:
+    """Graphs of every partition of a storage whose rows are grouped by partition (``lengths``).
+
+    Args:
+        vectors: The rows, partition after partition.
+        lengths: Rows of each partition.
+        params: HNSW parameters.
+        metric: The graph's distance.
+        first: Index of the first partition in the segment: each partition draws its levels
+            from a generator seeded by its own index, so partitions built by different tasks
+            give the graphs one task would.
+    """
     vids: list[npt.NDArray[np.uint32]] = []
     nbs: list[pa.Array] = []
     dss: list[pa.Array] = []
     metas: list[dict[str, Any]] = []
     glens: list[int] = []
     lo = 0
-    for n in np.asarray(lengths, np.int64).tolist():  # one graph per partition
+    for i, n in enumerate(np.asarray(lengths, np.int64).tolist()):  # one graph per partition
+        rng = np.random.default_rng((_SEED, first + i))
         vid, nb, ds, meta = build_partition(vectors[lo:lo + n], params, metric, rng)
         vids.append(vid)
         nbs.append(nb)
@@ -262,3 +309,12 @@ def build_graphs(vectors: F32, lengths: npt.NDArray[np.int64], params: HnswParam
                       "__neighbors": pa.concat_arrays(nbs) if nbs else pa.array([], pa.list_(pa.uint32())),
                       "_distance": pa.concat_arrays(dss) if dss else pa.array([], pa.list_(pa.float32()))})
     return HnswGraph(table, np.asarray(glens, np.uint32), tuple(metas))
+
+
+def concat_graphs(graphs: list[HnswGraph]) -> HnswGraph:
+    """The graph of consecutive partition groups, in order (each built by :func:`build_graphs`)."""
+    if not graphs:
+        return build_graphs(np.zeros((0, 0), np.float32), np.zeros(0, np.int64), HnswParams(), "l2")
+    return HnswGraph(pa.concat_tables([g.table for g in graphs]),
+                     np.concatenate([g.lengths for g in graphs]).astype(np.uint32),
+                     tuple(p for g in graphs for p in g.partitions))
