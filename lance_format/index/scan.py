@@ -29,6 +29,7 @@ from lance_format.errors import CorruptFileError
 from lance_format.index import frag_reuse, registry
 from lance_format.index._compat import manifest_indices
 from lance_format.index.btree import same_values
+from lance_format.index.fastplan import FastAnd, FastExpr, FastLeaf, Unknown, plan_simple
 from lance_format.index.kind import ColumnIndex, IndexedColumns, ValueReader
 from lance_format.index.models import FRAG_REUSE_INDEX
 from lance_format.index.registry import stores_addresses
@@ -49,6 +50,10 @@ U64 = npt.NDArray[np.uint64]
 #: Candidates per fragment row above which whole ranges are decoded instead of taken.
 DENSE_FRACTION = 16
 _OPENED: weakref.WeakKeyDictionary[Any, dict[str, ValueReader]] = weakref.WeakKeyDictionary()
+#: Open fragment readers for candidate takes by (dataset URI, version, fragment, columns).
+TAKE_SCAN: CacheKind[FragmentScan] = CacheKind("take_scan")
+#: What one kept fragment scan holds (readers, chunk plans of the pages taken from), estimated.
+TAKE_SCAN_BYTES = 256 * 1024
 #: Opened segments by (dataset URI, segment directory URI, dataset version), in the session's index cache.
 OPENED_SEGMENT: CacheKind[ValueReader] = CacheKind("scalar_segment")
 
@@ -57,7 +62,7 @@ OPENED_SEGMENT: CacheKind[ValueReader] = CacheKind("scalar_segment")
 class Claim:
     """Rows one segment returned for one predicate, with the value it holds for each."""
 
-    leaf: Leaf
+    leaf: Leaf | FastLeaf
     where: str  # the segment's file, for the error
     addrs: U64  # sorted row addresses
     values: pa.Array  # the index's value of each row (aligned with ``addrs``)
@@ -67,7 +72,7 @@ class Claim:
 class IndexPlan:
     """Index answer for one scan: fragments it covers and the candidate rows in them."""
 
-    expr: IndexExpr
+    expr: IndexExpr | FastExpr
     covered: frozenset[int]
     addrs: U64  # sorted row addresses inside ``covered``
     claims: tuple[Claim, ...] = ()
@@ -213,7 +218,7 @@ class _Evaluator:
         out: U64 = v[pos_c[found]]
         return out, found
 
-    def leaf(self, leaf: Leaf) -> tuple[frozenset[int], U64]:
+    def leaf(self, leaf: Leaf | FastLeaf) -> tuple[frozenset[int], U64]:
         covered: set[int] = set()
         parts: list[U64] = []
         choice = next(c for c in self.indexed[leaf.column] if c.name == leaf.index_name)
@@ -241,15 +246,21 @@ class _Evaluator:
             return frozenset(covered) & self.live, parts[0]
         return frozenset(covered) & self.live, np.unique(np.concatenate(parts)) if parts else np.empty(0, np.uint64)
 
-    def eval(self, expr: IndexExpr) -> tuple[frozenset[int], U64]:
-        from lance_format.index.query import AndExpr, Leaf
-
-        if isinstance(expr, Leaf):
+    def eval(self, expr: IndexExpr | FastExpr) -> tuple[frozenset[int], U64]:
+        if isinstance(expr, FastLeaf):
             return self.leaf(expr)
+        if isinstance(expr, FastAnd):
+            conjunction = True
+        else:  # a plan of the full parser: its module is loaded already
+            from lance_format.index.query import AndExpr, Leaf
+
+            if isinstance(expr, Leaf):
+                return self.leaf(expr)
+            conjunction = isinstance(expr, AndExpr)
         results = [self.eval(c) for c in expr.children]
         covered = frozenset.intersection(*(r[0] for r in results))
         keep = [r[1][np.isin(fragment_of(r[1]), np.fromiter(covered, np.uint64, len(covered)))] for r in results]
-        if isinstance(expr, AndExpr):
+        if conjunction:
             out = keep[0]
             for k in keep[1:]:
                 out = np.intersect1d(out, k, assume_unique=True)
@@ -261,10 +272,12 @@ def index_plan(ctx: ReadContext, filter_sql: str | None) -> IndexPlan | None:
     """Candidate rows for ``filter_sql`` from the dataset's indices, or ``None`` if none apply."""
     if not filter_sql or not ctx.manifest.indices:
         return None
-    from lance_format.index.query import parse_index_expr  # sqlglot: only when there is a filter
-
     indexed = usable_indices(ctx)
-    expr = parse_index_expr(filter_sql, ctx.arrow_schema, indexed)
+    expr: IndexExpr | FastExpr | None | Unknown = plan_simple(filter_sql, ctx.arrow_schema, indexed)
+    if isinstance(expr, Unknown):  # beyond the common shapes: the full parser (imports sqlglot)
+        from lance_format.index.query import parse_index_expr
+
+        expr = parse_index_expr(filter_sql, ctx.arrow_schema, indexed)
     if expr is None:
         return None
     evaluator = _Evaluator(ctx, indexed)
@@ -308,12 +321,13 @@ def _indexed(scanner: Scan, frag: Any, plan: IndexPlan) -> Iterator[pa.RecordBat
     flt = str(opts.filter) if opts.filter is not None else ""
     need_ids = opts.with_row_id or ROW_ID in flt
     need_addr = opts.with_row_address or ROW_ADDR in flt
-    scan = FragmentScan(ctx, frag, scanner._read_columns())
     stable = ctx.row_ids(frag) if need_ids else None
     schema = scanner.projected_schema
     step = max(1, opts.batch_size)
     # Many candidates: decoding whole ranges and picking rows beats gathering row by row.
     dense = offsets.size * DENSE_FRACTION >= frag.physical_rows
+    scan = FragmentScan(ctx, frag, scanner._read_columns()) if dense else \
+        _take_scan(ctx, frag, tuple(scanner._read_columns()))
     windows = (range(0, frag.physical_rows, step) if dense else range(0, offsets.size, step))
     for start in windows:
         if dense:
@@ -341,6 +355,24 @@ def _indexed(scanner: Scan, frag: Any, plan: IndexPlan) -> Iterator[pa.RecordBat
             batch = batch.cast(schema)
         if batch.num_rows:
             yield batch
+
+
+def _take_scan(ctx: ReadContext, frag: Any, columns: tuple[str, ...]) -> FragmentScan:
+    """A fragment's open readers for gathering candidate rows, kept in the session's index cache.
+
+    Opening a fragment's data files (footer, column metadata) and planning the chunks of the
+    pages a take touches cost ~1 ms a fragment, more than gathering a few rows; a long-lived
+    process answering indexed queries on the same version reuses them. Only 2.1+ files are
+    kept: their takes decode chunks, never keep whole decoded pages (older formats' takes do).
+    """
+    key = (ctx.store.uri(""), ctx.manifest.version, frag.id, columns)
+    cache = ctx.store.session.index_cache
+    found = cache.get(TAKE_SCAN, key)
+    if found is None:
+        found = FragmentScan(ctx, frag, columns)
+        if all(v >= (2, 1) for v in found.file_versions()):
+            cache.put(TAKE_SCAN, key, found, TAKE_SCAN_BYTES)
+    return found
 
 
 def explain(scanner: Scan) -> str:

@@ -221,6 +221,10 @@ class FragmentScan:
         for entry in self._plan:
             self._reader(entry)
 
+    def file_versions(self) -> list[tuple[int, int]]:
+        """Lance file versions of the data files this scan reads (opening them)."""
+        return [tuple(self._reader(entry).file_version) for entry in self._plan]
+
     def read(self, start: int, stop: int) -> pa.RecordBatch:
         """Physical rows ``[start, stop)`` with the projected columns (absent fields null)."""
         if self._readahead:

@@ -23,7 +23,7 @@ import lance_format
 from lance_format.errors import CorruptFileError
 from lance_format.file import LanceFileReader
 from lance_format.index import btree
-from lance_format.index.scan import OPENED_SEGMENT
+from lance_format.index.scan import OPENED_SEGMENT, TAKE_SCAN
 from lance_format.session import Session, default_session
 
 
@@ -159,3 +159,17 @@ def test_integer_order_matches_arrows_stable_sort() -> None:
         values, out = btree.sort_training_data(arr, ids)
         order = pc.array_sort_indices(arr, null_placement="at_start").to_numpy()
         assert values.equals(arr.take(pa.array(order))) and np.array_equal(out, ids[order]), arr.type
+
+
+@pytest.mark.parametrize(("version", "kept"), [("2.1", True), ("2.2", True), ("2.0", False)])
+def test_fragment_readers_for_candidate_takes_are_kept_only_for_files_whose_takes_keep_no_pages(
+        make_path: Callable[[str], str], version: str, kept: bool) -> None:
+    path = make_path(f"take_{version}")
+    ds = lance_format.write_dataset(_table(), path, mode="create", max_rows_per_file=1000,
+                                    data_storage_version=version)
+    ds.create_scalar_index("k", "BTREE")
+    default_session().clear()
+    theirs = lance.dataset(path)
+    for _ in range(2):
+        assert _ids(lance_format.dataset(path), "k = 17") == _ids(theirs, "k = 17")
+    assert (default_session().index_cache.count(TAKE_SCAN) > 0) == kept
