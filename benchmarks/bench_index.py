@@ -20,6 +20,9 @@ other core, as on a loaded machine):
   newly opened dataset (a long-lived process serving requests); our full scan (the same filter
   as an Arrow expression, no index) is timed warm too.
 
+Wall seconds and the CPU seconds of each process (all its threads) are both printed: on a
+loaded machine wall time also measures how the scheduler shares the cores between processes.
+
 Prints seconds and the ours / pylance and index / full-scan ratios, and checks that both
 engines and our full scan returned the same number of rows and that our plan used the index.
 
@@ -254,9 +257,9 @@ def child_btree_build(engine: str, src: str, dst: str) -> dict[str, Any]:
     out = {}
     for column, kind in BTREE_INDICES:
         ds = _open(engine, dst)
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         ds.create_scalar_index(column, kind)
-        out[kind] = time.perf_counter() - t0
+        out[kind], out[f"{kind}_cpu"] = time.perf_counter() - t0, time.process_time() - c0
     return out
 
 
@@ -265,26 +268,29 @@ def child_btree_query(engine: str, path: str, flt: str) -> dict[str, Any]:
     each on a newly opened dataset (a long-lived process serving requests); ours also times its
     full scan (the same filter as an Arrow expression, which never uses an index)."""
     _imports(engine)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     n = _open(engine, path).to_table(filter=flt).num_rows
-    first = time.perf_counter() - t0
-    warm = []
+    first, first_cpu = time.perf_counter() - t0, time.process_time() - c0
+    warm, warm_cpu = [], []
     for _ in range(5):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         _open(engine, path).to_table(filter=flt)
         warm.append(time.perf_counter() - t0)
-    out: dict[str, Any] = {"first": first, "warm": statistics.median(warm), "rows": n}
+        warm_cpu.append(time.process_time() - c0)
+    out: dict[str, Any] = {"first": first, "warm": statistics.median(warm), "rows": n, "first_cpu": first_cpu,
+                           "warm_cpu": statistics.median(warm_cpu)}
     if engine == "ours":
         from lance_format.sql import to_expression
 
         ds = _open(engine, path)
         expr = to_expression(flt, ds.schema)
-        scans = []
+        scans, scans_cpu = [], []
         for _ in range(3):
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             n_scan = _open(engine, path).to_table(filter=expr).num_rows
             scans.append(time.perf_counter() - t0)
-        out.update(scan=statistics.median(scans), scan_rows=n_scan,
+            scans_cpu.append(time.process_time() - c0)
+        out.update(scan=statistics.median(scans), scan_cpu=statistics.median(scans_cpu), scan_rows=n_scan,
                    indexed="ScalarIndexQuery" in ds.scanner(filter=flt).explain_plan())
     return out
 
@@ -322,9 +328,11 @@ def run_btree_part(rows: int, fragment_rows: int, repeat: int, storage_version: 
                 builds[e].append(_child("btree_build", engine=e, src=base, dst=built[e]))
         out: list[list[str]] = []
         for column, kind in BTREE_INDICES:
-            o = statistics.median([b[kind] for b in builds["ours"] if kind in b] or [float("nan")])
-            t = statistics.median([b[kind] for b in builds["pylance"] if kind in b] or [float("nan")])
-            out.append([f"build {kind} on {column}", fmt_seconds(o), fmt_seconds(t), fmt_ratio(o, t), "-", "-"])
+            o, t, oc, tc = (statistics.median([b[k] for b in builds[e] if k in b] or [float("nan")])
+                            for e, k in (("ours", kind), ("pylance", kind), ("ours", f"{kind}_cpu"),
+                                         ("pylance", f"{kind}_cpu")))
+            out.append([f"build {kind} on {column}", fmt_seconds(o), fmt_seconds(t), fmt_ratio(o, t),
+                        fmt_seconds(oc), fmt_seconds(tc), fmt_ratio(oc, tc), "-", "-"])
             print(out[-1], flush=True)
         for label, flt in queries:
             res: dict[str, list[dict[str, Any]]] = {e: [] for e in engines}
@@ -338,19 +346,23 @@ def run_btree_part(rows: int, fragment_rows: int, repeat: int, storage_version: 
                 raise SystemExit(f"{label}: ours {n_ours} rows (scan {ok[0].get('scan_rows') if ok else None}, "
                                  f"index used: {ok[0].get('indexed') if ok else None}), pylance {n_theirs}")
             scan = statistics.median([x["scan"] for x in ok])
+            scan_cpu = statistics.median([x["scan_cpu"] for x in ok])
             for part in ("first", "warm"):
-                o = statistics.median([x[part] for x in ok])
-                t = statistics.median([x[part] for x in res["pylance"] if part in x] or [float("nan")])
+                o, oc = (statistics.median([x[k] for x in ok]) for k in (part, f"{part}_cpu"))
+                t, tc = (statistics.median([x[k] for x in res["pylance"] if k in x] or [float("nan")])
+                         for k in (part, f"{part}_cpu"))
                 out.append([f"{label} {part} ({n_ours} rows)", fmt_seconds(o), fmt_seconds(t), fmt_ratio(o, t),
+                            fmt_seconds(oc), fmt_seconds(tc), fmt_ratio(oc, tc),
                             fmt_seconds(scan) if part == "warm" else "-",
-                            fmt_ratio(o, scan) if part == "warm" else "-"])
+                            f"{fmt_ratio(o, scan)} (CPU {fmt_ratio(oc, scan_cpu)})" if part == "warm" else "-"])
                 print(out[-1], flush=True)
     finally:
         if busy is not None:
             busy.kill()
             busy.wait()
     print()
-    print_table(["operation", "ours", "pylance", "ours/pylance", "our full scan (warm)", "index/scan"], out)
+    print_table(["operation", "ours", "pylance", "ours/pylance", "ours CPU", "pylance CPU", "CPU ours/pylance",
+                 "our full scan (warm)", "index/scan"], out)
 
 
 def main() -> None:
