@@ -35,8 +35,7 @@ from .lineage import COMMIT_MESSAGE
 from .merge_keys import MergeSpec, key_expression, key_values, non_null
 from .partitions import PartitionSlice
 from .reader import open_dataset
-from .schema_modes import plan_schema
-from .writer import WriteResult, _describe, _evolve, _merge_keys, open_target
+from .writer import WriteResult, _describe, _evolve, plan_target
 
 
 class DistributedHandler(Protocol):
@@ -80,16 +79,14 @@ def commit_distributed(
         SchemaError: a schema change the schema mode refuses, bad merge keys, or duplicate source keys.
         DatasetAlreadyExistsError: ``mode="error"`` and the target already has rows.
     """
-    where = where or uri
     schema = handler.arrow_schema(obj)
-    expr = partition.expression(schema, where=where) if partition is not None else None
-    existing, before, skipped = open_target(settings, uri, mode, expr, partition, where)
-    if skipped is not None:
-        return skipped
+    target = plan_target(settings, uri, schema, mode=mode, schema_mode=schema_mode, partition=partition,
+                         merge=merge, where=where)
+    if isinstance(target, WriteResult):
+        return target  # mode="ignore" over rows that exist
+    where, expr, existing, before, keys, planned = (target.where, target.expr, target.existing, target.before,
+                                                    target.keys, target.plan)
     merge = merge or MergeOptions()
-    keys = _merge_keys(existing, schema, merge, where) if mode == "merge" else ()
-    planned = plan_schema(existing, schema, schema_mode=schema_mode, mode=mode, where=where,
-                          partitioned=partition is not None)
     if expr is not None:
         outside = handler.rows_outside(obj, expr)
         if outside:

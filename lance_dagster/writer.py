@@ -102,6 +102,50 @@ def open_target(settings: LanceSettings, uri: str, mode: WriteMode, expr: pc.Exp
     return existing, before, None
 
 
+@dataclass(frozen=True)
+class WriteTarget:
+    """What a write goes to, planned once for local and distributed writes alike.
+
+    Attributes:
+        where: what is written, for error messages.
+        expr: the partition's filter (``None``: the whole table).
+        existing: the dataset (``None`` if it does not exist yet).
+        before: its state before the write.
+        keys: the merge keys (``mode="merge"``), else empty.
+        plan: the schema change the schema mode allows.
+    """
+
+    where: str
+    expr: pc.Expression | None
+    existing: LanceDataset | None
+    before: _Before
+    keys: tuple[str, ...]
+    plan: SchemaPlan
+
+
+def plan_target(settings: LanceSettings, uri: str, schema: pa.Schema, *, mode: WriteMode, schema_mode: SchemaMode,
+                partition: PartitionSlice | None, merge: MergeOptions | None, where: str | None
+                ) -> WriteTarget | WriteResult:
+    """Open the target and plan the write's partition filter, merge keys and schema change.
+
+    Returns:
+        The target, or the result of skipping the write (``mode="ignore"`` over existing rows).
+
+    Raises:
+        DatasetAlreadyExistsError: ``mode="error"`` and the target has rows.
+        SchemaError: bad merge keys or a schema change the schema mode refuses.
+    """
+    where = where or uri
+    expr = partition.expression(schema, where=where) if partition is not None else None
+    existing, before, skipped = open_target(settings, uri, mode, expr, partition, where)
+    if skipped is not None:
+        return skipped
+    keys = _merge_keys(existing, schema, merge or MergeOptions(), where) if mode == "merge" else ()
+    plan = plan_schema(existing, schema, schema_mode=schema_mode, mode=mode, where=where,
+                       partitioned=partition is not None)
+    return WriteTarget(where, expr, existing, before, tuple(keys), plan)
+
+
 def checked_batches(batches: Iterator[pa.RecordBatch], expr: pc.Expression, *,
                     where: str) -> Iterator[pa.RecordBatch]:
     """Pass ``batches`` through, failing on the first batch with a row outside ``expr``.
@@ -168,14 +212,12 @@ def commit_arrow(
         SchemaError: a schema change the schema mode does not allow, or a missing partition column.
         DatasetAlreadyExistsError: ``mode="error"`` and the target already has rows.
     """
-    where = where or uri
-    expr = partition.expression(data.schema, where=where) if partition is not None else None
-    existing, before, skipped = open_target(settings, uri, mode, expr, partition, where)
-    if skipped is not None:
-        return skipped
-    keys = _merge_keys(existing, data.schema, merge or MergeOptions(), where) if mode == "merge" else ()
-    plan = plan_schema(existing, data.schema, schema_mode=schema_mode, mode=mode, where=where,
-                       partitioned=partition is not None)
+    target = plan_target(settings, uri, data.schema, mode=mode, schema_mode=schema_mode, partition=partition,
+                         merge=merge, where=where)
+    if isinstance(target, WriteResult):
+        return target  # mode="ignore" over rows that exist
+    where, expr, existing, before, keys, plan = (target.where, target.expr, target.existing, target.before,
+                                                 target.keys, target.plan)
     if plan.evolves and isinstance(data, pa.RecordBatchReader):
         data = data.read_all()  # check every row before the schema commits, not after them
     if expr is not None:
