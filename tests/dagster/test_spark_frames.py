@@ -8,7 +8,11 @@ from dagster import (
     AssetExecutionContext,
     AssetIn,
     DagsterInstance,
+    DailyPartitionsDefinition,
     StaticPartitionsDefinition,
+    TableColumn,
+    TableSchema,
+    TimeWindowPartitionMapping,
     asset,
     materialize,
 )
@@ -89,3 +93,37 @@ def test_spark_rows_outside_the_partition_write_nothing(spark: Any, root: str, i
     assert "1 rows are outside the partition" in str(result.get_step_failure_events()[0].event_specific_data.error)
     with pytest.raises(lance_format.errors.DatasetNotFoundError):
         lance_format.dataset(f"{root}/visits.lance")
+
+
+DAYS_SPARK = DailyPartitionsDefinition(start_date="2026-01-01", end_date="2026-01-04")
+
+
+@asset(partitions_def=DAYS_SPARK,
+       ins={"running": AssetIn(partition_mapping=TimeWindowPartitionMapping(
+           start_offset=-1, end_offset=-1))},
+       metadata={"partition_expr": "day",
+                 "dagster/column_schema": TableSchema(columns=[
+                     TableColumn("day", "string"),
+                     TableColumn("total", "int64")])})
+def running(context: AssetExecutionContext, running: pyspark.sql.DataFrame) -> pyspark.sql.DataFrame:
+    """A self-dependent Spark asset: yesterday's total plus one."""
+    SEEN.setdefault("running", []).append((running.count(), running.schema.simpleString()))
+    rows = running.collect()
+    before = rows[0]["total"] if rows else 0
+    spark = pyspark.sql.SparkSession.getActiveSession()
+    return spark.createDataFrame([(context.partition_key, before + 1)], "day string, total long")
+
+
+def test_self_dependent_spark_asset_first_partition_reads_an_empty_frame(spark: Any, root: str,
+                                                                         io_manager: LanceIOManager,
+                                                                         instance: DagsterInstance) -> None:
+    SEEN.pop("running", None)
+    for day in ("2026-01-01", "2026-01-02", "2026-01-03"):
+        assert materialize([running], partition_key=day, resources={"io_manager": io_manager},
+                           instance=instance).success
+    seen = SEEN["running"]
+    # first partition: nothing written yet, an empty DataFrame of the declared schema; then yesterday's row
+    assert seen[0] == (0, "struct<day:string,total:bigint>")
+    assert [count for count, _ in seen[1:]] == [1, 1]
+    table = lance_format.dataset(f"{root}/running.lance").to_table().sort_by("day")
+    assert table.column("total").to_pylist() == [1, 2, 3]
