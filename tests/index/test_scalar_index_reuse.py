@@ -173,3 +173,17 @@ def test_fragment_readers_for_candidate_takes_are_kept_only_for_files_whose_take
     for _ in range(2):
         assert _ids(lance_format.dataset(path), "k = 17") == _ids(theirs, "k = 17")
     assert (default_session().index_cache.count(TAKE_SCAN) > 0) == kept
+
+
+def test_takes_projecting_a_nested_column_keep_no_readers(make_path: Callable[[str], str]) -> None:
+    path = make_path("nested")
+    table = _table().append_column("tags", pa.array([[i % 5, i % 7] for i in range(6000)], pa.list_(pa.int64())))
+    ds = lance_format.write_dataset(table, path, mode="create", max_rows_per_file=1000)
+    ds.create_scalar_index("k", "BTREE")
+    default_session().clear()
+    theirs = lance.dataset(path)
+    full = lance_format.dataset(path).to_table(filter="k = 17").sort_by("id")
+    assert full.equals(theirs.to_table(filter="k = 17").sort_by("id"))
+    assert default_session().index_cache.count(TAKE_SCAN) == 0
+    assert _ids(lance_format.dataset(path), "k = 17") == _ids(theirs, "k = 17")
+    assert default_session().index_cache.count(TAKE_SCAN) > 0
