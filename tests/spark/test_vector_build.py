@@ -49,3 +49,39 @@ def test_spark_build_equals_local_build(spark: Any, tmp_path: Path, monkeypatch:
     assert isinstance(local.storage, PQStorage) and isinstance(remote.storage, PQStorage)
     assert np.array_equal(local.storage.codebook, remote.storage.codebook)
     assert np.array_equal(local.storage.codes, remote.storage.codes)
+
+
+@pytest.mark.slow
+def test_spark_builds_hnsw_graphs_on_executors_equal_to_local(spark: Any, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    from lance_format.index.vector import build as vb
+    from lance_format.spark import SparkRunner
+
+    monkeypatch.setattr(vb, "GRAPH_TASK_ROWS", 600)  # several graph tasks: partitions spread over executors
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((N, DIM)).astype(np.float32)
+    tbl = pa.table({"id": np.arange(N), "vec": pa.FixedSizeListArray.from_arrays(pa.array(x.ravel()), DIM)})
+    segs = []
+    for name, runner in (("local", LocalRunner()), ("spark", SparkRunner(spark))):
+        uri = str(tmp_path / name)
+        lance.write_dataset(tbl, uri, max_rows_per_file=1000)
+        lance_format.dataset(uri).create_index("vec", "IVF_HNSW_SQ", num_partitions=6, runner=runner)
+        segs.append(_segment(uri))
+        assert "ANNSubIndex" in str(lance.dataset(uri).scanner(
+            nearest={"column": "vec", "q": x[0], "k": 5}, columns=["id"]).explain_plan())
+    local, remote = segs
+    assert local.hnsw is not None and remote.hnsw is not None
+    assert local.hnsw.partitions == remote.hnsw.partitions  # entry points, levels, parameters
+    assert local.hnsw.table["__vector_id"].equals(remote.hnsw.table["__vector_id"])
+    # an executor's BLAS may round a distance in the last bit differently (another thread
+    # count), which can swap two equally near neighbours: the lists agree almost everywhere
+    a, b = local.hnsw.table["__neighbors"].to_pylist(), remote.hnsw.table["__neighbors"].to_pylist()
+    assert np.mean([x == y for x, y in zip(a, b, strict=True)]) >= 0.98
+    da = np.concatenate([np.asarray(v, np.float32) for v, w in zip(local.hnsw.table["_distance"].to_pylist(),
+                                                                   remote.hnsw.table["_distance"].to_pylist(),
+                                                                   strict=True) if len(v) == len(w)])
+    db = np.concatenate([np.asarray(w, np.float32) for v, w in zip(local.hnsw.table["_distance"].to_pylist(),
+                                                                   remote.hnsw.table["_distance"].to_pylist(),
+                                                                   strict=True) if len(v) == len(w)])
+    assert np.allclose(np.sort(da), np.sort(db), rtol=1e-4)
+    assert np.array_equal(local.row_ids, remote.row_ids)
