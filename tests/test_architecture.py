@@ -19,6 +19,7 @@ here when adding a top-level module or package.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -295,6 +296,33 @@ def test_no_import_cycles_counting_imports_inside_functions() -> None:
                  and i.target != m} for m in MODULES}
     cycles = _cycles(graph)
     assert cycles == [], "import cycles:\n" + "\n".join(" <-> ".join(c) for c in cycles)
+
+
+#: Modules that may name an index kind (a details message or an ``index_type``) in code: the kinds
+#: themselves, their format and codec modules, and the system index (fragment reuse). Everything else
+#: asks ``lance_format.index.registry`` (issue 22 item 1).
+KIND_NAMING = ("lance_format.index.kinds.", "lance_format.index.codec", "lance_format.index.vector.",
+               "lance_format.index.inverted.", "lance_format.index.models", "lance_format.index.frag_reuse",
+               "lance_format.spark.sql_functions")  # (lance_create_index's documented default, 'BTREE')
+_KIND_NAMES = re.compile(r"^(/lance\.[\w.]+\.)?\w+IndexDetails$|^(BTREE|BITMAP|LABEL_LIST|ZONEMAP|BLOOMFILTER|"
+                         r"NGRAM|INVERTED|FTS|IVF_[A-Z_]+)$")
+
+
+def _kind_literals(module: str) -> list[str]:
+    """String constants naming an index kind in ``module``'s code (docstrings left out)."""
+    tree = ast.parse(MODULES[module].read_text(encoding="utf-8"))
+    docstrings = {id(n.body[0].value) for n in ast.walk(tree)
+                  if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and n.body
+                  and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+    return [f"{module}:{n.lineno} {n.value!r}" for n in ast.walk(tree)
+            if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docstrings
+            and _KIND_NAMES.match(n.value)]
+
+
+def test_only_the_kinds_name_index_kinds() -> None:
+    found = [hit for m in MODULES if not m.startswith(KIND_NAMING) for hit in _kind_literals(m)]
+    assert found == [], ("modules that name an index kind instead of asking lance_format.index.registry:\n"
+                         + "\n".join(found))
 
 
 def test_the_contract_sees_what_it_checks() -> None:

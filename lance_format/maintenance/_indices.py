@@ -18,7 +18,7 @@ from typing import Any
 
 from pyroaring import BitMap
 
-from lance_format.index import frag_reuse, remap
+from lance_format.index import frag_reuse, registry, remap
 from lance_format.index._compat import to_model
 from lance_format.index.registry import stores_addresses as _stores
 from lance_format.table.commit import build_manifest
@@ -105,13 +105,14 @@ def stores_addresses(info: IndexInfo, stable_row_ids: bool) -> bool:
     return bool(_stores(_model(info.entry), stable_row_ids))
 
 
-#: Index kinds pylance 14.0.2 answers correctly from when a compaction leaves their
-#: fragment bitmap naming removed fragments (it scans the new fragments unindexed);
-#: checked by INDEX for INVERTED, NGRAM and IVF vector indices (``tests/index/test_remap.py``).
-#: pylance itself leaves ZoneMap / BloomFilter that way.
-_LEFT_STALE_OK = {"InvertedIndexDetails", "NGramIndexDetails", "VectorIndexDetails", "ZoneMapIndexDetails",
-                  "BloomFilterIndexDetails", "LabelListIndexDetails", "BTreeIndexDetails", "BitmapIndexDetails",
-                  "JsonIndexDetails"}
+def _left_stale_ok(info: IndexInfo) -> bool:
+    """Whether pylance answers correctly from this index when a compaction leaves its fragment bitmap
+    naming removed fragments (it scans the new fragments unindexed): every kind of the registry,
+    checked for INVERTED, NGRAM and IVF vector indices (``tests/index/test_remap.py``); pylance
+    itself leaves ZoneMap / BloomFilter that way. An unknown kind is held back instead.
+    """
+    kind = registry.for_segment(_model(info.entry))
+    return kind is not None and kind.family != "system"
 
 
 def _probe_bitmaps_follow(manifest: Any, info: IndexInfo, remapped: bool) -> bool:
@@ -143,7 +144,7 @@ def unremappable_coverage(manifest: Any, *, stable_row_ids: bool) -> set[int]:
     * Without stable row ids an index is remapped (when ``lance_format.index`` can) and
       the table layer must then move its fragment bitmap to the new ids; an index it
       cannot remap is left as it is when pylance answers correctly from such an index
-      (``_LEFT_STALE_OK``), else (an unknown kind) its fragments are held back, as
+      (``_left_stale_ok``), else (an unknown kind) its fragments are held back, as
       pylance holds back fragments of indices it cannot read.
     * With stable row ids the index stays valid but its bitmap must move; if the table
       layer's ``Rewrite`` does not do that yet, indexed fragments are held back.
@@ -158,7 +159,7 @@ def unremappable_coverage(manifest: Any, *, stable_row_ids: bool) -> set[int]:
             continue
         remap = not stable_row_ids and can_remap(info)
         if not stable_row_ids and not remap:
-            if info.type_name in _LEFT_STALE_OK:
+            if _left_stale_ok(info):
                 continue
         elif info.fragment_ids:
             if remap not in probes:

@@ -24,13 +24,12 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from lance_format.errors import InvalidInputError, NotSupportedError
-from lance_format.index import frag_reuse
+from lance_format.index import frag_reuse, registry
 from lance_format.index._compat import manifest_indices
 from lance_format.index.inverted import bm25
 from lance_format.index.inverted.bm25 import Corpus, FlatDocs, Hits
 from lance_format.index.inverted.files import InvertedFiles, cached_segment
 from lance_format.index.inverted.tokenizer import Analyzer
-from lance_format.index.models import kind_of
 from lance_format.index.store import IndexDir
 from lance_format.scanner import LanceScanner
 from lance_format.search import fts_query as q
@@ -40,7 +39,11 @@ from lance_format.table.scan import ScanOptions
 
 U64 = npt.NDArray[np.uint64]
 SCORE = "_score"
-_DETAILS = "InvertedIndexDetails"
+
+
+def _is_text(meta: IndexMetadata) -> bool:
+    kind = registry.for_segment(meta)  # the full-text kinds (INVERTED) are the registry's "text" family
+    return kind is not None and kind.family == "text" and kind.understands(meta)
 
 
 def inverted_segments(ctx: ReadContext, column: str) -> list[IndexMetadata]:
@@ -49,7 +52,7 @@ def inverted_segments(ctx: ReadContext, column: str) -> list[IndexMetadata]:
     if field is None:
         return []
     segs = [m for m in manifest_indices(ctx.manifest)
-            if kind_of(m) == _DETAILS and tuple(m.fields) == (field.id,)]
+            if _is_text(m) and tuple(m.fields) == (field.id,)]
     if not segs:
         return []
     name = segs[0].name
