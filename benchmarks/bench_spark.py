@@ -1,41 +1,176 @@
-"""Spark benchmark: the ``lance`` data source and Spark-run compaction, side by side with anchors.
+"""Spark benchmark: the ``lance`` data source side by side with its two anchors, in one run.
 
 Run from the repository root::
 
-    python -m benchmarks.bench_spark                    # 10M rows (the benchmark table of bench_file)
-    python -m benchmarks.bench_spark --rows 1000000     # quicker, for a shared machine
+    python -m benchmarks.bench_spark                          # 2M rows, file versions 2.0 and 2.2
+    python -m benchmarks.bench_spark --rows 10000000 --rounds 3 --versions 2.0
 
-One run measures, on Spark ``local[2]`` (session start-up and imports not timed):
+Engines, each in a fresh process with its own Spark ``local[2]`` session, run interleaved
+(the order rotates every round) and every number is the median over ``--rounds`` rounds:
 
-* ``groupby``: read + ``groupBy("category").avg("x")`` — Lance (``columns`` option, since the
-  Python data source API has no column-pruning hook) vs Spark on Parquet (the anchor);
-* ``read+write``: read the whole table and write it back (Lance → Lance overwrite vs
-  Parquet → Parquet overwrite);
-* ``compact``: ``lance_format.spark.compact_files`` on Spark vs pylance ``compact_files``
-  (and our local one) on identical copies of a fragmented dataset with deletions.
+* ``ours-<v>``: this package's ``lance`` source on a table written in Lance file version ``v``;
+* ``pylance-<v>``: the anchor, :class:`PylanceSource` below — a ~60-line Python data source
+  backed by pylance (one input partition per fragment, ``get_fragment(i).to_batches(columns=)``
+  yielding Arrow batches; writes with ``lance.fragment.write_fragments`` + one commit);
+* ``parquet``: Spark's own Parquet reader and writer on the same rows.
 
-Read queries are run ``--repeat`` times in the same session (fastest shown: the JVM warms
-up). Every engine runs in its own process; each result is checked (row counts / group
-count) so a fast wrong answer cannot pass. Targets (issue 10): Lance/Parquet ≤ 1.0 and
-Spark compaction / pylance ≤ 1.0.
+Lines: ``groupby`` (read + ``groupBy(category).avg(x)``), ``groupby cols`` (the same with the
+``columns=category,x`` option; Parquet prunes by itself), ``filter count``
+(``filter(x > 0.9).count()``), ``read+write`` (read all, write back as a new dataset). Each
+line shows wall seconds and CPU seconds of the engine's whole process tree (driver, JVM and
+Python workers, from ``/proc``), and the ratios ours / pylance-source and ours / Parquet
+(CPU, the steadier number on a loaded machine; wall in brackets). Within a process each
+query runs ``--repeat`` times and the fastest counts (the JVM warms up). Results are checked
+(group count, row counts) so a fast wrong answer cannot pass.
+
+``local-write`` (a fresh process per round, no Spark) times what a Spark write task does —
+:func:`lance_format.spark.writer.write_task` over the rows in Spark's Arrow form — against a
+local ``lance_format.write_dataset`` and pylance ``write_dataset`` of the same rows.
+``--compact`` adds Spark-run compaction vs pylance ``compact_files``.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
+import statistics
 import tempfile
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceArrowWriter,
+    DataSourceReader,
+    InputPartition,
+    WriterCommitMessage,
+)
 
 from benchmarks.common import emit, fmt_ratio, fmt_seconds, print_table, run_child
 
 MODULE = "benchmarks.bench_spark"
+QUERIES = ("groupby", "groupby cols", "filter count", "read+write")
 
 
-def _generate(workdir: Path, rows: int, fragments: int) -> dict[str, Any]:
-    import lance
+# --- The anchor: a minimal pylance-backed Python data source --------------------------------
+
+
+class PylanceSource(DataSource):
+    """``spark.read.format("pylance_anchor")``: pylance reads, one partition per fragment."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "pylance_anchor"
+
+    def schema(self) -> Any:
+        import lance
+        from pyspark.sql.pandas.types import from_arrow_schema
+
+        arrow = lance.dataset(self.options["path"]).schema
+        if self.options.get("columns"):
+            arrow = pa.schema([arrow.field(c) for c in self.options["columns"].split(",")])
+        return from_arrow_schema(arrow)
+
+    def reader(self, schema: Any) -> PylanceReader:
+        return PylanceReader(self.options["path"], schema)
+
+    def writer(self, schema: Any, overwrite: bool) -> PylanceWriter:
+        return PylanceWriter(self.options["path"], schema)
+
+
+class PylanceReader(DataSourceReader):
+    def __init__(self, uri: str, schema: Any) -> None:
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        self.uri, self.columns = uri, schema.fieldNames()
+        self.target = to_arrow_schema(schema, timezone="UTC")
+
+    def partitions(self) -> list[InputPartition]:
+        import lance
+
+        return [InputPartition(f.fragment_id) for f in lance.dataset(self.uri).get_fragments()]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        import lance
+
+        fragment = lance.dataset(self.uri).get_fragment(partition.value)
+        for batch in fragment.to_batches(columns=self.columns):
+            yield batch.cast(self.target)  # Spark checks the exact Arrow types (vectors become lists)
+
+
+@dataclass(frozen=True)
+class PylanceFragments(WriterCommitMessage):
+    fragments: tuple[str, ...]  # FragmentMetadata.to_json() of each fragment a task wrote
+
+
+class PylanceWriter(DataSourceArrowWriter):
+    def __init__(self, uri: str, schema: Any) -> None:
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        self.uri, self.schema = uri, to_arrow_schema(schema, timezone="UTC")
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> PylanceFragments:
+        import json
+
+        from lance.fragment import write_fragments
+
+        reader = pa.RecordBatchReader.from_batches(self.schema, iterator)
+        frags = write_fragments(reader, self.uri, schema=self.schema, mode="overwrite")
+        return PylanceFragments(tuple(json.dumps(f.to_json()) for f in frags))
+
+    def commit(self, messages: list[Any]) -> None:
+        import lance
+        from lance.fragment import FragmentMetadata
+
+        frags = [FragmentMetadata.from_json(j) for m in messages for j in m.fragments]
+        lance.LanceDataset.commit(self.uri, lance.LanceOperation.Overwrite(self.schema, frags))
+
+
+# --- Measuring --------------------------------------------------------------------------------
+
+
+def tree_cpu(root: int | None = None) -> float:
+    """CPU seconds (user + system, reaped children included) of ``root``'s process tree."""
+    root = os.getpid() if root is None else root
+    parents: dict[int, int] = {}
+    times: dict[int, float] = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents[int(entry)] = int(fields[1])
+        times[int(entry)] = sum(int(v) for v in fields[11:15]) / tick  # utime stime cutime cstime
+    total = 0.0
+    for pid, cpu in times.items():
+        p = pid
+        while p and p != root:
+            p = parents.get(p, 0)
+        if p == root:
+            total += cpu
+    return total
+
+
+def _measure(fn: Any, repeat: int) -> tuple[float, float, Any]:
+    """Fastest ``(wall, cpu)`` of ``repeat`` runs (CPU of the run with the least CPU), and the result."""
+    wall, cpu, out = float("inf"), float("inf"), None
+    for _ in range(repeat):
+        c0, t0 = tree_cpu(), time.perf_counter()
+        out = fn()
+        wall, cpu = min(wall, time.perf_counter() - t0), min(cpu, tree_cpu() - c0)
+    return wall, cpu, out
+
+
+def _generate(workdir: Path, rows: int, fragments: int, versions: list[str], compact: bool) -> dict[str, Any]:
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
@@ -43,15 +178,18 @@ def _generate(workdir: Path, rows: int, fragments: int) -> dict[str, Any]:
     from benchmarks.bench_file import make_table
 
     table = make_table(rows)
-    lance_format.write_dataset(table, str(workdir / "table.lance"))
+    for v in versions:
+        lance_format.write_dataset(table, str(workdir / f"table-{v}.lance"), data_storage_version=v)
     pq.write_table(table, str(workdir / "table.parquet"))
-    # Compaction input: small fragments, 10% of rows deleted, built by pylance and copied.
-    small = table.select(["id", "x", "category"])
-    frag = str(workdir / "frag.lance")
-    lance.write_dataset(small, frag, max_rows_per_file=max(1, rows // fragments))
-    lance.dataset(frag).delete("id % 10 = 0")
-    for name in ("frag_spark.lance", "frag_pylance.lance", "frag_local.lance"):
-        shutil.copytree(frag, workdir / name)
+    if compact:
+        import lance
+
+        # Compaction input: small fragments, 10% of rows deleted, built by pylance and copied.
+        frag = str(workdir / "frag.lance")
+        lance.write_dataset(table.select(["id", "x", "category"]), frag, max_rows_per_file=max(1, rows // fragments))
+        lance.dataset(frag).delete("id % 10 = 0")
+        for name in ("frag_spark.lance", "frag_pylance.lance"):
+            shutil.copytree(frag, workdir / name)
     return {"rows": rows, "groups": len(pc.unique(table.column("category")))}
 
 
@@ -60,139 +198,219 @@ def _session() -> Any:
 
     spark = local_session("local[2]", shuffle_partitions=2, conf={"spark.driver.memory": "4g"})
     spark.sparkContext.setLogLevel("ERROR")
+    spark.dataSource.register(PylanceSource)
     return spark
 
 
-def _best(fn: Any, repeat: int) -> tuple[float, Any]:
-    best, out = float("inf"), None
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - t0)
-    return best, out
+def _spark_child(engine: str, workdir: Path, repeat: int, rows: int, groups: int) -> dict[str, Any]:
+    from pyspark.sql import functions as F
 
+    spark = _session()
+    kind, _, version = engine.partition("-")
+    src = str(workdir / (f"table-{version}.lance" if version else "table.parquet"))
+    out = workdir / f"out-{engine}-{os.getpid()}"
 
-def _child(engine: str, workdir: Path, repeat: int, rows: int, groups: int) -> None:
-    result: dict[str, Any] = {"engine": engine}
-    if engine == "pylance":
+    def load(columns: str | None = None) -> Any:
+        if kind == "parquet":
+            df = spark.read.parquet(src)
+            return df.select(*columns.split(",")) if columns else df
+        reader = spark.read.format("lance" if kind == "ours" else "pylance_anchor")
+        return (reader.option("columns", columns) if columns else reader).load(src)
+
+    def read_write() -> int:
+        shutil.rmtree(out, ignore_errors=True)
+        if kind == "parquet":
+            load().write.mode("overwrite").parquet(str(out))
+            return int(spark.read.parquet(str(out)).count())
+        load().write.format("lance" if kind == "ours" else "pylance_anchor").mode("overwrite").save(str(out))
         import lance
 
-        ds = lance.dataset(str(workdir / "frag_pylance.lance"))
-        t0 = time.perf_counter()
-        metrics = ds.optimize.compact_files()
-        result["compact"] = time.perf_counter() - t0
-        result["compact_fragments_added"] = metrics.fragments_added
-        assert lance.dataset(str(workdir / "frag_pylance.lance")).count_rows() == rows - -(-rows // 10)
-        emit(result)
-        return
-    if engine == "local":
-        import lance_format
+        return int(lance.dataset(str(out)).count_rows())
 
-        ds = lance_format.dataset(str(workdir / "frag_local.lance"))
-        t0 = time.perf_counter()
-        metrics = ds.optimize.compact_files()
-        result["compact"] = time.perf_counter() - t0
-        result["compact_fragments_added"] = metrics.fragments_added
-        emit(result)
-        return
-    spark = _session()
+    queries = {
+        "groupby": lambda: load().groupBy("category").avg("x").collect(),
+        "groupby cols": lambda: load("category,x").groupBy("category").avg("x").collect(),
+        "filter count": lambda: load().filter(F.col("x") > 0.9).count(),
+        "read+write": read_write,
+    }
+    result: dict[str, Any] = {"engine": engine}
     try:
-        if engine == "lance":
-            src = str(workdir / "table.lance")
-
-            def groupby() -> Any:
-                df = spark.read.format("lance").option("columns", "category,x").load(src)
-                return df.groupBy("category").avg("x").collect()
-
-            def read_write() -> int:
-                out = str(workdir / "out.lance")
-                spark.read.format("lance").load(src).write.format("lance").mode("overwrite").save(out)
-                import lance_format
-
-                return lance_format.dataset(out).count_rows()
-        else:
-            src = str(workdir / "table.parquet")
-
-            def groupby() -> Any:
-                return spark.read.parquet(src).groupBy("category").avg("x").collect()
-
-            def read_write() -> int:
-                out = str(workdir / "out.parquet")
-                spark.read.parquet(src).write.mode("overwrite").parquet(out)
-                return int(spark.read.parquet(out).count())
-
-        result["groupby"], out = _best(groupby, repeat)
-        assert len(out) == groups, out
-        result["read+write"], n = _best(read_write, 1)
-        assert n == rows, n
-        if engine == "lance":
-            from lance_format.spark import compact_files
-
-            t0 = time.perf_counter()
-            metrics = compact_files(spark, str(workdir / "frag_spark.lance"))
-            result["compact"] = time.perf_counter() - t0
-            result["compact_fragments_added"] = metrics.fragments_added
+        for name, fn in queries.items():
+            wall, cpu, value = _measure(fn, repeat if name != "read+write" else 1)
+            if name.startswith("groupby"):
+                assert len(value) == groups, value
+            elif name == "read+write":
+                assert value == rows, value
+            result[name] = {"wall": wall, "cpu": cpu}
     finally:
         spark.stop()
-    emit(result)
+        shutil.rmtree(out, ignore_errors=True)
+    return result
+
+
+def _local_write_child(workdir: Path, version: str) -> dict[str, Any]:
+    import lance
+    import pyarrow.parquet as pq
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    import lance_format
+    from lance_format.spark.options import WriteOptions
+    from lance_format.spark.types import spark_schema, write_schema
+    from lance_format.spark.writer import plan_write, write_task
+
+    table = pq.read_table(str(workdir / "table.parquet"))
+    spark = spark_schema(table.schema)  # as a DataFrame read from Lance: vectors carry their size
+    spark_arrow = to_arrow_schema(spark, timezone="UTC")
+    batches = table.cast(spark_arrow).to_batches(max_chunksize=10_000)  # Spark's Arrow batches
+    result: dict[str, Any] = {"engine": f"local-write-{version}"}
+
+    def timed(name: str, fn: Any) -> None:
+        out = workdir / f"lw-{name}-{os.getpid()}.lance"
+        c0, t0 = tree_cpu(), time.perf_counter()
+        fn(str(out))
+        result[name] = {"wall": time.perf_counter() - t0, "cpu": tree_cpu() - c0}
+        shutil.rmtree(out, ignore_errors=True)
+
+    def task(uri: str) -> None:
+        opts = WriteOptions.parse({"path": uri, "data_storage_version": version}, overwrite=True)
+        plan = plan_write(opts, write_schema(spark))
+        write_task(plan, iter(batches))
+
+    timed("spark task", task)
+    timed("ours write_dataset", lambda uri: lance_format.write_dataset(table, uri, data_storage_version=version))
+    timed("pylance write_dataset", lambda uri: lance.write_dataset(table, uri, data_storage_version=version))
+    return result
+
+
+def _compact_child(engine: str, workdir: Path, rows: int) -> dict[str, Any]:
+    result: dict[str, Any] = {"engine": engine}
+    if engine == "compact-pylance":
+        import lance
+
+        t0 = time.perf_counter()
+        lance.dataset(str(workdir / "frag_pylance.lance")).optimize.compact_files()
+        result["compact"] = {"wall": time.perf_counter() - t0}
+        return result
+    from lance_format.spark import compact_files
+
+    spark = _session()
+    try:
+        t0 = time.perf_counter()
+        compact_files(spark, str(workdir / "frag_spark.lance"))
+        result["compact"] = {"wall": time.perf_counter() - t0}
+    finally:
+        spark.stop()
+    return result
+
+
+def _child(args: argparse.Namespace) -> None:
+    engine, workdir = args.child[0], Path(args.child[1])
+    if engine == "generate":
+        emit(_generate(workdir, args.rows, args.fragments, args.versions.split(","), args.compact))
+    elif engine.startswith("local-write-"):
+        emit(_local_write_child(workdir, engine.removeprefix("local-write-")))
+    elif engine.startswith("compact-"):
+        emit(_compact_child(engine, workdir, args.rows))
+    else:
+        emit(_spark_child(engine, workdir, args.repeat, args.rows, args.groups))
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rows", type=int, default=10_000_000)
+    parser.add_argument("--rows", type=int, default=2_000_000)
+    parser.add_argument("--versions", default="2.0,2.2", help="Lance file versions of the tables read")
+    parser.add_argument("--rounds", type=int, default=3, help="fresh-process rounds (medians are shown)")
+    parser.add_argument("--repeat", type=int, default=2, help="runs of each read query per process (fastest)")
+    parser.add_argument("--engines", default=None, help="comma-separated subset: ours,pylance,parquet,local-write")
+    parser.add_argument("--compact", action="store_true", help="also Spark compaction vs pylance")
     parser.add_argument("--fragments", type=int, default=100, help="fragments of the compaction input")
-    parser.add_argument("--repeat", type=int, default=3, help="runs of the read query (fastest is shown)")
     parser.add_argument("--dir", default=None, help="work directory (default: a temporary one, removed after)")
     parser.add_argument("--child", nargs=2, metavar=("ENGINE", "DIR"), help=argparse.SUPPRESS)
     parser.add_argument("--groups", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        _child(args.child[0], Path(args.child[1]), args.repeat, args.rows, args.groups)
+        _child(args)
         return 0
+    versions = args.versions.split(",")
+    kinds = set((args.engines or "ours,pylance,parquet,local-write").split(","))
+    engines = [f"{k}-{v}" for v in versions for k in ("ours", "pylance") if k in kinds]
+    engines += ["parquet"] if "parquet" in kinds else []
+    engines += [f"local-write-{v}" for v in versions] if "local-write" in kinds else []
+    engines += ["compact-spark", "compact-pylance"] if args.compact else []
     workdir = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="bench_spark_"))
     workdir.mkdir(parents=True, exist_ok=True)
+    common = ["--rows", str(args.rows), "--versions", args.versions, "--repeat", str(args.repeat)]
     try:
         print(f"generating {args.rows:,} rows ...", flush=True)
-        gen = run_child(MODULE, ["--child", "generate", str(workdir), "--rows", str(args.rows),
-                                 "--fragments", str(args.fragments)])
+        gen = run_child(MODULE, ["--child", "generate", str(workdir), "--fragments", str(args.fragments),
+                                 *common, *(["--compact"] if args.compact else [])])
         if "error" in gen:
             print(f"data generation failed: {gen['error']}")
             return 1
-        results: dict[str, dict[str, Any]] = {}
-        for engine in ("lance", "parquet", "pylance", "local"):
-            res = run_child(MODULE, ["--child", engine, str(workdir), "--rows", str(args.rows),
-                                     "--repeat", str(args.repeat), "--groups", str(gen["groups"])])
-            results[engine] = res
-            print(f"  {engine:8s} {res}", flush=True)
-        _report(results, args.rows)
+        runs: dict[str, list[dict[str, Any]]] = {e: [] for e in engines}
+        for rnd in range(args.rounds):
+            shift = rnd % len(engines)
+            for engine in engines[shift:] + engines[:shift]:  # interleaved, order rotating
+                if engine.startswith("compact-") and rnd:
+                    continue  # compaction rewrites its input: once
+                res = run_child(MODULE, ["--child", engine, str(workdir), *common, "--groups", str(gen["groups"])])
+                runs[engine].append(res)
+                print(f"  round {rnd + 1} {engine:16s} {_short(res)}", flush=True)
+        _report(runs, args.rows, versions)
     finally:
         if not args.dir:
             shutil.rmtree(workdir, ignore_errors=True)
     return 0
 
 
-def _report(results: dict[str, dict[str, Any]], rows: int) -> None:
-    lance_r, parquet, pylance, local = (results[k] for k in ("lance", "parquet", "pylance", "local"))
-    print(f"\nSpark local[2] benchmark, {rows:,} rows (seconds)\n")
+def _short(res: dict[str, Any]) -> str:
+    if "error" in res:
+        return f"error: {res['error']}"
+    return "  ".join(f"{k}={v['wall']:.2f}s/{v.get('cpu', 0):.2f}cpu" for k, v in res.items()
+                     if isinstance(v, dict))
+
+
+def _median(runs: list[dict[str, Any]], line: str, key: str) -> float | None:
+    values = [r[line][key] for r in runs if isinstance(r.get(line), dict) and key in r[line]]
+    return statistics.median(values) if values else None
+
+
+def _report(runs: dict[str, list[dict[str, Any]]], rows: int, versions: list[str]) -> None:
+    parquet = runs.get("parquet", [])
+    print(f"\nSpark local[2], {rows:,} rows, medians of {max(map(len, runs.values()))} fresh-process rounds "
+          "(wall s / CPU s of the process tree)\n")
     table = []
-    for op in ("groupby", "read+write"):
-        table.append([op, fmt_seconds(lance_r.get(op)), fmt_seconds(parquet.get(op)), "-", "-",
-                      fmt_ratio(lance_r.get(op), parquet.get(op))])
-    table.append(["compact", fmt_seconds(lance_r.get("compact")), "-", fmt_seconds(pylance.get("compact")),
-                  fmt_seconds(local.get("compact")), fmt_ratio(lance_r.get("compact"), pylance.get("compact"))])
-    print_table(["operation", "lance on Spark", "Parquet on Spark", "pylance", "ours local",
-                 "ratio (lance/Parquet; Spark/pylance)"], table)
+    for v in versions:
+        ours, anchor = runs.get(f"ours-{v}", []), runs.get(f"pylance-{v}", [])
+        for line in QUERIES:
+            o, a, p = ((_median(r, line, "wall"), _median(r, line, "cpu")) for r in (ours, anchor, parquet))
+            table.append([f"{line} ({v})", _cell(o), _cell(a), _cell(p),
+                          f"{fmt_ratio(o[1], a[1])} [{fmt_ratio(o[0], a[0])}]",
+                          f"{fmt_ratio(o[1], p[1])} [{fmt_ratio(o[0], p[0])}]"])
+    print_table(["line", "ours", "pylance source", "Spark+Parquet", "ours/pylance CPU [wall]",
+                 "ours/Parquet CPU [wall]"], table)
+    local = [(v, runs.get(f"local-write-{v}", [])) for v in versions]
+    if any(r for _, r in local):
+        print("\nWhat one Spark write task does, locally (no Spark), same rows\n")
+        rows_out = []
+        for v, r in local:
+            task, ours_w, py_w = (_median(r, k, "wall") for k in
+                                  ("spark task", "ours write_dataset", "pylance write_dataset"))
+            rows_out.append([v, fmt_seconds(task), fmt_seconds(ours_w), fmt_seconds(py_w),
+                             fmt_ratio(task, ours_w), fmt_ratio(task, py_w)])
+        print_table(["version", "write_task", "ours write_dataset", "pylance write_dataset",
+                     "task/ours", "task/pylance"], rows_out)
+    if runs.get("compact-spark"):
+        s, p = _median(runs["compact-spark"], "compact", "wall"), _median(runs["compact-pylance"], "compact", "wall")
+        print(f"\ncompaction: Spark {fmt_seconds(s)}, pylance {fmt_seconds(p)}, ratio {fmt_ratio(s, p)}")
+
+
+def _cell(pair: tuple[float | None, float | None]) -> str:
+    wall, cpu = pair
+    return f"{fmt_seconds(wall)} / {fmt_seconds(cpu)}"
 
 
 if __name__ == "__main__":
     import sys
 
-    if len(sys.argv) > 2 and sys.argv[1:3] == ["--child", "generate"]:
-        parsed = argparse.ArgumentParser()
-        parsed.add_argument("--child", nargs=2)
-        parsed.add_argument("--rows", type=int)
-        parsed.add_argument("--fragments", type=int)
-        ns = parsed.parse_args()
-        emit(_generate(Path(ns.child[1]), ns.rows, ns.fragments))
-    else:
-        sys.exit(main())
+    sys.exit(main())

@@ -64,7 +64,8 @@ class LanceDataSource(DataSource):
     def reader(self, schema: Any) -> LanceReader:
         """A reader of the pinned version; the fields of ``schema`` are the columns read."""
         opts = ReadOptions.parse(self.options, fallback_uri=table_uri(schema))
-        return LanceReader(opts, schema.fields, self.pinned_version)
+        auto = not any(k.lower() == "max_rows_per_partition" for k in self.options)
+        return LanceReader(opts, schema.fields, self.pinned_version, auto_partitions=auto)
 
     def streamReader(self, schema: Any) -> LanceStreamReader:  # noqa: N802  (Spark's name)
         """A micro-batch reader whose offsets are versions (appended rows, exactly once)."""

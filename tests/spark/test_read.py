@@ -248,3 +248,37 @@ def test_missing_column_or_version_is_reported(spark: Any, history: str) -> None
         spark.read.format("lance").option("columns", "id,nope").load(history).collect()
     with pytest.raises(Exception, match="99"):
         spark.read.format("lance").option("version", 99).load(history).collect()
+
+
+def test_without_the_option_only_unbalanced_or_lone_fragments_are_split(spark: Any, tmp_path: Path) -> None:
+    ids = pa.table({"id": pa.array(range(720_000), pa.int64())})
+    lone = str(tmp_path / "lone.lance")
+    lance.write_dataset(ids.slice(0, 300_000), lone)                       # one fragment: two cores' worth
+    assert spark.read.format("lance").load(lone).rdd.getNumPartitions() == 2
+    even = str(tmp_path / "even.lance")
+    lance.write_dataset(ids, even, max_rows_per_file=180_000)              # 4 equal fragments: one task each
+    assert spark.read.format("lance").load(even).rdd.getNumPartitions() == 4
+    skewed = str(tmp_path / "skewed.lance")
+    lance.write_dataset(ids.slice(0, 120_000), skewed, max_rows_per_file=40_000)
+    lance.write_dataset(ids.slice(120_000), skewed, mode="append")         # 600k rows next to three of 40k
+    df = spark.read.format("lance").load(skewed)
+    assert df.rdd.getNumPartitions() == 3 + 4                               # the large one in median-scale pieces
+    got = df.toArrow().column("id")
+    assert len(got) == 720_000 and pa.compute.sum(got).as_py() == sum(range(720_000))
+
+
+def test_a_small_lance_table_broadcasts_in_a_join_with_the_hint(spark: Any, tmp_path: Path) -> None:
+    from pyspark.sql import functions as F
+
+    dim = str(tmp_path / "dim.lance")
+    lance.write_dataset(pa.table({"k": pa.array(range(70), pa.int64()),
+                                  "name": pa.array([f"n{i}" for i in range(70)])}), dim)
+    small = spark.read.format("lance").load(dim)
+    # PySpark's Python sources report no size, so Spark sizes them at spark.sql.defaultSizeInBytes
+    # and never broadcasts them by itself (a change here means the reader docstring is stale).
+    big = spark.range(10**8).select((F.col("id") % 100).alias("k"))
+    assert "BroadcastHashJoin" not in str(big.join(small, "k")._jdf.queryExecution().sparkPlan().toString())
+    hinted = big.join(F.broadcast(small), "k")
+    assert "BroadcastHashJoin" in str(hinted._jdf.queryExecution().sparkPlan().toString())
+    facts = spark.range(200_000).select((F.col("id") % 100).alias("k"))
+    assert facts.join(F.broadcast(small), "k").count() == 200_000 // 100 * 70
