@@ -43,8 +43,15 @@ class TokenStream:
     tokens: list[str]
 
 
-def _pieces(values: pa.Array, analyzer: Analyzer) -> tuple[I64, I64, pa.Array] | None:
-    """Row, position and text of every raw piece, or ``None`` when the base tokenizer has no bulk path."""
+def _run_starts(keys: I64) -> I64:
+    """For each element of a non-decreasing array, the index where its run of equal keys starts."""
+    idx = np.arange(keys.size, dtype=np.int64)
+    new = np.r_[True, keys[1:] != keys[:-1]] if keys.size else np.zeros(0, dtype=bool)
+    return np.maximum.accumulate(np.where(new, idx, 0)) if keys.size else idx
+
+
+def _pieces(values: pa.Array, analyzer: Analyzer) -> tuple[I64, npt.NDArray[np.bool_], pa.Array] | None:
+    """Row of every raw piece, which pieces are non-empty, and the pieces (``None``: no bulk path)."""
     if analyzer.params.base_tokenizer != "simple":
         return None
     if isinstance(values, pa.ChunkedArray):
@@ -54,13 +61,10 @@ def _pieces(values: pa.Array, analyzer: Analyzer) -> tuple[I64, I64, pa.Array] |
     lists = pc.split_pattern_regex(values, SEPARATOR)
     flat = pc.list_flatten(lists)
     parents = pc.list_parent_indices(lists).to_numpy().astype(np.int64)
-    keep = pc.greater(pc.binary_length(flat), 0).to_numpy(zero_copy_only=False)
-    flat = flat.filter(pa.array(keep))
-    rows = parents[keep]
-    # A piece's position is its rank among its row's non-empty pieces.
-    first = np.searchsorted(rows, rows, side="left")
-    positions = np.arange(rows.size, dtype=np.int64) - first
-    return rows, positions, flat
+    width = 8 if pa.types.is_large_string(flat.type) else 4
+    offs = np.frombuffer(flat.buffers()[1], dtype=np.int64 if width == 8 else np.int32,
+                         count=len(flat) + 1, offset=flat.offset * width)
+    return parents, np.diff(offs) > 0, flat
 
 
 def tokenize_column(values: pa.Array, analyzer: Analyzer) -> TokenStream:
@@ -68,15 +72,19 @@ def tokenize_column(values: pa.Array, analyzer: Analyzer) -> TokenStream:
     got = _pieces(values, analyzer)
     if got is None:
         return _per_row(values, analyzer)
-    rows, positions, flat = got
+    parents, nonempty, flat = got
+    rows = parents[nonempty]
+    # A piece's position is its rank among its row's non-empty pieces.
+    positions = np.arange(rows.size, dtype=np.int64) - _run_starts(rows)
     if rows.size == 0:
         return TokenStream(rows, rows.copy(), positions, [])
+    # Empty pieces (between adjacent separators) are encoded too, cheaper than copying the rest out.
     enc = pc.dictionary_encode(flat)
-    codes = enc.indices.to_numpy().astype(np.int64)
+    codes = enc.indices.to_numpy().astype(np.int64)[nonempty]
     # The analyzer's filters, once per distinct piece; ``-1`` marks a removed piece.
     final: dict[str, int] = {}
     mapped = np.fromiter(
-        (-1 if (t := analyzer.filter(raw)) is None else final.setdefault(t, len(final))
+        (-1 if not raw or (t := analyzer.filter(raw)) is None else final.setdefault(t, len(final))
          for raw in enc.dictionary.to_pylist()), dtype=np.int64, count=len(enc.dictionary))
     tid = mapped[codes]
     kept = tid >= 0
@@ -115,8 +123,12 @@ def doc_pairs(stream: TokenStream) -> tuple[I64, U32, U32, U32, U32, U32]:
     doc_rows = rows[new_doc]
     doc_of = np.cumsum(new_doc) - 1
     counts = np.diff(np.r_[np.flatnonzero(new_doc), rows.size])
-    # One int64 key (token, document); a stable sort keeps each pair's positions ascending.
-    order = np.argsort(stream.token_ids * max(int(doc_rows.size), 1) + doc_of, kind="stable")
+    # The stream runs by document and position: a stable sort by token id alone gives (token,
+    # document, position) order; numpy sorts 16-bit keys stably by radix, in linear time.
+    if stream.token_ids.size and int(stream.token_ids.max()) < 2**16:
+        order = np.argsort(stream.token_ids.astype(np.uint16), kind="stable")
+    else:
+        order = np.argsort(stream.token_ids * max(int(doc_rows.size), 1) + doc_of, kind="stable")
     d = doc_of[order]
     t = stream.token_ids[order]
     starts = np.flatnonzero(np.r_[True, (d[1:] != d[:-1]) | (t[1:] != t[:-1])]) if d.size else np.zeros(0, np.int64)

@@ -16,6 +16,7 @@ A posting's doc id is the document's row number in ``part_N_docs.lance``.
 from __future__ import annotations
 
 import json
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,6 +55,7 @@ def _meta(table: pa.Table) -> dict[str, str]:
     return {k.decode(): v.decode() for k, v in (table.schema.metadata or {}).items()}
 
 
+_LOCK = threading.Lock()
 #: Decoded posting lists a partition keeps (the most recently used), bounding a cached segment.
 _POSTING_CACHE = 256
 
@@ -100,11 +102,14 @@ class Partition:
         """The id of ``token`` (``None`` when the partition lacks it), without decoding the whole map."""
         if self._tokens is not None:
             return self._tokens.get(token)
-        if token not in self._ids:
-            if len(self._ids) > 4 * _POSTING_CACHE:
-                self._ids.clear()
-            self._ids[token] = fst.lookup(self.token_bytes, token)
-        return self._ids[token]
+        held = self._ids.get(token, -1)
+        if held != -1:
+            return held
+        tid = fst.lookup(self.token_bytes, token)
+        if len(self._ids) > 4 * _POSTING_CACHE:
+            self._ids.clear()
+        self._ids[token] = tid
+        return tid
 
     def doc_freq(self, token: str) -> int:
         """How many of the partition's documents hold ``token``."""
@@ -146,9 +151,11 @@ class Partition:
 
     @staticmethod
     def _remember(cache: dict[int, Any], tid: int, value: Any) -> None:
-        if len(cache) >= _POSTING_CACHE:
-            cache.pop(next(iter(cache)))
-        cache[tid] = value
+        # A cached segment may serve queries on several threads at once.
+        with _LOCK:
+            while len(cache) >= _POSTING_CACHE:
+                cache.pop(next(iter(cache)))
+            cache[tid] = value
 
     def posting(self, token: str) -> tuple[U32, U32] | None:
         """Doc ids and frequencies of ``token`` (``None`` when the partition lacks it)."""
