@@ -38,7 +38,8 @@ def _index_dirs(path: str) -> set[str]:
     ("v", "BTREE", UnsupportedIndexTypeError, "'v'"),
     ("st", "BITMAP", UnsupportedIndexTypeError, "'st'"),
     ("nope", "BTREE", InvalidInputError, "no such column"),
-    ("a", "IVF_PQ", UnsupportedIndexTypeError, "IVF_PQ"),
+    ("a", "IVF_PQ", UnsupportedIndexTypeError, "'a' must be FixedSizeListArray"),  # pylance's words
+    ("a", "IVF_NOPE", UnsupportedIndexTypeError, "IVF_NOPE"),
     ("a", "LABEL_LIST", UnsupportedIndexTypeError, "list column"),
 ])
 def test_bad_index_request_is_refused_before_anything_is_written(
