@@ -66,6 +66,7 @@ from lance_format.session import Session
 from lance_format.storage import ObjectStore, check_storage_options, open_store, uri_text
 from lance_format.table import delete as _delete
 from lance_format.table import tags as _tags
+from lance_format.table.blob_take import take_blobs as _take_blobs
 from lance_format.table.commit import DEFAULT_MAX_RETRIES, commit_transaction, register_after_commit
 from lance_format.table.manifest import Manifest
 from lance_format.table.models import FragmentMetadata
@@ -535,6 +536,16 @@ class LanceDataset:
             return take_projected(self, indices, columns)
         cols = list(columns) if columns is not None else list(self.schema.names)
         return take_rows(self._ctx, indices, cols)
+
+    def take_blobs(self, blob_column: str, ids: Sequence[int] | pa.Array | None = None,
+                   addresses: Sequence[int] | pa.Array | None = None,
+                   indices: Sequence[int] | pa.Array | None = None, **_kwargs: Any) -> list[Any]:
+        """File-like ``BlobFile`` handles on a blob column's values (None for nulls), as pylance's.
+
+        Exactly one of ``ids`` (row ids), ``addresses`` (row addresses) or ``indices`` (live-row
+        positions) chooses the rows; the bytes are read only when a handle is read.
+        """
+        return _take_blobs(self, self._ctx, blob_column, ids, addresses, indices)
 
     def sample(self, num_rows: int, columns: Sequence[str] | Mapping[str, str] | None = None,
                randomize_order: bool = True) -> pa.Table:

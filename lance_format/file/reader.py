@@ -15,6 +15,7 @@ from lance_format.errors import (
     InvalidInputError,
     LanceError,
     SchemaError,
+    UnsupportedTypeError,
 )
 from lance_format.file.container import (
     V2_0,
@@ -321,6 +322,22 @@ class LanceFileReader:
                     yield batch.slice(sub, batch_size)
 
         return ReaderResults(self.schema, gen())
+
+    def blob_descriptions(self, column: str, rows: Sequence[int] | np.ndarray) -> pa.StructArray:
+        """Where a blob column's values are stored: ``struct<position, size>`` at sorted unique ``rows``.
+
+        Args:
+            column: A projected blob (``lance-encoding:blob``) column of a 2.0, 2.1 or 2.2 file.
+            rows: Sorted, unique row offsets in the file.
+
+        Raises:
+            UnsupportedTypeError: the file's decoder has no blob descriptions (legacy files).
+        """
+        fn = getattr(self._decoder, "blob_descriptions", None)
+        if fn is None:
+            raise UnsupportedTypeError(f"{self.path}: blob column {column!r} in a legacy file")
+        result: pa.StructArray = _guarded(self.path, fn, column, np.asarray(rows, dtype=np.int64))
+        return result
 
     def close(self) -> None:
         """Release the file handle."""

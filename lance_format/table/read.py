@@ -24,6 +24,7 @@ from lance_format.schema import LanceField, LanceSchema
 from lance_format.storage import LocalStore, ObjectStore, open_store
 from lance_format.table import deletion as _deletion
 from lance_format.table import rowids
+from lance_format.table.blobs import is_blob_v1, scan_field
 from lance_format.table.manifest import Manifest, arrow_schema
 from lance_format.table.models import DataFile, FragmentMetadata
 
@@ -158,7 +159,9 @@ class FragmentScan:
         self.ctx = ctx
         self.frag = frag
         self.columns = list(columns)
-        self.target = pa.schema([ctx.arrow_schema.field(c) for c in self.columns])
+        # v1 blob columns are returned as their (position, size) descriptors, as pylance's scans do
+        self.target = pa.schema([scan_field(ctx.arrow_schema.field(c)) for c in self.columns])
+        self._blobs = {c for c in self.columns if is_blob_v1(ctx.arrow_schema.field(c))}
         self._plan = self._plan_files()
         self._readers: dict[str, Any] = {}
         self._readahead = readahead
@@ -176,6 +179,17 @@ class FragmentScan:
             entry = plan.setdefault(df.path, _FileColumns(df, [], []))
             entry.dataset_names.append(name)
         return list(plan.values())
+
+    def data_file_of(self, column: str) -> DataFile:
+        """The data file this scan reads ``column`` from.
+
+        Raises:
+            InvalidInputError: the fragment stores no data for ``column``.
+        """
+        for entry in self._plan:
+            if column in entry.dataset_names:
+                return entry.data_file
+        raise InvalidInputError(f"fragment {self.frag.id}: no data file holds column {column!r}")
 
     def _reader(self, entry: _FileColumns) -> Any:
         reader = self._readers.get(entry.data_file.path)
@@ -254,7 +268,9 @@ class FragmentScan:
             # one batch for the whole range: no per-1,024-row slices to stitch back together
             table = reader.read_range(start, n, batch_size=max(n, 1)).to_table()
             for ds_name, file_name in zip(entry.dataset_names, entry.file_names, strict=True):
-                arrays[ds_name] = _conform(table.column(file_name), self.target.field(ds_name).type)
+                col = reader.blob_descriptions(file_name, np.arange(start, stop)) if ds_name in self._blobs \
+                    else table.column(file_name)
+                arrays[ds_name] = _conform(col, self.target.field(ds_name).type)
         return self._assemble(arrays, n)
 
     def take(self, offsets: npt.NDArray[np.uint64]) -> pa.RecordBatch:
@@ -264,7 +280,9 @@ class FragmentScan:
             reader = self._reader(entry)
             table = reader.take_rows(offsets).to_table()
             for ds_name, file_name in zip(entry.dataset_names, entry.file_names, strict=True):
-                arrays[ds_name] = _conform(table.column(file_name), self.target.field(ds_name).type)
+                col = reader.blob_descriptions(file_name, offsets) if ds_name in self._blobs \
+                    else table.column(file_name)
+                arrays[ds_name] = _conform(col, self.target.field(ds_name).type)
         return self._assemble(arrays, len(offsets))
 
     def _assemble(self, arrays: dict[str, pa.Array], n: int) -> pa.RecordBatch:
@@ -331,7 +349,7 @@ def take_rows(ctx: ReadContext, indices: Sequence[int] | pa.Array | npt.NDArray[
         InvalidInputError: if an index is not an integer (floats, None, strings) or is out of range.
     """
     idx = row_indices(indices)
-    target = pa.schema([ctx.arrow_schema.field(c) for c in columns])
+    target = pa.schema([scan_field(ctx.arrow_schema.field(c)) for c in columns])
     if idx.size == 0:
         return target.empty_table()
     frags = list(ctx.manifest.fragments)

@@ -14,6 +14,11 @@ import pyarrow as pa
 from lance_format.errors import UnsupportedTypeError
 
 PRIMITIVE, STRUCT, LIST, PACKED = "primitive", "struct", "list", "packed"
+#: A binary field marked ``lance-encoding:blob``: its pages hold (position, size) pairs of bytes stored
+#: elsewhere in the file (``Blob`` column encoding in protos/encodings_v2_0.proto).
+BLOB = "blob"
+#: The stored description of one blob (v1) value: where its bytes are in the file.
+BLOB_DESCRIPTION_V1 = pa.struct([pa.field("position", pa.uint64()), pa.field("size", pa.uint64())])
 
 PACKED_KEYS = (b"packed", b"lance-encoding:packed")
 BLOB_KEY = b"lance-encoding:blob"
@@ -60,8 +65,12 @@ def _check_leaf_type(f: pa.Field) -> None:
         or pa.types.is_binary_view(t)
     ):
         raise UnsupportedTypeError(f"field {f.name!r}: view type {t} is not supported by Lance")
-    if (f.metadata or {}).get(BLOB_KEY) is not None:
-        raise UnsupportedTypeError(f"field {f.name!r}: blob columns are not supported by this implementation")
+
+
+def is_blob(f: pa.Field) -> bool:
+    """Whether ``f`` is a blob (v1) column: a binary field with ``lance-encoding:blob`` set."""
+    t = storage_of(f.type)
+    return (f.metadata or {}).get(BLOB_KEY) is not None and (pa.types.is_large_binary(t) or pa.types.is_binary(t))
 
 
 def storage_of(t: pa.DataType) -> pa.DataType:
@@ -75,6 +84,8 @@ def build_node(f: pa.Field, counter: list[int]) -> Node:
     col = counter[0]
     counter[0] += 1
     t = storage_of(f.type)
+    if is_blob(f):
+        return Node(BLOB, f, col)
     if pa.types.is_struct(t):
         if is_packed(f):
             return Node(PACKED, f, col)

@@ -16,7 +16,16 @@ from lance_format._pb import encodings_v2_0_pb2
 from lance_format.errors import CorruptFileError, InvalidInputError, UnsupportedEncodingError
 from lance_format.file.container import ARRAY_ENCODING_URL, ByteSource, FileMetadata, has_dictionary
 from lance_format.file.v2_0.buffers import PageCtx, Sel, bitmap
-from lance_format.file.v2_0.columns import PACKED, PRIMITIVE, STRUCT, Node, build_nodes, storage_of
+from lance_format.file.v2_0.columns import (
+    BLOB,
+    BLOB_DESCRIPTION_V1,
+    PACKED,
+    PRIMITIVE,
+    STRUCT,
+    Node,
+    build_nodes,
+    storage_of,
+)
 from lance_format.file.v2_0.page_decode import decode_array, read_ranges_encoded
 from lance_format.pbwire import check_varints, check_wire_types
 
@@ -214,6 +223,8 @@ class FieldReader:
 
     def _read(self, start: int, stop: int) -> pa.Array:
         kind = self.node.kind
+        if kind == BLOB:
+            return self._blob_bytes(self.descriptions(start, stop))
         if kind in (PRIMITIVE, PACKED):
             parts = self.pages.map_range(
                 start, stop, lambda _p, enc, ctx, sel: decode_array(enc, ctx, sel, self.type)
@@ -226,6 +237,8 @@ class FieldReader:
 
     def _take(self, rows: np.ndarray) -> pa.Array:
         kind = self.node.kind
+        if kind == BLOB:
+            return self._blob_bytes(self.descriptions(None, None, rows))
         if kind in (PRIMITIVE, PACKED):
             parts = self.pages.map_rows(
                 rows, lambda _p, enc, ctx, sel: decode_array(enc, ctx, sel, self.type)
@@ -236,6 +249,34 @@ class FieldReader:
                 self.pages.check_rows(int(rows[-1]) + 1)
             return self._struct([c.take(rows) for c in self.children], int(rows.size))
         return self._list_take(rows)
+
+    # -- blobs ------------------------------------------------------------------------------
+    def descriptions(self, start: int | None, stop: int | None, rows: np.ndarray | None = None) -> pa.StructArray:
+        """A blob column's stored (position, size) pairs for ``[start, stop)`` or sorted unique ``rows``."""
+        def fn(_p: int, enc: Any, ctx: PageCtx, sel: Sel) -> pa.Array:
+            return decode_array(enc, ctx, sel, BLOB_DESCRIPTION_V1)
+
+        parts = self.pages.map_rows(rows, fn) if rows is not None else self.pages.map_range(int(start or 0), int(stop or 0), fn)
+        return _concat(parts, BLOB_DESCRIPTION_V1)
+
+    def _blob_bytes(self, desc: pa.StructArray) -> pa.Array:
+        # 2.0 writers mark a null as (position 1, size 0) and an empty value as (0, 0)
+        pos = desc.field(0).to_numpy(zero_copy_only=False).astype(np.int64)
+        size = desc.field(1).to_numpy(zero_copy_only=False).astype(np.int64)
+        null = (size == 0) & (pos != 0)
+        offsets = np.zeros(len(size) + 1, np.int64)
+        np.cumsum(size, out=offsets[1:])
+        keep = np.flatnonzero(size > 0)
+        data = np.zeros(0, np.uint8)
+        if len(keep):
+            blob, at = self.pages.source.gather(pos[keep], size[keep], "blob")
+            idx = np.repeat(at - offsets[keep], size[keep]) + np.arange(int(offsets[-1]), dtype=np.int64)
+            data = blob[idx]
+        validity = pa.array(~null, pa.bool_()).buffers()[1] if null.any() else None
+        arr = pa.Array.from_buffers(
+            pa.large_binary(), len(size), [validity, pa.py_buffer(offsets), pa.py_buffer(data)]
+        )
+        return arr if pa.types.is_large_binary(self.type) else arr.cast(self.type)
 
     # -- helpers ----------------------------------------------------------------------------
     def _struct(self, children: list[pa.Array], n: int) -> pa.Array:
@@ -368,6 +409,10 @@ class FileDecoder20:
             # fields decode inline: the hand-off cost more than it saved (bench_file projection)
             return self._batch(list(_pool().map(lambda r: r.read(start, stop), self.readers)), stop - start)
         return self._batch([r.read(start, stop) for r in self.readers], stop - start)
+
+    def blob_descriptions(self, name: str, rows: np.ndarray) -> pa.StructArray:
+        """Stored (position, size) of a projected blob column's values at sorted unique ``rows``."""
+        return self.readers[self.schema.names.index(name)].descriptions(None, None, rows)
 
     def take(self, indices: np.ndarray) -> pa.RecordBatch:
         """Rows at ``indices`` (any order, repeats allowed)."""

@@ -7,14 +7,14 @@ from typing import Any
 import pyarrow as pa
 
 from lance_format._pb import encodings_v2_0_pb2 as pb
-from lance_format.errors import InvalidInputError
+from lance_format.errors import InvalidInputError, UnsupportedTypeError
 from lance_format.file.container import (
     ARRAY_ENCODING_URL,
     DEFAULT_PAGE_BYTES,
     ContainerWriter,
     make_column_metadata,
 )
-from lance_format.file.v2_0.columns import LIST, PACKED, STRUCT, Node, build_nodes, count_columns
+from lance_format.file.v2_0.columns import BLOB, LIST, PACKED, STRUCT, Node, build_nodes, count_columns
 from lance_format.file.v2_0.page_encode import PageBuffers, encode_array, field_compression, list_offsets
 
 Page = tuple[list[tuple[int, int]], int, int, str, bytes]
@@ -125,6 +125,11 @@ class FileEncoder20:
         if page_bytes <= 0:
             raise InvalidInputError(f"max_page_bytes must be positive, got {max_page_bytes}")
         self.nodes = build_nodes(schema)
+        for node in self.nodes:
+            if node.kind == BLOB:
+                raise UnsupportedTypeError(
+                    f"field {node.field.name!r}: writing 2.0 blob columns is not supported (use 2.1 or later)"
+                )
         self.fields = [_FieldEncoder(n, writer, page_bytes, n.field.name) for n in self.nodes]
         self.num_columns = count_columns(self.nodes)
 

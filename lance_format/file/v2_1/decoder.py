@@ -206,6 +206,35 @@ class Decoder21:
         idx = np.repeat(pos - offsets[keep], lens[keep]) + np.arange(total, dtype=np.int64)
         return Var(offsets, blob[idx])
 
+    def blob_descriptions(self, name: str, rows: np.ndarray) -> pa.StructArray:
+        """Stored (position, size) of a projected blob column's values at sorted ``rows`` (nulls null).
+
+        Only the small description pages are read, never the blob bytes.
+        """
+        names = [self.schema.field(i).name for i in self.projection]
+        leaf = self._leaves[names.index(name)][0]
+        pos = np.zeros(len(rows), np.uint64)
+        size = np.zeros(len(rows), np.uint64)
+        valid = np.ones(len(rows), bool)
+        page_of = np.searchsorted(leaf.page_starts, rows, side="right") - 1
+        for p in np.unique(page_of).tolist():
+            page = leaf.column.pages[p]
+            bufs = self.source.read_arrays(list(zip(page.buffer_offsets, page.buffer_sizes, strict=False)), "page buffer")
+            data = decode_page(_page_layout(page), bufs, int(page.length))
+            if not isinstance(data.values, BlobRefs):
+                raise CorruptFileError(f"{self._where(leaf, p)}: not a blob page")
+            at = np.flatnonzero(page_of == p)
+            local = rows[at] - leaf.page_starts[p]
+            pos[at] = data.values.positions[local]
+            size[at] = data.values.sizes[local]
+            if data.defs is not None:
+                valid[at] = data.defs[local] == 0
+        null = None if valid.all() else ~valid
+        return pa.StructArray.from_arrays(
+            [pa.array(pos, mask=null), pa.array(size, mask=null)], names=["position", "size"],
+            mask=None if null is None else pa.array(null),
+        )
+
     # ------------------------------------------------------------------ public
 
     def _plan(self, leaf: _Leaf, p: int) -> MiniPlan | None:
