@@ -64,18 +64,27 @@ def build_compaction_input(uri: str, rows: int, fragments: int) -> None:
     lance.dataset(uri).delete("id % 10 = 0")
 
 
-def build_cleanup_input(uri: str, versions: int) -> None:
+def build_cleanup_input(uri: str, versions: int, storage_options: dict[str, str] | None = None) -> None:
     """A dataset of ``versions`` versions: appends, a delete every 10, an overwrite every 50."""
     import lance
 
-    lance.write_dataset(_table(0, 100), uri)
+    opts = {"storage_options": storage_options} if storage_options else {}
+    lance.write_dataset(_table(0, 100), uri, **opts)
     for v in range(2, versions + 1):
         if v % 50 == 0:
-            lance.write_dataset(_table(v * 100, 100), uri, mode="overwrite")
+            lance.write_dataset(_table(v * 100, 100), uri, mode="overwrite", **opts)
         elif v % 10 == 0:
-            lance.dataset(uri).delete(f"id = {(v - 1) * 100}")
+            lance.dataset(uri, **opts).delete(f"id = {(v - 1) * 100}")
         else:
-            lance.write_dataset(_table(v * 100, 100), uri, mode="append")
+            lance.write_dataset(_table(v * 100, 100), uri, mode="append", **opts)
+
+
+def build_cleanup_files_input(uri: str, files: int) -> None:
+    """Version 1 holds ``files`` one-row data files; version 2 replaces them (cleanup removes them all)."""
+    import lance
+
+    lance.write_dataset(pa.table({"id": np.arange(files, dtype=np.int64)}), uri, max_rows_per_file=1)
+    lance.write_dataset(pa.table({"id": np.zeros(1, dtype=np.int64)}), uri, mode="overwrite")
 
 
 def child(op: str, engine: str, uri: str) -> None:
@@ -120,6 +129,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rows", type=int, default=10_000_000)
     p.add_argument("--fragments", type=int, default=1_000)
     p.add_argument("--versions", type=int, default=200)
+    p.add_argument("--files", type=int, default=10_000, help="data files the cleanup_files line removes")
+    p.add_argument("--ops", default="compact,compact_proc,cleanup,cleanup_files", help="comma-separated lines to run")
+    p.add_argument("--repeat", type=int, default=3, help="runs per engine of the cleanup lines (median shown)")
     p.add_argument("--child", nargs=3, metavar=("OP", "ENGINE", "URI"), help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.child:
@@ -127,23 +139,40 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     root = Path(tempfile.mkdtemp(prefix="bench_maint_"))
     try:
+        ops = [o for o in args.ops.split(",") if o]
         print(f"building inputs in {root} ({args.rows:,} rows in {args.fragments:,} fragments, "
-              f"{args.versions} versions) ...", flush=True)
-        build_compaction_input(str(root / "compact_src"), args.rows, args.fragments)
-        build_cleanup_input(str(root / "cleanup_src"), args.versions)
+              f"{args.versions} versions, {args.files:,} files) ...", flush=True)
+        if {"compact", "compact_proc"} & set(ops):
+            build_compaction_input(str(root / "compact_src"), args.rows, args.fragments)
+        if "cleanup" in ops:
+            build_cleanup_input(str(root / "cleanup_src"), args.versions)
+        if "cleanup_files" in ops:
+            build_cleanup_files_input(str(root / "cleanup_files_src"), args.files)
         table: dict[str, dict[str, dict[str, Any]]] = {}
         runs = (("compact", "compact_src", ("ours", "pylance")),
                 ("compact_proc", "compact_src", ("ours",)),
-                ("cleanup", "cleanup_src", ("pylance", "ours")))
+                ("cleanup", "cleanup_src", ("pylance", "ours")),
+                ("cleanup_files", "cleanup_files_src", ("pylance", "ours")))
         for op, src, engines in runs:
+            if op not in ops:
+                continue
             table[op] = {}
-            # alternate which engine goes first so a warm page cache does not favour one
-            for engine in engines:
-                uri = str(root / f"{op}_{engine}")
-                shutil.copytree(root / src, uri)
-                table[op][engine] = run_child(MODULE, ["--child", op, engine, uri])
-                shutil.rmtree(uri, ignore_errors=True)
-        table["compact_proc"]["pylance"] = table["compact"]["pylance"]
+            # cleanups are short: several interleaved runs per engine, the median kept
+            repeat = args.repeat if op.startswith("cleanup") else 1
+            results: dict[str, list[dict[str, Any]]] = {e: [] for e in engines}
+            for i in range(repeat):
+                # alternate which engine goes first so a warm page cache does not favour one
+                for engine in engines if i % 2 == 0 else engines[::-1]:
+                    uri = str(root / f"{op}_{engine}")
+                    shutil.copytree(root / src, uri)  # copy2: modification times kept
+                    results[engine].append(run_child(MODULE, ["--child", op, engine, uri]))
+                    shutil.rmtree(uri, ignore_errors=True)
+            for engine, got in results.items():
+                ok = sorted((r for r in got if "error" not in r), key=lambda r: r["seconds"])
+                # the median run; the first error when any run failed
+                table[op][engine] = ok[len(ok) // 2] if len(ok) == len(got) else next(r for r in got if "error" in r)
+        if "compact_proc" in table and "compact" in table:
+            table["compact_proc"]["pylance"] = table["compact"]["pylance"]
         print(f"\n{'':<12} {'ours':>10} {'pylance':>10} {'ratio':>8} {'ours MiB':>9} {'py MiB':>9}")
         for op in table:
             print(_row(op, table[op]))

@@ -11,11 +11,11 @@ from __future__ import annotations
 import abc
 import datetime as dt
 import posixpath
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, BinaryIO
 
-from lance_format.errors import ObjectNotFoundError, PathEscapeError
+from lance_format.errors import LanceError, ObjectNotFoundError, PathEscapeError
 from lance_format.session import Session, default_session
 
 if TYPE_CHECKING:
@@ -144,6 +144,26 @@ class ObjectStore(abc.ABC):
     @abc.abstractmethod
     def delete(self, key: str) -> None:
         """Delete the object; deleting a missing object is not an error."""
+
+    def delete_many(self, keys: Sequence[str]) -> tuple[tuple[str, ...], dict[str, str]]:
+        """Delete every key; missing keys count as deleted (as :meth:`delete` treats them).
+
+        Backends with a bulk delete (S3 ``DeleteObjects``: 1,000 keys a request) override this,
+        so a cleanup of thousands of files costs a handful of requests instead of one each.
+
+        Returns:
+            The keys deleted, and the keys that could not be deleted with the reason.
+        """
+        done: list[str] = []
+        failed: dict[str, str] = {}
+        for key in keys:
+            try:
+                self.delete(key)
+            except (LanceError, OSError) as exc:
+                failed[key] = str(exc)
+                continue
+            done.append(key)
+        return tuple(done), failed
 
     # -- helpers -------------------------------------------------------------
     def uri(self, key: str) -> str:

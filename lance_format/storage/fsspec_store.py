@@ -10,10 +10,8 @@ as safe as a check-then-write (exactly what lance calls an "unsafe" commit).
 from __future__ import annotations
 
 import datetime as dt
-import io
-import tempfile
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any, BinaryIO
 
 import fsspec
@@ -21,71 +19,17 @@ import fsspec
 from lance_format.errors import ObjectAlreadyExistsError, ObjectNotFoundError, StorageError
 from lance_format.storage import register_scheme
 from lance_format.storage.base import ObjectInfo, ObjectStore, normalize_key
+from lance_format.storage.spool import SPOOL_MAX_MEMORY, SpooledWriter
 
 # One lock per protocol: every MemoryFileSystem instance shares one store dict.
 _PROTOCOL_LOCKS: dict[str, threading.Lock] = {}
 _LOCKS_GUARD = threading.Lock()
 
-#: Writers keep up to this many bytes in memory before spilling to a temp file.
-SPOOL_MAX_MEMORY = 8 * 1024 * 1024
 
 
 def _protocol_lock(protocol: str) -> threading.Lock:
     with _LOCKS_GUARD:
         return _PROTOCOL_LOCKS.setdefault(protocol, threading.Lock())
-
-
-class SpooledWriter(io.RawIOBase):
-    """A write-only stream buffered locally and handed to ``commit`` on ``close()``.
-
-    Nothing is visible in the store until ``close()``; ``abort()`` (or leaving a
-    ``with`` block by exception) discards the buffered bytes.
-    """
-
-    def __init__(self, commit: Callable[[BinaryIO, int], None], max_memory: int = SPOOL_MAX_MEMORY) -> None:
-        super().__init__()
-        self._commit = commit
-        self._buf = tempfile.SpooledTemporaryFile(max_size=max_memory)  # noqa: SIM115 - closed in close()
-        self._size = 0
-        self._done = False
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, data: Any) -> int:
-        if self._done:
-            raise ValueError("write to a closed writer")
-        n = self._buf.write(data)
-        self._size += n
-        return n
-
-    def tell(self) -> int:
-        return self._size
-
-    def close(self) -> None:
-        if self._done:
-            return
-        self._done = True
-        try:
-            self._buf.seek(0)
-            self._commit(self._buf, self._size)  # type: ignore[arg-type]
-        finally:
-            self._buf.close()
-            super().close()
-
-    def abort(self) -> None:
-        """Discard everything written; the object is not created."""
-        if self._done:
-            return
-        self._done = True
-        self._buf.close()
-        super().close()
-
-    def __exit__(self, exc_type: object, *_: object) -> None:
-        if exc_type is None:
-            self.close()
-        else:
-            self.abort()
 
 
 class FsspecStore(ObjectStore):

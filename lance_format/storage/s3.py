@@ -19,15 +19,17 @@ Without explicit keys boto3's default credential chain applies.
 
 from __future__ import annotations
 
+import builtins
 import datetime as dt
+import threading
 import urllib.parse
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, BinaryIO
 
-import boto3
+import botocore
 import botocore.config
 import botocore.exceptions
-from boto3.s3.transfer import TransferConfig
+import botocore.session
 
 from lance_format.errors import (
     InvalidInputError,
@@ -35,11 +37,10 @@ from lance_format.errors import (
     ObjectNotFoundError,
     StorageError,
 )
-from lance_format.session import CacheKind, Session
 from lance_format.storage import register_scheme
 from lance_format.storage.base import ObjectInfo, ObjectStore, normalize_key
-from lance_format.storage.fsspec_store import SpooledWriter
 from lance_format.storage.redact import redact_url
+from lance_format.storage.spool import SpooledWriter
 
 #: Writers switch to multipart uploads above this size, in parts of this size.
 MULTIPART_CHUNK = 16 * 1024 * 1024
@@ -57,11 +58,16 @@ _KEY_ALIASES: dict[str, tuple[str, ...]] = {
 _NOT_FOUND_CODES = {"NoSuchKey", "404", "NotFound"}
 _CONFLICT_CODES = {"PreconditionFailed", "412", "ConditionalRequestConflict", "409"}
 
-#: Boto3 clients by option set, kept in the store's session (clients are thread-safe and slow to
-#: build, ~50 ms). The estimate covers the client's endpoint and credential state; the service
-#: model it parses is shared by every client of the process.
-_S3_CLIENT: CacheKind[Any] = CacheKind("s3_client")
-_CLIENT_BYTES = 1 << 20
+#: Keys per ``DeleteObjects`` request (the service maximum).
+DELETE_BATCH = 1000
+
+#: One botocore session for the process: its loader parses the S3 service model once, so every
+#: client after the first is cheap. Clients are thread-safe and cost a service-model parse plus
+#: endpoint resolution (tens of ms) to build, so they are shared by option set for the process
+#: (object_store keeps one client per store the same way; pylance has none to build).
+_BOTO_SESSION: Any = None
+_CLIENTS: dict[tuple[tuple[str, str], ...], Any] = {}
+_CLIENTS_LOCK = threading.Lock()
 
 
 def _option(opts: Mapping[str, str], name: str) -> str | None:
@@ -102,10 +108,17 @@ def _check_options(opts: Mapping[str, str]) -> None:
         )
 
 
-def _client(opts: Mapping[str, str], session: Session) -> Any:
+def _client(opts: Mapping[str, str]) -> Any:
+    """The process's S3 client for this option set (built on first use).
+
+    Built from botocore alone: boto3 adds only its resource layer and the transfer manager on
+    top, and importing them costs more than the whole open of a dataset (boto3 is imported only
+    for multipart uploads). Credentials missing from ``opts`` come from botocore's default chain
+    (environment, ``AWS_PROFILE`` / shared files, instance metadata), the chain boto3 uses.
+    """
+    global _BOTO_SESSION
     cache_key = tuple(sorted((str(k), str(v)) for k, v in opts.items()))
-    cache = session.metadata_cache
-    client = cache.get(_S3_CLIENT, cache_key)
+    client = _CLIENTS.get(cache_key)
     if client is not None:
         return client
     _check_options(opts)
@@ -120,15 +133,21 @@ def _client(opts: Mapping[str, str], session: Session) -> Any:
     }
     if _truthy(_option(opts, "skip_signature")):
         config_kwargs["signature_version"] = botocore.UNSIGNED
-    boto_session = boto3.session.Session(
-        aws_access_key_id=_option(opts, "access_key"),
-        aws_secret_access_key=_option(opts, "secret_key"),
-        aws_session_token=_option(opts, "token"),
-        region_name=_option(opts, "region"),
-    )
-    client = boto_session.client("s3", endpoint_url=endpoint, config=botocore.config.Config(**config_kwargs))
-    # Two threads racing here may both build a client; either one is fine to keep.
-    cache.put(_S3_CLIENT, cache_key, client, _CLIENT_BYTES)
+    with _CLIENTS_LOCK:  # one build per option set, even when threads open the dataset together
+        client = _CLIENTS.get(cache_key)
+        if client is None:
+            if _BOTO_SESSION is None:
+                _BOTO_SESSION = botocore.session.get_session()
+            client = _BOTO_SESSION.create_client(
+                "s3",
+                region_name=_option(opts, "region"),
+                endpoint_url=endpoint,
+                aws_access_key_id=_option(opts, "access_key"),
+                aws_secret_access_key=_option(opts, "secret_key"),
+                aws_session_token=_option(opts, "token"),
+                config=botocore.config.Config(**config_kwargs),
+            )
+            _CLIENTS[cache_key] = client
     return client
 
 
@@ -166,10 +185,10 @@ class S3Store(ObjectStore):
 
     @property
     def _client(self) -> Any:
-        # Resolved on first use, so the client comes from the session the store was bound to.
+        # Resolved on first use: building a store (URI parsing, option checks) makes no requests.
         client = self._client_obj
         if client is None:
-            client = self._client_obj = _client(self._opts, self.session)
+            client = self._client_obj = _client(self._opts)
         return client
 
     def _key(self, key: str) -> str:
@@ -266,11 +285,18 @@ class S3Store(ObjectStore):
         s3_key = self._key(key)
 
         def commit(fh: BinaryIO, _size: int) -> None:
+            # boto3's transfer manager does the multipart upload; imported here, on the first
+            # write, so opening and reading a dataset never pays for it.
+            import boto3.exceptions
+            import boto3.s3.inject
+            from boto3.s3.transfer import TransferConfig
+
             config = TransferConfig(
                 multipart_threshold=MULTIPART_CHUNK, multipart_chunksize=MULTIPART_CHUNK, use_threads=False
             )
             try:
-                self._client.upload_fileobj(fh, self._bucket, s3_key, Config=config)
+                # The botocore client has no upload_fileobj method; boto3 attaches the same one.
+                boto3.s3.inject.upload_fileobj(self._client, fh, self._bucket, s3_key, Config=config)
             except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as exc:
                 raise self._fail(key, "upload", exc) from exc
             except boto3.exceptions.S3UploadFailedError as exc:
@@ -285,6 +311,36 @@ class S3Store(ObjectStore):
             err = self._fail(key, "delete", exc)
             if not isinstance(err, ObjectNotFoundError) or "bucket" in str(err):
                 raise err from exc
+
+    def delete_many(self, keys: Sequence[str]) -> tuple[tuple[str, ...], dict[str, str]]:
+        """Delete ``keys`` with ``DeleteObjects``, :data:`DELETE_BATCH` keys a request.
+
+        Returns:
+            The keys deleted (missing keys count, as S3 reports them deleted), and the keys the
+            service refused with its error code and message.
+        """
+        done: builtins.list[str] = []
+        failed: dict[str, str] = {}
+        for start in range(0, len(keys), DELETE_BATCH):
+            chunk = list(keys[start:start + DELETE_BATCH])
+            full = {self._key(k): k for k in chunk}
+            try:
+                # Quiet mode: the response lists only failures, so a large batch's reply stays small.
+                resp = self._client.delete_objects(
+                    Bucket=self._bucket, Delete={"Objects": [{"Key": k} for k in full], "Quiet": True}
+                )
+            except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as exc:
+                reason = str(self._fail(chunk[0], "bulk delete", exc))
+                failed.update(dict.fromkeys(chunk, reason))
+                continue
+            refused = {str(e.get("Key", "")): f"{e.get('Code', '')}: {e.get('Message', '')}"
+                       for e in resp.get("Errors", []) or []}
+            for s3_key, key in full.items():
+                if s3_key in refused:
+                    failed[key] = f"{self.uri(key)}: delete failed: {refused[s3_key]}"
+                else:
+                    done.append(key)
+        return tuple(done), failed
 
     @property
     def store_path(self) -> str:
