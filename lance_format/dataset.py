@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
@@ -20,6 +21,7 @@ from lance_format.errors import (
     TagNotFoundError,
 )
 from lance_format.evolution import arguments as _arg
+from lance_format.evolution import metadata as _meta
 from lance_format.evolution.bases import DatasetBasePath
 from lance_format.evolution.batch_commit import merge_transactions
 from lance_format.evolution.branches import (
@@ -273,6 +275,57 @@ class LanceDataset:
         """Table config (a method, as in pylance 14)."""
         return dict(self._manifest.config)
 
+    # pylance's config and metadata edits: each commits one UpdateConfig (evolution/metadata.py).
+
+    def _commit_update_config(self, op: LanceOperation.UpdateConfig) -> None:
+        self._set_manifest(_meta.commit_update_config(self._store, self._manifest, op))
+
+    def update_config(self, values: Mapping[str, str | None], *, replace: bool = False) -> dict[str, str]:
+        """Set (``None``: delete) table config keys, or ``replace`` the config; returns the new config."""
+        self._commit_update_config(_meta.config_op(values, replace))
+        return self.config()
+
+    def delete_config_keys(self, keys: list[str]) -> None:
+        """Delete table config keys (missing ones are ignored)."""
+        self._commit_update_config(_meta.delete_keys_op(keys))
+
+    @property
+    def metadata(self) -> dict[str, str]:
+        """Table metadata (``update_metadata``)."""
+        return dict(self._manifest.table_metadata)
+
+    def update_metadata(self, values: Mapping[str, str | None], *, replace: bool = False) -> dict[str, str]:
+        """Set (``None``: delete) table metadata keys, or ``replace`` them; returns the new metadata."""
+        self._commit_update_config(_meta.table_metadata_op(values, replace))
+        return self.metadata
+
+    @property
+    def schema_metadata(self) -> dict[str, str]:
+        """Schema metadata as text."""
+        return _meta.as_text(self._manifest.schema.metadata)
+
+    def update_schema_metadata(self, values: Mapping[str, str | None], *, replace: bool = False) -> dict[str, str]:
+        """Set (``None``: delete) schema metadata keys, or ``replace`` them; returns the new schema metadata."""
+        self._commit_update_config(_meta.schema_metadata_op(values, replace))
+        return self.schema_metadata
+
+    def update_field_metadata(self, field_updates: Mapping[str, Mapping[str, str | None]], *,
+                              replace: bool = False) -> None:
+        """Edit the metadata of fields named by dotted path (``{"s.x": {"k": "v"}}``)."""
+        self._commit_update_config(_meta.field_metadata_op(self._manifest.schema, field_updates, replace))
+
+    def replace_schema_metadata(self, new_metadata: Mapping[str, str]) -> None:
+        """Deprecated in pylance: ``update_schema_metadata(new_metadata, replace=True)``."""
+        warnings.warn("replace_schema_metadata is deprecated. Use update_schema_metadata(metadata, replace=True) "
+                      "instead.", DeprecationWarning, stacklevel=2)
+        self.update_schema_metadata(new_metadata, replace=True)
+
+    def replace_field_metadata(self, field_name: str, new_metadata: Mapping[str, str]) -> None:
+        """Deprecated in pylance: ``update_field_metadata({field_name: new_metadata}, replace=True)``."""
+        warnings.warn("replace_field_metadata is deprecated. Use update_field_metadata with field paths and "
+                      "replace=True instead.", DeprecationWarning, stacklevel=2)
+        self.update_field_metadata({field_name: new_metadata}, replace=True)
+
     def get_transactions(self, recent_transactions: int = 10) -> list[Transaction | None]:
         """Transactions of this version and the ones before it, newest first (``None`` where absent)."""
         return recent_transactions_of(self, _arg.integer(recent_transactions, "get_transactions(): count"))
@@ -470,7 +523,7 @@ class LanceDataset:
         opts = ScanOptions(cols, expr, limit, offset or 0, bool(with_row_id) or projection.with_row_id,
                            bool(with_row_address) or projection.with_row_address,
                            batch_size or DEFAULT_BATCH_SIZE, frag_list, normalize_order_by(order_by, names),
-                           filter_sql=filter if isinstance(filter, str) else None)
+                           filter_sql=filter if isinstance(filter, str) else None, blob_descriptions=True)
         if full_text_query is not None:  # BM25 over INVERTED indices (lance_format.search.fulltext)
             return FullTextSearch(self._ctx, full_text_query, opts,  # type: ignore[return-value]
                                   prefilter=bool(prefilter), fast_search=bool(fast_search))

@@ -26,7 +26,7 @@ from lance_format.errors import (
     InvalidInputError,
     RetryableCommitConflictError,
 )
-from lance_format.schema import LanceSchema
+from lance_format.schema import LanceField, LanceSchema
 from lance_format.table.index_metadata import IndexMetadata
 from lance_format.table.manifest import (
     FLAG_STABLE_ROW_IDS,
@@ -83,6 +83,7 @@ class Draft:
         restored: A complete manifest that replaces the base as it is (Restore).
         moved: Ids of new fragments that carry stable row ids of rows they moved (Update).
         base_paths: Extra roots of a multi-base dataset.
+        table_metadata: Table metadata (``update_metadata``).
     """
 
     base: Manifest | None
@@ -96,6 +97,7 @@ class Draft:
     restored: Manifest | None = None
     moved: frozenset[int] = frozenset()
     base_paths: tuple[BasePath, ...] = ()
+    table_metadata: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
 
 def _assign_ids(frags: Sequence[FragmentMetadata], next_id: int, *, keep_nonzero: bool = False
@@ -302,6 +304,52 @@ def _(op: L.CreateIndex, draft: Draft, ctx: ApplyContext) -> Draft:
     return dataclasses.replace(draft, indices=kept + tuple(op.new_indices))
 
 
+def _apply_bytes_map(current: Mapping[str, bytes], m: LanceOperation.UpdateMap) -> dict[str, bytes]:
+    # Schema and field metadata hold bytes values; the edits are strings (UTF-8, as lance stores them).
+    out = {} if m.replace else dict(current)
+    for key, value in m.updates.items():
+        if value is not None:
+            out[key] = value.encode()
+        elif not m.replace:
+            out.pop(key, None)
+    return out
+
+
+def _with_field_metadata(field: LanceField, edits: Mapping[int, LanceOperation.UpdateMap], seen: set[int]
+                         ) -> LanceField:
+    children = tuple(_with_field_metadata(c, edits, seen) for c in field.children)
+    edit = edits.get(field.id)
+    if edit is None and children == field.children:
+        return field
+    metadata = field.metadata
+    if edit is not None:
+        seen.add(field.id)
+        metadata = _apply_bytes_map(field.metadata, edit)
+    return dataclasses.replace(field, metadata=metadata, children=children)
+
+
+@apply_operation.register
+def _(op: L.UpdateConfig, draft: Draft, ctx: ApplyContext) -> Draft:
+    # As lance's ``build_manifest`` UpdateConfig arm: each map is edited in place; fields are found
+    # by id anywhere in the tree; an id the schema lacks (dropped meanwhile) is refused, as lance does.
+    schema = draft.schema
+    assert schema is not None  # build_manifest refuses anything but Overwrite on a missing dataset
+    if op.schema_metadata_updates is not None:
+        schema = dataclasses.replace(schema, metadata=_apply_bytes_map(schema.metadata, op.schema_metadata_updates))
+    if op.field_metadata_updates:
+        seen: set[int] = set()
+        schema = dataclasses.replace(schema, fields=tuple(_with_field_metadata(f, op.field_metadata_updates, seen)
+                                                          for f in schema.fields))
+        missing = sorted(set(op.field_metadata_updates) - seen)
+        if missing:
+            raise InvalidInputError(f"UpdateConfig: field with id {missing[0]} does not exist in the schema of "
+                                    f"version {draft.base.version if draft.base is not None else 0}")
+    config = op.config_updates.apply(draft.config) if op.config_updates is not None else draft.config
+    table_meta = (op.table_metadata_updates.apply(draft.table_metadata) if op.table_metadata_updates is not None
+                  else draft.table_metadata)
+    return dataclasses.replace(draft, schema=schema, config=config, table_metadata=table_meta)
+
+
 @apply_operation.register
 def _(op: L.Restore, draft: Draft, ctx: ApplyContext) -> Draft:
     if ctx.load_version is None:
@@ -360,6 +408,7 @@ def build_manifest(base: Manifest | None, txn: Transaction, *, version: int,
         next_id=_next_fragment_id(base),
         high_water=base.max_fragment_id if base is not None else None,
         base_paths=base.base_paths if base is not None else (),
+        table_metadata=dict(base.table_metadata) if base is not None else {},
     )
     draft = apply_operation(op, draft, ApplyContext(version, load_version, data_storage_version))
     if draft.restored is not None:
@@ -385,7 +434,7 @@ def build_manifest(base: Manifest | None, txn: Transaction, *, version: int,
         max_fragment_id=top,
         data_format=data_format,
         config=dict(draft.config),
-        table_metadata=dict(base.table_metadata) if base is not None else {},
+        table_metadata=dict(draft.table_metadata),
         indices=draft.indices,
         base_paths=draft.base_paths,
         branch=base.branch if base is not None else None,

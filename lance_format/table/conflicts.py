@@ -11,6 +11,13 @@ cells. ``d``: a rewrite over a delete/update of its fragments is rebased. A Crea
 DataReplacement is always retried, where pylance lets it through when the index's fields are not
 the replaced ones: a DataReplacement (only pylance writes one) reaches us as an
 ``UnknownOperation`` that records its fragments but not its fields.
+
+UpdateConfig (measured on pylance 14.0.2, ``tests/parity/test_api_config.py``): config and table
+metadata edits pass every other operation; schema or field metadata edits are retried next to a
+Merge (``m``) and refused next to a Restore (``s``) or, when ours, an Overwrite (``S``); two
+UpdateConfigs clash as ``_update_configs_overlap`` says (``u``). One difference: a Restore commits
+without conflict checks here (``table/commit.py``), so the ``s`` cell of its row is not reached and a
+Restore over a schema or field metadata edit is accepted where pylance refuses it.
 """
 
 from __future__ import annotations
@@ -33,10 +40,11 @@ _MATRIX: dict[str, tuple[str, ...]] = {
     "overwrite":         (".", ".", ".", "o", ".", ".", ".", ".", ".", ".", "k", ".", "I", ".", "."),
     "create_index":      (".", ".", ".", "I", "n", "c", ".", ".", "I", ".", ".", "R", "I", ".", "."),
     "rewrite":           (".", "d", "d", "I", "c", "e", "R", ".", "I", ".", ".", "b", ".", ".", "."),
-    "merge":             ("R", "R", "R", "I", ".", "R", "R", "I", "I", ".", ".", "R", "I", ".", "."),
+    "merge":             ("R", "R", "R", "I", ".", "R", "R", "I", "I", ".", "m", "R", "I", ".", "."),
     "project":           ("R", ".", "R", "I", ".", ".", "R", "R", "I", ".", ".", "R", "I", ".", "."),
-    "restore":           (".", ".", ".", ".", ".", ".", ".", ".", ".", ".", ".", ".", "I", ".", "."),
+    "restore":           (".", ".", ".", ".", ".", ".", ".", ".", ".", ".", "s", ".", "I", ".", "."),
     "reserve_fragments": (".", ".", ".", "I", ".", ".", ".", ".", "I", ".", ".", ".", ".", ".", "."),
+    "update_config":     (".", ".", ".", "S", ".", ".", "m", ".", "s", ".", "u", ".", ".", ".", "."),
 }
 
 FRAG_REUSE_INDEX = "__lance_frag_reuse"
@@ -141,14 +149,51 @@ def check(mine: Transaction, theirs: Transaction, base_files: dict[int, Any]) ->
         return Outcome.INCOMPATIBLE if _config_keys(mo) & _config_keys(to) else Outcome.RETRYABLE
     if cell == "k":
         return Outcome.INCOMPATIBLE if _config_keys(mo) & _config_keys(to) else Outcome.COMPATIBLE
+    uc = mo if my_kind == "update_config" else to
+    schema_edit = isinstance(uc, LanceOperation.UpdateConfig) and uc.touches_schema
+    if cell == "m":
+        # Schema or field metadata edited next to a Merge (a new schema) is retried on it.
+        return Outcome.RETRYABLE if schema_edit else Outcome.COMPATIBLE
+    if cell == "s":
+        # ... and refused next to a Restore, whose schema would silently win or lose.
+        return Outcome.INCOMPATIBLE if schema_edit else Outcome.COMPATIBLE
+    if cell == "S":
+        if schema_edit or _config_keys(mo) & _config_keys(to):
+            return Outcome.INCOMPATIBLE
+        return Outcome.COMPATIBLE
+    if cell == "u":
+        return Outcome.INCOMPATIBLE if _update_configs_overlap(mo, to) else Outcome.COMPATIBLE
     return Outcome.INCOMPATIBLE
+
+
+def _map_keys(m: LanceOperation.UpdateMap | None) -> set[str]:
+    return set(m.updates) if m is not None else set()
+
+
+def _update_configs_overlap(a: LanceOperation.BaseOperation, b: LanceOperation.BaseOperation) -> bool:
+    """Whether two UpdateConfigs edit the same thing (pylance 14.0.2, measured pair by pair).
+
+    Config and table metadata clash by key (a ``replace`` counts only its listed keys), schema
+    metadata whenever both edit it, field metadata when both edit the same field.
+    """
+    if not (isinstance(a, LanceOperation.UpdateConfig) and isinstance(b, LanceOperation.UpdateConfig)):
+        return True
+    if _map_keys(a.config_updates) & _map_keys(b.config_updates):
+        return True
+    if _map_keys(a.table_metadata_updates) & _map_keys(b.table_metadata_updates):
+        return True
+    if a.schema_metadata_updates is not None and b.schema_metadata_updates is not None:
+        return True
+    return bool(set(a.field_metadata_updates or {}) & set(b.field_metadata_updates or {}))
 
 
 def _config_keys(op: LanceOperation.BaseOperation) -> set[str]:
     if isinstance(op, LanceOperation.Overwrite):
         return set(op.config_upsert_values or {})
+    if isinstance(op, LanceOperation.UpdateConfig):
+        return _map_keys(op.config_updates)
     if isinstance(op, UnknownOperation):
-        return set(op.config_keys)  # e.g. update_config written by pylance
+        return set(op.config_keys)
     return set()
 
 

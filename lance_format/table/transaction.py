@@ -1,7 +1,7 @@
 """Transactions: a commit described as data (an operation applied to a read version).
 
 ``LanceOperation`` mirrors pylance's namespace of operation classes. Operations we
-do not execute ourselves (e.g. ``UpdateConfig`` or ``Clone`` written by pylance) are
+do not execute ourselves (e.g. ``DataReplacement`` or ``Clone`` written by pylance) are
 decoded as :class:`UnknownOperation` so conflict checks can still see them. Plain
 models: ``lance_format.table.codec.transaction`` reads and writes them.
 """
@@ -208,12 +208,80 @@ class LanceOperation:
             object.__setattr__(self, "removed_indices", tuple(self.removed_indices))
 
 
+    @dataclass(frozen=True)
+    class UpdateMap:
+        """Edits of one string map (config, table, schema or field metadata), as pylance's.
+
+        Attributes:
+            updates: Key to new value; ``None`` deletes the key (ignored when ``replace``).
+            replace: Replace the whole map by the entries that have a value.
+        """
+
+        updates: Mapping[str, str | None]
+        replace: bool = False
+
+        def __post_init__(self) -> None:
+            updates = dict(self.updates)
+            for key, value in updates.items():
+                if not isinstance(key, str) or not (value is None or isinstance(value, str)):
+                    raise InvalidInputError(f"UpdateMap entries must be str -> str | None, got "
+                                            f"{key!r:.40} -> {value!r:.40}")
+            object.__setattr__(self, "updates", updates)
+            object.__setattr__(self, "replace", bool(self.replace))
+
+        def apply(self, target: Mapping[str, str]) -> dict[str, str]:
+            """The map ``target`` becomes (as ``apply_update_map`` in lance's ``update_map.rs``)."""
+            if self.replace:
+                return {k: v for k, v in self.updates.items() if v is not None}
+            out = dict(target)
+            for key, value in self.updates.items():
+                if value is None:
+                    out.pop(key, None)
+                else:
+                    out[key] = value
+            return out
+
+    @dataclass(frozen=True)
+    class UpdateConfig(BaseOperation):
+        """Change table config, table metadata, schema metadata and/or field metadata.
+
+        Attributes:
+            config_updates: Edits of the table config.
+            table_metadata_updates: Edits of the table metadata.
+            schema_metadata_updates: Edits of the schema metadata.
+            field_metadata_updates: Edits of field metadata by field id.
+        """
+
+        config_updates: LanceOperation.UpdateMap | None = None
+        table_metadata_updates: LanceOperation.UpdateMap | None = None
+        schema_metadata_updates: LanceOperation.UpdateMap | None = None
+        field_metadata_updates: Mapping[int, LanceOperation.UpdateMap] | None = None
+        kind = "update_config"
+
+        def __post_init__(self) -> None:
+            fields = {int(k): v for k, v in (self.field_metadata_updates or {}).items()}
+            for name in ("config_updates", "table_metadata_updates", "schema_metadata_updates"):
+                value = getattr(self, name)
+                if value is not None and not isinstance(value, LanceOperation.UpdateMap):
+                    raise InvalidInputError(f"UpdateConfig.{name} must be an UpdateMap, got {type(value).__name__}")
+            for fid, value in fields.items():
+                if not isinstance(value, LanceOperation.UpdateMap):
+                    raise InvalidInputError(f"UpdateConfig.field_metadata_updates[{fid}] must be an UpdateMap, "
+                                            f"got {type(value).__name__}")
+            object.__setattr__(self, "field_metadata_updates", fields)
+
+        @property
+        def touches_schema(self) -> bool:
+            """Whether schema or field metadata changes (what conflicts with schema changes)."""
+            return self.schema_metadata_updates is not None or bool(self.field_metadata_updates)
+
+
 @dataclass(frozen=True)
 class UnknownOperation(LanceOperation.BaseOperation):
     """An operation this library decodes but does not execute.
 
     Attributes:
-        kind: The operation's name in the transaction (e.g. ``"update_config"``).
+        kind: The operation's name in the transaction (e.g. ``"data_replacement"``).
         payload: The operation message's wire bytes, re-encoded unchanged.
         fragment_ids: Existing fragment ids it modifies (what conflict checks need).
         config_keys: Table config keys it changes (what conflict checks need).

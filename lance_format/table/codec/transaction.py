@@ -147,6 +147,28 @@ def _(op: L.CreateIndex, pb: Any) -> None:
     pb.create_index.removed_indices.extend(index_to_pb(i) for i in op.removed_indices)
 
 
+def _update_map_to(target: Any, m: LanceOperation.UpdateMap) -> None:
+    target.SetInParent()  # an empty map with replace=False is still "set" (pylance writes it so)
+    for key, value in m.updates.items():
+        entry = target.update_entries.add(key=key)
+        if value is not None:
+            entry.value = value
+    target.replace = m.replace
+
+
+@encode_operation.register
+def _(op: L.UpdateConfig, pb: Any) -> None:
+    # pylance 14.0.2 writes only the newer fields (6-9), never upsert_values / delete_keys.
+    u = pb.update_config
+    u.SetInParent()
+    for name in ("config_updates", "table_metadata_updates", "schema_metadata_updates"):
+        value = getattr(op, name)
+        if value is not None:
+            _update_map_to(getattr(u, name), value)
+    for fid, value in (op.field_metadata_updates or {}).items():
+        _update_map_to(u.field_metadata_updates[fid], value)
+
+
 @encode_operation.register
 def _(op: UnknownOperation, pb: Any) -> None:
     target = getattr(pb, op.kind, None)
@@ -186,17 +208,33 @@ def _decode_rewrite(m: Any, where: str) -> LanceOperation.BaseOperation:
     return L.Rewrite(groups, rewritten)
 
 
+def _update_map(m: Any) -> LanceOperation.UpdateMap:
+    return L.UpdateMap({e.key: e.value if e.HasField("value") else None for e in m.update_entries}, m.replace)
+
+
+def _decode_update_config(m: Any, where: str) -> LanceOperation.BaseOperation:
+    # Older writers used fields 1-4; lance reads them as the newer maps (``translate_config_updates``
+    # and ``translate_schema_metadata_updates`` in rust/lance-table/src/transaction/update_map.rs):
+    # upserts and deletes merge, schema and field metadata replace.
+    config = _update_map(m.config_updates) if m.HasField("config_updates") else None
+    if config is None and (len(m.upsert_values) or len(m.delete_keys)):
+        config = L.UpdateMap({**dict(m.upsert_values), **{k: None for k in m.delete_keys}})
+    schema_meta = _update_map(m.schema_metadata_updates) if m.HasField("schema_metadata_updates") else None
+    if schema_meta is None and len(m.schema_metadata):
+        schema_meta = L.UpdateMap(dict(m.schema_metadata), replace=True)
+    fields = {int(k): _update_map(v) for k, v in m.field_metadata_updates.items()}
+    if not fields:
+        fields = {int(k): L.UpdateMap(dict(v.metadata), replace=True) for k, v in m.field_metadata.items()}
+    table_meta = _update_map(m.table_metadata_updates) if m.HasField("table_metadata_updates") else None
+    return L.UpdateConfig(config, table_meta, schema_meta, fields)
+
+
 def _unknown(kind: str, m: Any) -> UnknownOperation:
     # What conflict checks need to know about operations this library does not execute.
     frag_ids: frozenset[int] = frozenset()
-    keys: set[str] = set()
     if kind == "data_replacement":
         frag_ids = frozenset(r.fragment_id for r in m.replacements)
-    elif kind == "update_config":
-        keys = set(m.upsert_values) | set(m.delete_keys)
-        if m.HasField("config_updates"):
-            keys |= {e.key for e in m.config_updates.update_entries}
-    return UnknownOperation(kind, bytes(m.SerializeToString()), frag_ids, frozenset(keys))
+    return UnknownOperation(kind, bytes(m.SerializeToString()), frag_ids)
 
 
 _DECODERS: dict[str, _Decoder] = {
@@ -215,6 +253,7 @@ _DECODERS: dict[str, _Decoder] = {
     "restore": lambda m, w: L.Restore(m.version),
     "reserve_fragments": lambda m, w: L.ReserveFragments(m.num_fragments),
     "rewrite": _decode_rewrite,
+    "update_config": _decode_update_config,
     "create_index": lambda m, w: L.CreateIndex([index_from_pb(i, w) for i in m.new_indices],
                                                [index_from_pb(i, w) for i in m.removed_indices]),
 }
