@@ -64,6 +64,13 @@ def _pending(segs: list[IndexMetadata], reuse_versions: list[int]) -> bool:
     return any(v >= s.dataset_version for s in segs for v in reuse_versions)
 
 
+def _newest(segs: list[IndexMetadata], n: int | None) -> list[IndexMetadata]:
+    """The ``n`` newest segments (none for ``None`` / 0)."""
+    if not n or n <= 0:
+        return []
+    return sorted(segs, key=lambda s: s.dataset_version)[-n:]
+
+
 def plan_optimize(ds: LanceDataset, *, index_names: list[str] | None = None, runner: Runner | None = None,
                   retrain: bool = False, num_indices_to_merge: int | None = None
                   ) -> tuple[IndexChange, IndexOptimization]:
@@ -95,13 +102,17 @@ def plan_optimize(ds: LanceDataset, *, index_names: list[str] | None = None, run
                 unmaintained.append(name)  # not ours to rebuild (e.g. a kind we only list): left as it is
                 continue
             delta = kind.incremental and not retrain and not pending
-            if delta and not missing:
+            # num_indices_to_merge=N folds the newest N segments (and the new rows) into one, as
+            # pylance's OptimizeOptions does (``rust/lance-index/src/optimize.rs``).
+            merged = _newest(segs, num_indices_to_merge) if delta and not kind.delta_absorbs_older else []
+            if delta and not missing and len(merged) < 2:
                 continue  # several delta segments are how an incremental index grows
             newest = max(segs, key=lambda s: s.dataset_version)
             src = IndexDir(ds._store, newest.uuid, sizes={f.path: f.size_bytes for f in newest.files or ()})
             index_type, params = kind.rebuild_request(src, newest)
             if delta:
-                plan = plan_index_build(ds, column, index_type, name=name, replace=True, fragment_ids=sorted(missing),
+                frags = missing | (_covered(merged) & live)
+                plan = plan_index_build(ds, column, index_type, name=name, replace=True, fragment_ids=sorted(frags),
                                         params=params, model=kind.load_model(src, newest))
                 step = build_change(plan, run)
                 if kind.delta_absorbs_older:  # one segment grows (pylance's INVERTED partitions)
@@ -109,7 +120,7 @@ def plan_optimize(ds: LanceDataset, *, index_names: list[str] | None = None, run
                                                     | _covered(segs)) for m in step.new)
                     change += IndexChange(new, tuple(segs), step.dirs)
                 else:
-                    change += IndexChange(step.new, (), step.dirs)  # the older segments stay
+                    change += IndexChange(step.new, tuple(merged), step.dirs)  # older segments stay
                 extended.append(name)
                 continue
             plan = plan_index_build(ds, column, index_type, name=name, replace=True, params=params)
@@ -137,8 +148,8 @@ def optimize_indices(ds: LanceDataset, *, index_names: list[str] | None = None, 
         transaction_properties: Stored with the ``CreateIndex`` commit (e.g. the lineage of the
             scheduler that ran it; pylance's ``optimize_indices`` takes none).
         retrain: Rebuild incremental kinds from scratch (new model) instead of adding deltas.
-        num_indices_to_merge: Accepted for pylance's signature; incremental kinds keep their
-            delta segments (merging them is the kind's ``optimize`` work, not done yet).
+        num_indices_to_merge: Incremental kinds: fold the newest N segments and the new rows into
+            one segment with the existing model (``None`` / 0: a new delta segment, older ones kept).
 
     Returns:
         What was done, with the committed manifest (``None`` when nothing was).
