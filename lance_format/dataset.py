@@ -24,6 +24,7 @@ from lance_format.evolution import arguments as _arg
 from lance_format.evolution import metadata as _meta
 from lance_format.evolution.bases import DatasetBasePath
 from lance_format.evolution.batch_commit import merge_transactions
+from lance_format.evolution.blobs import take_blobs as _take_blobs
 from lance_format.evolution.branches import (
     Branches,
     create_branch,
@@ -68,7 +69,6 @@ from lance_format.session import Session
 from lance_format.storage import ObjectStore, check_storage_options, open_store, uri_text
 from lance_format.table import delete as _delete
 from lance_format.table import tags as _tags
-from lance_format.table.blob_take import take_blobs as _take_blobs
 from lance_format.table.commit import DEFAULT_MAX_RETRIES, commit_transaction, register_after_commit
 from lance_format.table.manifest import Manifest
 from lance_format.table.models import FragmentMetadata

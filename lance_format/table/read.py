@@ -155,13 +155,15 @@ class FragmentScan:
     """
 
     def __init__(self, ctx: ReadContext, frag: FragmentMetadata, columns: Sequence[str], *,
-                 readahead: bool = False):
+                 readahead: bool = False, blob_descriptions: bool = False):
         self.ctx = ctx
         self.frag = frag
         self.columns = list(columns)
-        # v1 blob columns are returned as their (position, size) descriptors, as pylance's scans do
-        self.target = pa.schema([scan_field(ctx.arrow_schema.field(c)) for c in self.columns])
-        self._blobs = {c for c in self.columns if is_blob_v1(ctx.arrow_schema.field(c))}
+        # blob_descriptions: v1 blob columns come back as their (position, size) descriptors, as
+        # pylance's scans return them; otherwise as their bytes (rewrites copy the values)
+        fields = [ctx.arrow_schema.field(c) for c in self.columns]
+        self._blobs = {f.name for f in fields if is_blob_v1(f)} if blob_descriptions else set()
+        self.target = pa.schema([scan_field(f) if f.name in self._blobs else f for f in fields])
         self._plan = self._plan_files()
         self._readers: dict[str, Any] = {}
         self._readahead = readahead
@@ -371,7 +373,7 @@ def take_rows(ctx: ReadContext, indices: Sequence[int] | pa.Array | npt.NDArray[
         else:  # no deletions: live row i is physical row i
             phys = local[sel].astype(np.uint64)
         uniq, inverse = np.unique(phys, return_inverse=True)
-        batch = FragmentScan(ctx, frag, columns).take(uniq)
+        batch = FragmentScan(ctx, frag, columns, blob_descriptions=True).take(uniq)
         table = pa.Table.from_batches([batch]).take(pa.array(inverse))
         if with_row_id:
             rid = (np.uint64(frag.id) << np.uint64(32)) | phys

@@ -78,6 +78,9 @@ class ScanOptions:
     #: Physical rows ``[start, stop)`` of each fragment to read (``None``: all of them); lets a
     #: caller split a large fragment into independent ranges (Spark input partitions).
     row_range: tuple[int, int] | None = None
+    #: Blob columns as pylance's scans return them (descriptors, ``lance_format.table.blobs``);
+    #: False (internal rewrites, Spark) reads v1 blobs as their bytes.
+    blob_descriptions: bool = False
 
 
 class Scan:
@@ -90,7 +93,8 @@ class Scan:
     def __init__(self, ctx: ReadContext, options: ScanOptions):
         self._ctx = ctx
         self._opts = options
-        fields = [scan_field(ctx.arrow_schema.field(c)) for c in options.columns]  # blobs: descriptors
+        fields = [scan_field(ctx.arrow_schema.field(c)) if options.blob_descriptions else ctx.arrow_schema.field(c)
+                  for c in options.columns]
         if options.with_row_id:
             fields.append(pa.field(ROW_ID, pa.uint64()))
         if options.with_row_address:
@@ -152,7 +156,8 @@ class Scan:
         # a scan without a limit reads every row in order: decode in large windows (not for a
         # row range: a window would decode rows past its end)
         whole = self._opts.limit is None and self._opts.row_range is None
-        scan = FragmentScan(self._ctx, frag, read_cols, readahead=whole)
+        scan = FragmentScan(self._ctx, frag, read_cols, readahead=whole,
+                            blob_descriptions=self._opts.blob_descriptions)
         scan.open()
         if prefetch_rows and whole and self._opts.filter is None and frag.physical_rows:
             # object stores: the first window of rows is fetched here too, in the background,

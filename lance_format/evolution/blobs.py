@@ -9,6 +9,7 @@ import numpy as np
 import pyarrow as pa
 
 from lance_format.errors import InvalidInputError
+from lance_format.evolution.reading import address_of_row_ids
 from lance_format.table.blobs import BlobFile, blob_files, check_selector, is_blob_field
 from lance_format.table.read import FragmentScan, ReadContext
 
@@ -41,17 +42,11 @@ def take_blobs(ds: Any, ctx: ReadContext, column: str, ids: _Ints = None, addres
     if indices is not None:
         addr = _ints(ds.take(indices, columns=["_rowaddr"]).column("_rowaddr"))
     elif ids is not None:
-        # row id -> address through a scan of the two (cheap) row columns: right with or without
-        # stable row ids, where ids equal addresses
-        both = ds.to_table(columns=[], with_row_id=True, with_row_address=True)
-        rid, raddr = _ints(both.column("_rowid")), _ints(both.column("_rowaddr"))
-        order = np.argsort(rid, kind="stable")
         want = _ints(ids)
-        pos = np.minimum(np.searchsorted(rid[order], want), max(len(rid) - 1, 0))
-        found = (rid[order][pos] == want) if len(rid) else np.zeros(len(want), bool)
-        if not found.all():
-            raise InvalidInputError(f"{ds.uri}: take_blobs: unknown row id {int(want[~found][0])}")
-        addr = raddr[order][pos]
+        addr = address_of_row_ids(ds, want)
+        missing = addr == np.uint64(2**64 - 1)
+        if missing.any():
+            raise InvalidInputError(f"{ds.uri}: take_blobs: no live row has id {int(want[missing][0])}")
     else:
         addr = _ints(addresses) if addresses is not None else np.zeros(0, np.uint64)
     out: list[BlobFile | None] = [None] * len(addr)
@@ -64,7 +59,7 @@ def take_blobs(ds: Any, ctx: ReadContext, column: str, ids: _Ints = None, addres
         at = np.flatnonzero(frag_ids == fid)
         offsets = addr[at] & np.uint64(0xFFFFFFFF)
         uniq, inverse = np.unique(offsets, return_inverse=True)
-        scan = FragmentScan(ctx, frag, [column])
+        scan = FragmentScan(ctx, frag, [column], blob_descriptions=True)
         desc = scan.take(uniq).column(0)
         df = scan.data_file_of(column)
         files = blob_files(ctx.data_store(df), df.path, desc)
