@@ -228,8 +228,14 @@ class FullTextSearch:
         base = bm25.intersect([corpus.term(t) for t in dict.fromkeys(tokens)])
         if base.ids.size == 0 or len(tokens) == 1:
             return base
-        pos = {t: corpus.positions(t) for t in dict.fromkeys(tokens)}
         offs = [p - pairs[0][1] for _, p in pairs]
+        if query.slop == 0:
+            # Rows holding the exact phrase; the walk below accepts no other row (it only says yes
+            # on a real match) and, for two tokens, accepts all of them (it is then a leapfrog join).
+            base = bm25.restrict(base, _exact_phrase(corpus, tokens, offs, base.ids))
+            if len(tokens) == 2 or base.ids.size == 0:
+                return base
+        pos = {t: corpus.positions(t) for t in dict.fromkeys(tokens)}
         keep = []
         for r in base.ids.tolist():
             lists = [pos[t][r] for t in tokens]
@@ -326,6 +332,28 @@ class FullTextSearch:
         if self._opts.filter is not None:
             lines.append(f"  {'Prefilter' if self._prefilter else 'Postfilter'}: {self._opts.filter}")
         return "\n".join(lines)
+
+
+def _exact_phrase(corpus: Corpus, tokens: list[str], offs: list[int], candidates: U64) -> U64:
+    """Rows where every token occurs at one start plus its offset (an exact phrase, slop 0).
+
+    The tokens' sets of ``position - offset`` must share a value: intersect
+    ``(row, position - offset)`` keys. pylance's greedy walk (:func:`_phrase_at`) accepts only
+    such rows, and with two tokens all of them; with more it may miss some, so callers still walk
+    the rows this returns.
+    """
+    ids = np.sort(candidates)
+    got = [corpus.position_pairs(t, ids) for t in tokens]
+    span = 1 + max((int(at.max()) for _, at in got if at.size), default=0)
+    keys: npt.NDArray[np.int64] | None = None
+    for (rows, at), off in zip(got, offs, strict=True):
+        rel = at - off
+        ok = rel >= 0
+        k = np.unique(np.searchsorted(ids, rows[ok]).astype(np.int64) * span + rel[ok])
+        keys = k if keys is None else np.intersect1d(keys, k, assume_unique=True)
+    if keys is None or keys.size == 0:
+        return np.zeros(0, np.uint64)
+    return ids[np.unique(keys // span)]
 
 
 def _sorted(hits: Hits, top: int | None) -> Hits:

@@ -14,6 +14,7 @@ from lance_format.index.inverted import bulk, encode, postings
 from lance_format.index.inverted.bm25 import FlatDocs
 from lance_format.index.inverted.tokenizer import Analyzer, AnalyzerParams
 from lance_format.index.store import IndexDir
+from lance_format.search.fulltext import _exact_phrase, _phrase_at
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 PIECES = ["Fox", "fox", "foxes", "running", "the", "Café", "cafe", "naïve", "x" * 45, "a1b2", "ÆON", "über",
@@ -116,3 +117,24 @@ def test_a_repeated_query_reads_no_index_file(tmp_path: Path, monkeypatch: pytes
     again = lance_format.dataset(uri).to_table(full_text_query="fox cafe", columns=["id"], limit=20)
     assert again.equals(first)
     assert opened == []
+
+
+@pytest.mark.parametrize(("tokens", "offs"), [(["a", "b"], [0, 1]), (["a", "a"], [0, 2]),
+                                            (["a", "b", "a", "c"], [0, 1, 3, 4]), (["a", "b", "c"], [0, 2, 3])])
+def test_exact_phrase_rows_hold_every_walk_match_and_equal_it_for_two_tokens(tokens: list[str],
+                                                                          offs: list[int]) -> None:
+    rng = np.random.default_rng(5)
+    docs = {t: {r: np.unique(rng.integers(0, 12, rng.integers(1, 6))).astype(np.uint32) for r in range(1000)}
+            for t in set(tokens)}
+
+    class Stub:
+        def position_pairs(self, token: str, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            per = docs[token]
+            r = [np.full(len(per[int(x)]), x, np.uint64) for x in rows]
+            return np.concatenate(r), np.concatenate([per[int(x)] for x in rows]).astype(np.int64)
+
+    got = _exact_phrase(Stub(), tokens, offs, np.arange(1000, dtype=np.uint64)).tolist()  # type: ignore[arg-type]
+    want = [r for r in range(1000) if _phrase_at([docs[t][r] for t in tokens], offs, 0)]
+    assert want and set(want) <= set(got)
+    if len(tokens) == 2:
+        assert got == want

@@ -99,8 +99,13 @@ def add(parts: list[Hits]) -> Hits:
         return parts[0]
     ids = np.concatenate([p.ids for p in parts])
     scores = np.concatenate([p.scores for p in parts])
-    uniq, inv = np.unique(ids, return_inverse=True)
-    return Hits(uniq, np.bincount(inv, weights=scores, minlength=len(uniq)).astype(np.float32))
+    # Each part is usually sorted by row: a stable sort merges the runs, and keeps a row's scores
+    # in part order, so the float64 sums below add in the same order as a bincount would.
+    order = np.argsort(ids, kind="stable")
+    ids = ids[order]
+    starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
+    sums = np.add.reduceat(scores[order].astype(np.float64), starts)
+    return Hits(ids[starts], sums.astype(np.float32))
 
 
 def best(parts: list[Hits]) -> Hits:
@@ -213,6 +218,29 @@ class Corpus:
         got = self.flat.postings.get(token)
         df = self.doc_freq(token) + (0 if got is None else len(got[0]))
         return (idf(df, n) if df else np.float32(0.0)), np.float32(total) / np.float32(max(n, 1))
+
+    def position_pairs(self, token: str, rows: U64) -> tuple[U64, npt.NDArray[np.int64]]:
+        """``(row id, position)`` of every occurrence of ``token`` in the documents ``rows``."""
+        out_rows: list[U64] = []
+        out_pos: list[npt.NDArray[np.int64]] = []
+
+        def take(row_ids: U64, plists: list[U32]) -> None:
+            sel = np.flatnonzero(np.isin(row_ids, rows))
+            if sel.size:
+                chosen = [plists[i] for i in sel.tolist()]
+                out_rows.append(np.repeat(row_ids[sel], [len(p) for p in chosen]))
+                out_pos.append(np.concatenate(chosen).astype(np.int64))
+
+        for part in self.index.partitions:
+            got = part.posting(token)
+            if got is not None:
+                take(part.row_ids[got[0]], part.token_positions(token))
+        if self.flat is not None and token in self.flat.positions:
+            d, _ = self.flat.postings[token]
+            take(self.flat.row_ids[d], self.flat.positions[token])
+        if not out_rows:
+            return np.zeros(0, np.uint64), np.zeros(0, np.int64)
+        return np.concatenate(out_rows), np.concatenate(out_pos)
 
     def positions(self, token: str) -> dict[int, U32]:
         """``row id -> positions`` of ``token`` in every document holding it."""
