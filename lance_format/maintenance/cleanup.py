@@ -92,7 +92,7 @@ from lance_format.table.naming import (
     transaction_key,
 )
 from lance_format.table.tags import list_tags
-from lance_format.table.versions import find_latest, load_manifest
+from lance_format.table.versions import find_latest, load_manifest, read_manifest
 
 if TYPE_CHECKING:
     from lance_format.dataset import LanceDataset
@@ -289,15 +289,20 @@ def _is_referenced(key: str, kind: FileKind, refs: set[str]) -> bool:
     return (_index_prefix(key) if kind == "index" else key) in refs
 
 
-def _load_all(store: ObjectStore, versions: Sequence[int]) -> Iterator[Manifest]:
-    """Every manifest, in order; fetched concurrently from a remote store (latency-bound)."""
+def _load_all(store: ObjectStore, keys: Sequence[str]) -> Iterator[Manifest]:
+    """The manifests at ``keys`` (from the one listing of ``_versions/``), in order.
 
-    if is_low_latency(store) or len(versions) < 4:
-        return (load_manifest(store, v) for v in versions)
+    Read by their listed keys: looking each version's key up again would cost one or two
+    existence checks per version (a request each on an object store). Fetched concurrently
+    from a remote store (latency-bound).
+    """
+
+    if is_low_latency(store) or len(keys) < 4:
+        return (read_manifest(store, key) for key in keys)
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(max_workers=16) as pool:
-        return iter(list(pool.map(lambda v: load_manifest(store, v), versions)))
+        return iter(list(pool.map(lambda key: read_manifest(store, key), keys)))
 
 
 def branch_parent_versions(store: ObjectStore) -> set[int]:
@@ -408,7 +413,9 @@ def plan_cleanup(ds: LanceDataset, older_than: dt.timedelta | None = None, retai
     earliest_kept: dt.datetime | None = None
     latest_gone: dt.datetime | None = None
     sizes = {info.key: info.size for info in listed}
-    for v, (m, in_grace) in zip(sorted(keys), _with_grace(_load_all(store, sorted(keys)), now - grace), strict=True):
+    order = sorted(keys)
+    for v, (m, in_grace) in zip(order, _with_grace(_load_all(store, [keys[v] for v in order]), now - grace),
+                                strict=True):
         old = v < latest and not in_grace and (before_ts is None or m.timestamp < before_ts) and \
             (before_version is None or v < before_version)
         if old and v in tagged:

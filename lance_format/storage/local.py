@@ -95,16 +95,18 @@ class LocalStore(ObjectStore):
         base = self._path(prefix)
         if not os.path.isdir(base):
             return
+        # Keys by slicing off the root (os.walk yields paths below ``base``, itself below the
+        # root): relpath per file costs more than the stat on a directory of thousands of files.
+        strip = len(self._dir.rstrip(os.sep)) + 1
         for dirpath, _dirs, files in os.walk(base):
+            rel_dir = dirpath[strip:].replace(os.sep, "/") if len(dirpath) >= strip else ""
             for name in files:
-                full = os.path.join(dirpath, name)
                 try:
-                    st = os.stat(full)
+                    st = os.stat(os.path.join(dirpath, name))
                 except FileNotFoundError:
                     continue  # deleted while listing
-                rel = os.path.relpath(full, self._dir).replace(os.sep, "/")
                 mtime = dt.datetime.fromtimestamp(st.st_mtime, tz=dt.UTC)
-                yield ObjectInfo(rel, st.st_size, mtime)
+                yield ObjectInfo(f"{rel_dir}/{name}" if rel_dir else name, st.st_size, mtime)
 
     def write(self, key: str, data: bytes) -> None:
         with _AtomicFile(self._path(key)) as fh:
