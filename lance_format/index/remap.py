@@ -19,7 +19,6 @@ remapped; the others hold stable row ids, which compaction keeps.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import uuid as _uuid
 from collections.abc import Iterator, Mapping
@@ -28,7 +27,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from lance_format.errors import LanceError
 from lance_format.index import registry
 from lance_format.index._compat import manifest_indices
 from lance_format.index.models import FRAG_REUSE_INDEX
@@ -182,7 +180,4 @@ def remap_segments(ds: LanceDataset, mapping: Mapping[int, int | None]
 def discard_rewritten(ds: LanceDataset, uuids: list[str]) -> None:
     """Delete the files of remapped segments whose Rewrite was not committed."""
     for uuid in uuids:
-        prefix = IndexDir(ds._store, uuid).prefix
-        with contextlib.suppress(LanceError, OSError):
-            for info in list(ds._store.list(prefix + "/")):
-                ds._store.delete(info.key)
+        IndexDir(ds._store, uuid).discard(everything=True)

@@ -88,9 +88,14 @@ class IndexDir:
         except LanceError as exc:
             raise CorruptFileError(f"{self.store.uri(key)}: unreadable index file: {exc}") from exc
 
-    def discard(self) -> None:
-        """Delete every file this object wrote (after a failed build or commit)."""
-        for key in self.written:
-            with contextlib.suppress(LanceError, OSError):
-                self.store.delete(key)
+    def discard(self, *, everything: bool = False) -> None:
+        """Delete the files of this segment after a failed build or commit (best effort).
+
+        Args:
+            everything: Delete every file under the segment's directory, not only those this
+                object wrote (a remapped segment written by another ``IndexDir``).
+        """
+        with contextlib.suppress(LanceError, OSError):
+            keys = [info.key for info in self.store.list(self.prefix + "/")] if everything else list(self.written)
+            self.store.delete_many(keys)
         self.written.clear()

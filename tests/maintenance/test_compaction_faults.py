@@ -186,7 +186,7 @@ def test_remappable_indices_are_rewritten_in_the_same_rewrite(tmp_path: Path) ->
     txn = ds.read_transaction()
     assert txn is not None and txn.operation.kind == "rewrite"
     rewritten = {r.old_id: r.new_id for r in txn.operation.rewritten_indices}
-    assert set(rewritten) == {old["id_idx"], old["s_idx"]}  # BTREE and BITMAP; INVERTED left as is
+    assert set(rewritten) == set(old.values())  # BTREE, BITMAP and INVERTED: every kind remaps now
     # only the group of indexed fragments (0-3) moves into the bitmaps; the appended ones stay unindexed
     new_ids = {f.id for g in txn.operation.groups if g.old_fragments[0].id == 0 for f in g.new_fragments}
     after = {i["uuid"]: i for i in lance.dataset(uri).list_indices()}
