@@ -339,6 +339,20 @@ class LanceFileReader:
         result: pa.StructArray = _guarded(self.path, fn, column, np.asarray(rows, dtype=np.int64))
         return result
 
+    def read_ranges_binary(self, positions: np.ndarray, sizes: np.ndarray) -> pa.Array:
+        """Byte ranges of the file as a ``large_binary`` array (value ``i``: ``sizes[i]`` bytes at
+        ``positions[i]``); used for blob values stored outside the column's pages."""
+        pos, lens = np.asarray(positions, np.int64), np.asarray(sizes, np.int64)
+        offsets = np.zeros(len(lens) + 1, np.int64)
+        np.cumsum(lens, out=offsets[1:])
+        keep = np.flatnonzero(lens > 0)
+        data = np.zeros(0, np.uint8)
+        if len(keep):
+            blob, at = self._source.gather(pos[keep], lens[keep], "blob")
+            idx = np.repeat(at - offsets[keep], lens[keep]) + np.arange(int(offsets[-1]), dtype=np.int64)
+            data = blob[idx]
+        return pa.Array.from_buffers(pa.large_binary(), len(lens), [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+
     def close(self) -> None:
         """Release the file handle."""
         self._source.close()

@@ -43,6 +43,8 @@ Writing (``df.write.format("lance").mode(...).option(...).save(uri)``):
   sources before the source sees them, see :mod:`lance_format.spark.writer`).
 * ``<column>.arrow.fixed-size-list.size`` (lance-spark's table property): store that array
   column of a new dataset as ``fixed_size_list<T, N>`` (a vector).
+* ``<column>.lance.encoding`` = ``blob`` (lance-spark's table property): store that binary column
+  of a new dataset as a blob column (or give the Spark field ``lance-encoding:blob`` metadata).
 * ``data_storage_version`` (``2.0``/``2.1``/``2.2``/``stable``), ``max_rows_per_file``,
   ``enable_stable_row_ids`` (``true``/``false``, new datasets only).
 * ``transaction_properties``: a JSON object of string keys/values stored with the commit;
@@ -87,6 +89,10 @@ WriteMode = Literal["append", "overwrite", "create", "ignore"]
 #: Suffix of the write option (lance-spark's table property) giving a vector column's size.
 FIXED_SIZE_SUFFIX = ".arrow.fixed-size-list.size"
 
+#: Suffix of the write option (lance-spark's table property) whose value ``blob`` stores a binary
+#: column with the blob encoding (``lance-encoding:blob``).
+BLOB_ENCODING_SUFFIX = ".lance.encoding"
+
 #: The metadata columns a read may ask for, and their Spark-side Arrow types.
 METADATA_COLUMNS = {"_rowid": "int64", "_rowaddr": "int64", "_fragid": "int32"}
 
@@ -112,7 +118,7 @@ def check_keys(options: Mapping[str, str], allowed: Iterable[str], what: str,
     valid = {k.lower() for k in allowed} | {k.lower() for k in extra}
     unknown = [k for k in options if k.lower() not in valid and k.lower() not in STORAGE_KEYS
                and not k.lower().startswith("storage.")
-               and not (what == "write" and k.lower().endswith(FIXED_SIZE_SUFFIX))]
+               and not (what == "write" and k.lower().endswith((FIXED_SIZE_SUFFIX, BLOB_ENCODING_SUFFIX)))]
     if not unknown:
         return
     hints = []
@@ -361,6 +367,8 @@ class WriteOptions:
     stream_id: str | None = None
     #: Top-level array columns stored as fixed-size lists of this size (new datasets).
     fixed_sizes: Mapping[str, int] = field(default_factory=dict)
+    #: Binary columns stored as blobs (``<column>.lance.encoding = blob``).
+    blob_columns: tuple[str, ...] = ()
 
     @classmethod
     def parse(cls, options: Mapping[str, str], *, overwrite: bool,
@@ -400,9 +408,17 @@ class WriteOptions:
         for key in options:
             if key.lower().endswith(FIXED_SIZE_SUFFIX):
                 sizes[key[:-len(FIXED_SIZE_SUFFIX)]] = _int(options, key, None) or 0
+        blobs = []
+        for key, value in options.items():
+            if key.lower().endswith(BLOB_ENCODING_SUFFIX):
+                if str(value).strip().lower() != "blob":
+                    raise InvalidInputError(f"lance data source option {key!r}: the only encoding is 'blob', "
+                                            f"got {value!r}")
+                blobs.append(key[:-len(BLOB_ENCODING_SUFFIX)])
         return cls(_uri(options, fallback_uri), mode, _get(options, "data_storage_version"),
                    _int(options, "max_rows_per_file", DEFAULT_MAX_ROWS_PER_FILE) or DEFAULT_MAX_ROWS_PER_FILE,
-                   _bool(options, "enable_stable_row_ids"), props, storage_options(options), stream_id, sizes)
+                   _bool(options, "enable_stable_row_ids"), props, storage_options(options), stream_id, sizes,
+                   tuple(blobs))
 
 
 __all__ = ["CATALOG_KEYS", "DEFAULT_MAX_ROWS_PER_PARTITION", "METADATA_COLUMNS", "READ_KEYS", "STORAGE_KEYS",

@@ -55,6 +55,7 @@ from lance_format.scanner import DEFAULT_BATCH_SIZE, ROW_ADDR, ROW_ID
 from lance_format.spark.options import METADATA_COLUMNS, ReadOptions
 from lance_format.spark.types import spark_arrow_schema, spark_schema, to_spark_batch
 from lance_format.sql import to_expression
+from lance_format.table.blobs import bytes_field
 from lance_format.table.models import FragmentMetadata
 from lance_format.table.scan import Scan, ScanOptions
 
@@ -148,7 +149,8 @@ def projected_schema(ds: LanceDataset, columns: Sequence[str] | None) -> pa.Sche
     Raises:
         InvalidInputError: a requested column does not exist.
     """
-    schema = ds.schema
+    # blob columns (v1 and v2) reach Spark as binary: their bytes (lance_format.table.blobs)
+    schema = pa.schema([bytes_field(f) for f in ds.schema])
     if columns is None:
         return pa.schema(list(schema))
     names: list[str] = []

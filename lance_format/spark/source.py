@@ -86,12 +86,12 @@ class LanceDataSource(DataSource):
                 "catalog table an INSERT INTO / insertInto targets. Write with df.write.format('lance')"
                 ".save(uri) or lance_format.spark.save_as_table(df, name, uri)")
         opts = WriteOptions.parse(dict(self.options), overwrite=overwrite)
-        return LanceBatchWriter(opts, write_schema(schema, dict(opts.fixed_sizes)))
+        return LanceBatchWriter(opts, write_schema(schema, dict(opts.fixed_sizes), opts.blob_columns))
 
     def streamWriter(self, schema: Any, overwrite: bool) -> LanceStreamWriter:  # noqa: N802  (Spark's name)
         """A streaming writer: one commit per micro-batch, exactly once."""
         opts = WriteOptions.parse(dict(self.options), overwrite=overwrite)
-        return LanceStreamWriter(opts, write_schema(schema, dict(opts.fixed_sizes)))
+        return LanceStreamWriter(opts, write_schema(schema, dict(opts.fixed_sizes), opts.blob_columns))
 
 
 __all__ = ["LanceDataSource"]

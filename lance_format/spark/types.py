@@ -40,12 +40,14 @@ read from Lance carries it for every vector column) or the write names it
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.types as pat
 
 from lance_format.errors import SchemaError, UnsupportedTypeError
+from lance_format.schema import BLOB_METADATA_KEY
 
 #: Spark field metadata key (and lance-spark table property suffix) holding a vector's size.
 FIXED_SIZE_KEY = "arrow.fixed-size-list.size"
@@ -136,7 +138,8 @@ def spark_arrow_schema(schema: pa.Schema) -> pa.Schema:
     return result
 
 
-def write_schema(schema: Any, fixed_sizes: dict[str, int] | None = None) -> pa.Schema:
+def write_schema(schema: Any, fixed_sizes: dict[str, int] | None = None,
+                 blob_columns: Sequence[str] = ()) -> pa.Schema:
     """The Arrow schema a new dataset gets for a DataFrame of Spark ``schema``.
 
     Spark's own conversion (timestamps in UTC), with ``ArrayType`` fields turned into
@@ -154,7 +157,17 @@ def write_schema(schema: Any, fixed_sizes: dict[str, int] | None = None) -> pa.S
     if unknown:
         raise SchemaError(f"{FIXED_SIZE_KEY} given for column(s) {unknown} that the DataFrame does not have "
                           f"(columns: {arrow.names})")
-    return pa.schema([_fixed(f, sf, sizes.get(f.name)) for f, sf in zip(arrow, schema.fields, strict=True)])
+    fields = [_fixed(f, sf, sizes.get(f.name)) for f, sf in zip(arrow, schema.fields, strict=True)]
+    return pa.schema([_blob(f, sf, f.name in blob_columns) for f, sf in zip(fields, schema.fields, strict=True)])
+
+
+def _blob(field: pa.Field, spark_field: Any, named: bool) -> pa.Field:
+    # a binary column becomes a blob column when an option names it or its Spark metadata says so
+    if not (named or str((spark_field.metadata or {}).get(BLOB_METADATA_KEY, "")).lower() == "true"):
+        return field
+    if not (pat.is_binary(field.type) or pat.is_large_binary(field.type)):
+        raise SchemaError(f"column {field.name!r}: the blob encoding needs a binary column, got {field.type}")
+    return pa.field(field.name, pa.large_binary(), field.nullable, {BLOB_METADATA_KEY: "true"})
 
 
 def _fixed(field: pa.Field, spark_field: Any, size: int | None) -> pa.Field:

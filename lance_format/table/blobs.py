@@ -58,6 +58,42 @@ def scan_field(field: pa.Field) -> pa.Field:
     return pa.field(field.name, BLOB_V1_DESCRIPTION, field.nullable, metadata=field.metadata)
 
 
+def is_blob_v2(field: pa.Field) -> bool:
+    """Whether ``field`` is a v2 blob column as scans see it (its descriptor struct)."""
+    return pa.types.is_struct(field.type) and is_blob_field(field)
+
+
+def bytes_field(field: pa.Field) -> pa.Field:
+    """The field of a blob column read as its bytes (``large_binary`` marked as a blob)."""
+    if not is_blob_v2(field):
+        return field
+    return pa.field(field.name, pa.large_binary(), field.nullable, metadata={BLOB_METADATA_KEY: "true"})
+
+
+def inline_bytes(read_ranges: Any, desc: pa.StructArray, where: str) -> pa.Array:
+    """The bytes of v2 blob descriptors ``desc`` of one data file, read with ``read_ranges``.
+
+    Args:
+        read_ranges: ``(positions, sizes) -> LargeBinaryArray`` of the data file.
+        desc: ``struct<kind, position, size, blob_id, blob_uri>`` values.
+        where: The data file, for messages.
+
+    Raises:
+        NotSupportedError: a blob stored outside the data file (packed, dedicated or external).
+    """
+    valid = np.asarray(desc.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+    kind = desc.field("kind").fill_null(0).to_numpy(zero_copy_only=False)
+    outside = valid & (kind != _INLINE)
+    if outside.any():
+        raise NotSupportedError(f"{where}: blob kind {int(kind[outside][0])} (outside the data file) is not supported")
+    pos = desc.field("position").fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+    size = np.where(valid, desc.field("size").fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64), 0)
+    data: pa.Array = read_ranges(pos, size)
+    if valid.all():
+        return data
+    return pa.Array.from_buffers(pa.large_binary(), len(desc), [pa.array(valid).buffers()[1], *data.buffers()[1:]])
+
+
 class BlobFile(io.RawIOBase):
     """One blob's bytes as a read-only, seekable file (pylance's ``lance.BlobFile``).
 

@@ -24,7 +24,7 @@ from lance_format.schema import LanceField, LanceSchema
 from lance_format.storage import LocalStore, ObjectStore, open_store
 from lance_format.table import deletion as _deletion
 from lance_format.table import rowids
-from lance_format.table.blobs import is_blob_v1, scan_field
+from lance_format.table.blobs import bytes_field, inline_bytes, is_blob_v1, is_blob_v2, scan_field
 from lance_format.table.manifest import Manifest, arrow_schema
 from lance_format.table.models import DataFile, FragmentMetadata
 
@@ -163,7 +163,9 @@ class FragmentScan:
         # pylance's scans return them; otherwise as their bytes (rewrites copy the values)
         fields = [ctx.arrow_schema.field(c) for c in self.columns]
         self._blobs = {f.name for f in fields if is_blob_v1(f)} if blob_descriptions else set()
-        self.target = pa.schema([scan_field(f) if f.name in self._blobs else f for f in fields])
+        self._blob_bytes = set() if blob_descriptions else {f.name for f in fields if is_blob_v2(f)}
+        self.target = pa.schema([scan_field(f) if f.name in self._blobs else bytes_field(f) if not blob_descriptions
+                                 else f for f in fields])
         self._plan = self._plan_files()
         self._readers: dict[str, Any] = {}
         self._readahead = readahead
@@ -272,6 +274,8 @@ class FragmentScan:
             for ds_name, file_name in zip(entry.dataset_names, entry.file_names, strict=True):
                 col = reader.blob_descriptions(file_name, np.arange(start, stop)) if ds_name in self._blobs \
                     else table.column(file_name)
+                if ds_name in self._blob_bytes:  # v2 blobs read as their bytes (Spark, rewrites)
+                    col = inline_bytes(reader.read_ranges_binary, _conform(col, col.type), reader.path)
                 arrays[ds_name] = _conform(col, self.target.field(ds_name).type)
         return self._assemble(arrays, n)
 
@@ -284,6 +288,8 @@ class FragmentScan:
             for ds_name, file_name in zip(entry.dataset_names, entry.file_names, strict=True):
                 col = reader.blob_descriptions(file_name, offsets) if ds_name in self._blobs \
                     else table.column(file_name)
+                if ds_name in self._blob_bytes:  # v2 blobs read as their bytes (Spark, rewrites)
+                    col = inline_bytes(reader.read_ranges_binary, _conform(col, col.type), reader.path)
                 arrays[ds_name] = _conform(col, self.target.field(ds_name).type)
         return self._assemble(arrays, len(offsets))
 

@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 from lance_format.errors import InvalidInputError
 from lance_format.sql_fast import parse_simple  # neither imports sqlglot nor pyarrow.dataset
 from lance_format.sql_program import Node, filter_table, program_for, project_table
-from lance_format.table.blobs import scan_field
+from lance_format.table.blobs import bytes_field, scan_field
 from lance_format.table.models import FragmentMetadata
 from lance_format.table.read import DEFAULT_BATCH_SIZE, ROW_ADDR, ROW_ID, FragmentScan, ReadContext
 
@@ -93,8 +93,8 @@ class Scan:
     def __init__(self, ctx: ReadContext, options: ScanOptions):
         self._ctx = ctx
         self._opts = options
-        fields = [scan_field(ctx.arrow_schema.field(c)) if options.blob_descriptions else ctx.arrow_schema.field(c)
-                  for c in options.columns]
+        fields = [scan_field(ctx.arrow_schema.field(c)) if options.blob_descriptions
+                  else bytes_field(ctx.arrow_schema.field(c)) for c in options.columns]
         if options.with_row_id:
             fields.append(pa.field(ROW_ID, pa.uint64()))
         if options.with_row_address:
