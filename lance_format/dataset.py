@@ -137,21 +137,23 @@ class Tags:
         """Version a tag points at."""
         return _tags.read_tag(self._ds._root_store, tag).version
 
-    def create(self, tag: str, version: int | tuple[str | None, int | None]) -> None:
-        """Create ``tag`` at ``version`` of the checked-out branch, or at ``(branch, version)``."""
-        branch, number, size = self._target(version)
+    def create(self, tag: str, reference: _tags.TagReference = None, *, version: _tags.TagReference = None) -> None:
+        """Create ``tag`` at ``reference`` (pylance's name; ``version=`` is our older keyword for it).
+
+        ``reference``: ``None`` (the checked-out version), a version of the checked-out branch, a tag
+        name, or ``(branch, version)`` (``(None, None)``: the newest version of the main branch).
+        """
+        branch, number, size = self._target(_tags.reference_arg(reference, version))
         _tags.write_tag(self._ds._root_store, tag, number, size, branch=branch)
 
-    def update(self, tag: str, version: int | tuple[str | None, int | None]) -> None:
-        """Move ``tag`` to ``version`` of the checked-out branch, or to ``(branch, version)``."""
-        branch, number, size = self._target(version)
+    def update(self, tag: str, reference: _tags.TagReference = None, *, version: _tags.TagReference = None) -> None:
+        """Move ``tag`` to ``reference`` (as :meth:`create`)."""
+        branch, number, size = self._target(_tags.reference_arg(reference, version))
         _tags.update_tag(self._ds._root_store, tag, number, size, branch=branch)
 
-    def _target(self, version: int | tuple[str | None, int | None]) -> tuple[str | None, int, int]:
-        if isinstance(version, tuple):  # pylance's (branch, version) reference
-            ds = self._ds.checkout_version(version)
-            return ds._branch, ds.version, ds._manifest_size(ds.version)
-        return self._ds._branch, version, self._ds._manifest_size(version)
+    def _target(self, reference: _tags.TagReference) -> tuple[str | None, int, int]:
+        ds = self._ds if reference is None else self._ds.checkout_version(reference)
+        return ds._branch, ds.version, ds._manifest_size(ds.version)
 
     def delete(self, tag: str) -> None:
         """Delete ``tag``."""

@@ -19,6 +19,8 @@ Semantics follow pylance 14.0.2 (``rust/lance/src/dataset/write/merge_insert.rs`
 
 from __future__ import annotations
 
+import datetime as dt
+import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -28,10 +30,11 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lance_format.errors import InvalidInputError
+from lance_format.errors import CommitConflictError, InvalidInputError
 from lance_format.evolution import rowops
 from lance_format.evolution.arguments import U32_MAX, integer, string, string_list, string_map
 from lance_format.evolution.arguments import schema as check_schema
+from lance_format.evolution.merge_plan import MergeClauses, check_source_schema, explain
 from lance_format.projection import row_versions
 from lance_format.table.read import ROW_ADDR, ROW_ID
 from lance_format.table.scan import ScanOptions, apply_filter, referenced_columns
@@ -97,6 +100,7 @@ class MergeInsertBuilder:
         self._delete = False
         self._delete_expr: str | pc.Expression | None = None
         self._retries = 10
+        self._retry_timeout = dt.timedelta(seconds=30)  # pylance's default
 
     def when_matched_update_all(self, condition: str | None = None) -> MergeInsertBuilder:
         """Replace matched target rows by their source rows (only where ``condition`` holds).
@@ -138,6 +142,41 @@ class MergeInsertBuilder:
         self._retries = integer(max_retries, "merge_insert conflict_retries(): max_retries", maximum=U32_MAX)
         return self
 
+    def retry_timeout(self, timeout: dt.timedelta) -> MergeInsertBuilder:
+        """Stop retrying after conflicts once ``timeout`` has passed (default 30 s; one attempt always runs).
+
+        Raises:
+            InvalidInputError: ``timeout`` is not a ``timedelta`` (a ``TypeError`` too) or is negative.
+        """
+        if not isinstance(timeout, dt.timedelta):
+            raise InvalidInputError(f"merge_insert retry_timeout(): timeout must be a datetime.timedelta, got "
+                                    f"{type(timeout).__name__}")
+        if timeout < dt.timedelta(0):
+            raise InvalidInputError(f"merge_insert retry_timeout(): timeout must not be negative, got {timeout}")
+        self._retry_timeout = timeout
+        return self
+
+    def _clauses(self) -> MergeClauses:
+        return MergeClauses(tuple(self._on), self._matched, self._update_condition, self._insert, self._delete,
+                            self._delete_expr)
+
+    def explain_plan(self, schema: pa.Schema | None = None, verbose: bool = False) -> str:
+        """The merge's plan for a source of ``schema`` (default: the dataset's), as text; nothing is written.
+
+        The first line is pylance's; the rest describes this library's steps (``evolution/merge_plan.py``).
+
+        Raises:
+            InvalidInputError: no ``when_`` clause, or a source schema the merge cannot run on.
+        """
+        clauses = self._clauses()
+        if clauses.changes_nothing:
+            raise InvalidInputError(f"{self._ds.uri}: merge_insert on {self._on} is not configured to change the "
+                                    "data in any way (no when_ clause)")
+        source = check_schema(schema, "merge_insert explain_plan(): schema") or self._ds.schema
+        check_source_schema(self._ds.uri, clauses, source, self._ds.schema)
+        return explain(self._ds.uri, len(self._ds.manifest.fragments), clauses, source, self._ds.schema,
+                       bool(verbose))
+
     def execute(self, data: Any, *, schema: pa.Schema | None = None,
                 transaction_properties: Mapping[str, str] | None = None,
                 file_limits: Mapping[str, int] | None = None) -> MergeInsertResult:
@@ -171,7 +210,17 @@ class MergeInsertBuilder:
 
         props = dict(transaction_properties or {})
 
+        deadline = time.monotonic() + self._retry_timeout.total_seconds()
+        attempts = 0
+
         def attempt(ds: LanceDataset) -> Any:
+            nonlocal attempts
+            # As pylance: the first attempt always runs; a retry only before retry_timeout has passed.
+            if attempts and time.monotonic() >= deadline:
+                raise CommitConflictError(f"{ds.uri}: merge_insert on {self._on} gave up after {attempts} "
+                                          f"attempt(s): retryable commit conflicts outlasted retry_timeout "
+                                          f"({self._retry_timeout})")
+            attempts += 1
             manifest, result = self._run(ds, source, props, limits)
             holder.append(result)
             return manifest

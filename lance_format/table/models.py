@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from dataclasses import dataclass
+from json import loads as _json_loads  # DeletionFile.from_json's parameter is named json
 from typing import Any, Literal
 
 from lance_format.errors import PathEscapeError
@@ -88,6 +89,21 @@ class DeletionFile:
     def path(self, fragment_id: int) -> str:
         """Return the store key relative to the dataset root (or to its base path)."""
         return deletion_file_key(fragment_id, self.read_version, self.id, self.file_type)
+
+    def asdict(self) -> dict[str, Any]:
+        """The fields as pylance's ``DeletionFile.asdict()`` (same keys, same order)."""
+        return {"read_version": self.read_version, "id": self.id, "file_type": self.file_type,
+                "num_deleted_rows": self.num_deleted_rows, "base_id": self.base_id}
+
+    def json(self) -> str:
+        """:meth:`asdict` as compact JSON text, as pylance's ``DeletionFile.json()``."""
+        return json.dumps(self.asdict(), separators=(",", ":"))
+
+    @staticmethod
+    def from_json(json: str | dict[str, Any]) -> DeletionFile:  # noqa: A002 - pylance's parameter name
+        """Inverse of :meth:`json` (also accepts the dict of :meth:`asdict`)."""
+        d: dict[str, Any] = _json_loads(json) if isinstance(json, str) else json
+        return DeletionFile(d["read_version"], d["id"], d["file_type"], d["num_deleted_rows"], d.get("base_id"))
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ from typing import Any
 
 from lance_format.errors import (
     CorruptFileError,
+    InvalidInputError,
     ObjectAlreadyExistsError,
     ObjectNotFoundError,
     TagError,
@@ -356,6 +357,28 @@ def list_tags(store: ObjectStore) -> dict[str, Tag]:
     return dict(sorted(tags.items()))
 
 
+#: What a tag may point at, as pylance's ``Tags.create(tag, reference)``: ``None`` (the checked-out
+#: version), a version number, another tag's name, or ``(branch, version)``.
+TagReference = int | str | tuple[str | None, int | None] | None
+
+
+def reference_arg(reference: Any, version: Any = None) -> TagReference:
+    """The one reference of ``Tags.create/update(tag, reference)`` or of our older ``version=`` keyword.
+
+    Raises:
+        InvalidInputError: both are given, or the value is none of the accepted kinds (a
+            ``ValueError`` too, as pylance's).
+    """
+    if reference is not None and version is not None:
+        raise InvalidInputError(f"tag reference given twice ({reference!r:.40} and version={version!r:.40}); "
+                                "pass one")
+    ref = reference if reference is not None else version
+    if ref is None or isinstance(ref, (int, str, tuple)):
+        return ref  # a tuple's contents are checked by checkout_version
+    raise InvalidInputError(f"tag reference must be an int, a str or a (branch, version) tuple, got "
+                            f"{type(ref).__name__} {ref!r:.40}")
+
+
 def delete_tag(store: ObjectStore, name: str) -> None:
     """Delete tag ``name``.
 
@@ -371,6 +394,7 @@ def delete_tag(store: ObjectStore, name: str) -> None:
 __all__ = [
     "TAGS_DIR",
     "Tag",
+    "TagReference",
     "branch_dir",
     "delete_tag",
     "format_timestamp_ns",
@@ -378,6 +402,7 @@ __all__ = [
     "parse_tag",
     "parse_timestamp",
     "read_tag",
+    "reference_arg",
     "tag_key",
     "update_tag",
     "validate_branch_name",

@@ -47,7 +47,8 @@ def test_non_integer_versions_are_invalid(ds: lf.LanceDataset, version: object) 
         ds.checkout_version(version)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("version", [1.0, "1", b"1", None, -1, 10**30])
+# None is not here: as in pylance 14.0.2, it tags the checked-out version (tests/parity/test_api_small.py).
+@pytest.mark.parametrize("version", [1.0, "1", b"1", -1, 10**30])
 def test_tag_versions_of_wrong_type_or_range(ds: lf.LanceDataset, version: object) -> None:
     with pytest.raises(LanceError):
         ds.tags.create("t", version)  # type: ignore[arg-type]
