@@ -50,9 +50,9 @@ def test_spark_writes_a_blob_column_pylance_reads(spark: Any, tmp_path: Path) ->
     rows = [(i, v if v is None else bytearray(v)) for i, v in enumerate(VALUES)]
     by_option = str(tmp_path / "opt.lance")
     df = spark.createDataFrame(rows, "id bigint, b binary")
-    df.write.format("lance").option("b.lance.encoding", "blob").option("data_storage_version", "2.1").save(by_option)
+    df.write.format("lance").mode("append").option("b.lance.encoding", "blob").option("data_storage_version", "2.1").save(by_option)
     by_meta = str(tmp_path / "meta.lance")
-    df.withColumn("b", F.col("b").alias("b", metadata={"lance-encoding:blob": "true"})).write.format("lance") \
+    df.withColumn("b", F.col("b").alias("b", metadata={"lance-encoding:blob": "true"})).write.format("lance").mode("append") \
         .option("data_storage_version", "2.1").save(by_meta)
     for uri in (by_option, by_meta):
         ds = lance.dataset(uri)
