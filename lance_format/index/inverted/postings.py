@@ -199,6 +199,8 @@ def decode_positions(stream: bytes, block_offsets: Sequence[int], freqs: U32,
         CorruptFileError: the stream is shorter than the frequencies say.
     """
     out: list[U32] = []
+    flat: list[U32] = []
+    ends: list[npt.NDArray[np.int64]] = []
     try:
         for b, start in enumerate(block_offsets):
             f = freqs[b * BLOCK:(b + 1) * BLOCK]
@@ -215,11 +217,18 @@ def decode_positions(stream: bytes, block_offsets: Sequence[int], freqs: U32,
             starts = bounds - f
             cum = np.cumsum(deltas)
             base = np.repeat(np.where(starts > 0, cum[np.maximum(starts - 1, 0)], 0) * (starts > 0), f)
-            pos = (cum - base).astype(np.uint32)
-            out.extend(np.split(pos, bounds[:-1]))
+            flat.append((cum - base).astype(np.uint32))
+            ends.append(bounds)
     except (IndexError, ValueError) as exc:
         raise CorruptFileError(f"{where}: damaged position stream: {exc}") from exc
-    return out
+    if not flat:
+        return out
+    # One slice per document of the whole stream (np.split costs far more per piece).
+    allpos = np.concatenate(flat)
+    shift = np.cumsum([0] + [int(e[-1]) if e.size else 0 for e in ends[:-1]])
+    stops = np.concatenate([e + s for e, s in zip(ends, shift, strict=True)]).tolist()
+    starts = [0] + stops[:-1]
+    return [allpos[a:b] for a, b in zip(starts, stops, strict=True)]
 
 
 def encode_positions(positions: Sequence[U32]) -> tuple[bytes, list[int]]:
