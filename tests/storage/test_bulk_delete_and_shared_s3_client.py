@@ -18,8 +18,6 @@ from lance_format.cleanup import cleanup_old_versions
 from lance_format.storage import open_store
 from lance_format.storage import s3 as s3_backend
 
-from conftest_s3 import s3_server, s3_uri  # noqa: F401
-
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -93,3 +91,14 @@ def test_opening_and_reading_on_s3_does_not_import_boto3(s3_server: Any, s3_uri:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120,
                          check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_s3_listing_reports_utc_modification_times(s3_server: Any, s3_uri: str) -> None:
+    _endpoint, _bucket, options = s3_server
+    store = open_store(s3_uri, options)
+    before = dt.datetime.now(dt.UTC).replace(microsecond=0) - dt.timedelta(seconds=2)
+    store.write("data/a.lance", b"abc")
+    (info,) = list(store.list("data"))
+    assert info.key == "data/a.lance" and info.size == 3
+    assert info.last_modified is not None and info.last_modified.utcoffset() == dt.timedelta(0)
+    assert before <= info.last_modified <= dt.datetime.now(dt.UTC) + dt.timedelta(seconds=2)
