@@ -73,19 +73,23 @@ def _score_pq(seg: IvfSegment, st: PQStorage, q: npt.NDArray[np.floating], parts
     flat_rows = np.concatenate(rows) if rows else np.empty(0, np.int64)
     if flat_rows.size == 0:
         return np.empty(0, np.float32)
-    codes = st.codes[flat_rows].astype(np.intp)
+    codes = st.codes[flat_rows]
     if seg.metric == "dot":  # one table: dot does not use residuals
         table = 1 - np.einsum("sd,skd->sk", q.reshape(m, sd), cb)
-        gathered = table.reshape(-1)[codes + np.arange(m) * k]
+        gathered = table.reshape(-1)[codes.astype(np.intp) + np.arange(m) * k]
         dot: F32 = (gathered.sum(axis=1) - (m - 1)).astype(np.float32)
         return dot
     # One lookup table per probed partition, all built at once: [partitions, m, k] squared l2
     # between each residual sub-query and each codeword.
     resid = (q[None, :] - seg.centroids[parts].astype(np.float32)).reshape(parts.size, m, 1, sd)
     diff = cb[None] - resid
-    tables = np.einsum("pskd,pskd->psk", diff, diff)
-    part_of = np.repeat(np.arange(parts.size), [r.size for r in rows])
-    gathered = tables.reshape(-1)[codes + (np.arange(m) * k)[None, :] + (part_of * (m * k))[:, None]]
+    tables = np.einsum("pskd,pskd->spk", diff, diff)  # [m, partitions, k]: one contiguous block per sub-vector
+    base = np.repeat(np.arange(parts.size, dtype=np.intp) * k, [r.size for r in rows])
+    # Gathered one sub-vector at a time into one [n, m] block (small index temporaries), then
+    # summed along the row as before, so the float32 rounding does not change.
+    gathered = np.empty((flat_rows.size, m), np.float32)
+    for s in range(m):  # m sub-vectors (16-96), each a vectorised gather over every candidate row
+        gathered[:, s] = tables[s].reshape(-1)[base + codes[:, s]]
     l2: F32 = gathered.sum(axis=1).astype(np.float32)
     return l2
 
