@@ -546,17 +546,19 @@ class ContainerWriter:
         return self.position
 
 
-def make_column_metadata(pages: Sequence[tuple[list[tuple[int, int]], int, int, str, bytes]]) -> Any:
+def make_column_metadata(pages: Sequence[tuple[list[tuple[int, int]], int, int, str, bytes]],
+                         column_encoding: bytes | None = None) -> Any:
     """Build a ``ColumnMetadata`` protobuf.
 
     Args:
         pages: Per page ``(buffers [(position, size)], length, priority, type_url, encoding bytes)``.
+        column_encoding: Serialized 2.0 ``ColumnEncoding`` (default: plain values).
     """
     from google.protobuf import any_pb2
 
     cm = file2_pb2.ColumnMetadata()
     cm.encoding.direct.encoding = any_pb2.Any(
-        type_url=COLUMN_ENCODING_URL, value=DEFAULT_COLUMN_ENCODING
+        type_url=COLUMN_ENCODING_URL, value=DEFAULT_COLUMN_ENCODING if column_encoding is None else column_encoding
     ).SerializeToString()
     for buffers, length, priority, type_url, encoding in pages:
         p = cm.pages.add()

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
+from google.protobuf import empty_pb2
 
 from lance_format._pb import encodings_v2_0_pb2 as pb
-from lance_format.errors import InvalidInputError, UnsupportedTypeError
+from lance_format.errors import InvalidInputError
 from lance_format.file.container import (
     ARRAY_ENCODING_URL,
     DEFAULT_PAGE_BYTES,
+    PAD_BYTE,
     ContainerWriter,
     make_column_metadata,
 )
@@ -18,6 +21,10 @@ from lance_format.file.v2_0.columns import BLOB, LIST, PACKED, STRUCT, Node, bui
 from lance_format.file.v2_0.page_encode import PageBuffers, encode_array, field_compression, list_offsets
 
 Page = tuple[list[tuple[int, int]], int, int, str, bytes]
+
+
+#: A blob column's encoding: ``Blob{inner: values}`` (protos/encodings_v2_0.proto).
+_BLOB_COLUMN = pb.ColumnEncoding(blob=pb.Blob(inner=pb.ColumnEncoding(values=empty_pb2.Empty()))).SerializeToString()
 
 
 class _FieldEncoder:
@@ -59,6 +66,8 @@ class _FieldEncoder:
             return
         if n == 0:
             return
+        if kind == BLOB:  # the bytes go out now (as pylance's writer does), the page keeps descriptions
+            arr = self._blob_descriptions(arr)
         self.pending.append(arr)
         self.pending_bytes += 8 * n if kind == LIST else arr.nbytes
         if self.pending_bytes >= self.page_bytes:
@@ -82,8 +91,36 @@ class _FieldEncoder:
             self._write_page(encoding, out.buffers, len(arr))
             self.children[0].append(arr.values.slice(first, last - first))
             return
-        encoding = encode_array(arr, out, packed=self.node.kind == PACKED, compression=self.compression)
+        encoding = encode_array(arr, out, packed=self.node.kind in (PACKED, BLOB), compression=self.compression)
         self._write_page(encoding, out.buffers, len(arr))
+
+    def _blob_descriptions(self, arr: pa.Array) -> pa.Array:
+        """Write a blob page's values ahead of it and return their (position, size) pairs.
+
+        As pylance's 2.0 writer: each non-empty value starts on a 64-byte boundary (written here
+        as one padded buffer), an empty value is (0, 0) and a null (1, 0).
+        """
+        arr = arr.cast(pa.large_binary())
+        offs = np.frombuffer(arr.buffers()[1], np.int64, len(arr) + 1, arr.offset * 8)
+        sizes = np.diff(offs)
+        valid = np.ones(len(arr), bool) if arr.null_count == 0 else arr.is_valid().to_numpy(zero_copy_only=False)
+        sizes = np.where(valid, sizes, 0)
+        padded = -(-sizes // 64) * 64
+        starts = np.zeros(len(arr), np.int64)
+        np.cumsum(padded[:-1], out=starts[1:])
+        positions = np.where(valid, 0, 1).astype(np.uint64)
+        if sizes.sum():
+            data = np.frombuffer(arr.buffers()[2], np.uint8)
+            out = np.full(int(padded.sum()), PAD_BYTE, np.uint8)  # the gaps padded as every buffer
+            keep = np.flatnonzero(sizes > 0)
+            src = np.repeat(offs[keep] - np.cumsum(sizes[keep]) + sizes[keep], sizes[keep]) + np.arange(int(sizes.sum()))
+            dst = np.repeat(starts[keep] - np.cumsum(sizes[keep]) + sizes[keep], sizes[keep]) + np.arange(int(sizes.sum()))
+            out[dst] = data[src]
+            base, _ = self.writer.write_buffer(out[: int(starts[keep[-1]] + sizes[keep[-1]])])
+            positions = np.where(sizes > 0, base + starts, positions).astype(np.uint64)
+        return pa.StructArray.from_arrays(
+            [pa.array(positions, pa.uint64()), pa.array(sizes.astype(np.uint64), pa.uint64())], ["position", "size"]
+        )
 
     def finish(self) -> None:
         """Flush remaining data of this field and its children; structs get their header page."""
@@ -97,7 +134,7 @@ class _FieldEncoder:
 
     def collect(self, out: list[Any]) -> None:
         """Append column metadata of this field and its descendants, in column order."""
-        out.append(make_column_metadata(self.pages))
+        out.append(make_column_metadata(self.pages, _BLOB_COLUMN if self.node.kind == BLOB else None))
         for child in self.children:
             child.collect(out)
 
@@ -125,11 +162,6 @@ class FileEncoder20:
         if page_bytes <= 0:
             raise InvalidInputError(f"max_page_bytes must be positive, got {max_page_bytes}")
         self.nodes = build_nodes(schema)
-        for node in self.nodes:
-            if node.kind == BLOB:
-                raise UnsupportedTypeError(
-                    f"field {node.field.name!r}: writing 2.0 blob columns is not supported (use 2.1 or later)"
-                )
         self.fields = [_FieldEncoder(n, writer, page_bytes, n.field.name) for n in self.nodes]
         self.num_columns = count_columns(self.nodes)
 
