@@ -167,7 +167,7 @@ class FragmentScan:
         self.target = pa.schema([scan_field(f) if f.name in self._blobs else bytes_field(f) if not blob_descriptions
                                  else f for f in fields])
         self._plan = self._plan_files()
-        self._readers: dict[str, Any] = {}
+        self._readers: dict[tuple[str, str], Any] = {}
         self._readahead = readahead
         self._window: tuple[int, int, pa.RecordBatch] | None = None
 
@@ -178,9 +178,10 @@ class FragmentScan:
             for df in self.frag.files:  # later files win (newer column versions)
                 if ids & set(df.fields):
                     owner[name] = df
-        plan: dict[str, _FileColumns] = {}
+        plan: dict[tuple[str, bool], _FileColumns] = {}
         for name, df in owner.items():
-            entry = plan.setdefault(df.path, _FileColumns(df, [], []))
+            # blob descriptions come from their own reader, so no blob bytes are decoded
+            entry = plan.setdefault((df.path, name in self._blobs), _FileColumns(df, [], []))
             entry.dataset_names.append(name)
         return list(plan.values())
 
@@ -196,7 +197,8 @@ class FragmentScan:
         raise InvalidInputError(f"fragment {self.frag.id}: no data file holds column {column!r}")
 
     def _reader(self, entry: _FileColumns) -> Any:
-        reader = self._readers.get(entry.data_file.path)
+        key = (entry.data_file.path, entry.dataset_names[0])
+        reader = self._readers.get(key)
         if reader is None:
 
             df = entry.data_file
@@ -216,7 +218,7 @@ class FragmentScan:
                 entry.file_names = self._file_names(probe, entry)
                 reader = probe if entry.file_names == probe.schema.names else LanceFileReader(
                     None, columns=entry.file_names, store=store, key=df.path, file_size=df.file_size_bytes or None)
-            self._readers[df.path] = reader
+            self._readers[key] = reader
         return reader
 
     def _file_names(self, probe: Any, entry: _FileColumns) -> list[str]:
@@ -270,10 +272,11 @@ class FragmentScan:
         for entry in self._plan:
             reader = self._reader(entry)
             # one batch for the whole range: no per-1,024-row slices to stitch back together
-            table = reader.read_range(start, n, batch_size=max(n, 1)).to_table()
+            blob_only = entry.dataset_names[0] in self._blobs
+            table = None if blob_only else reader.read_range(start, n, batch_size=max(n, 1)).to_table()
             for ds_name, file_name in zip(entry.dataset_names, entry.file_names, strict=True):
                 col = reader.blob_descriptions(file_name, np.arange(start, stop)) if ds_name in self._blobs \
-                    else table.column(file_name)
+                    else table.column(file_name)  # type: ignore[union-attr]  # None only for blob entries
                 if ds_name in self._blob_bytes:  # v2 blobs read as their bytes (Spark, rewrites)
                     col = inline_bytes(reader.read_ranges_binary, _conform(col, col.type), reader.path)
                 arrays[ds_name] = _conform(col, self.target.field(ds_name).type)
@@ -284,10 +287,11 @@ class FragmentScan:
         arrays: dict[str, pa.Array] = {}
         for entry in self._plan:
             reader = self._reader(entry)
-            table = reader.take_rows(offsets).to_table()
+            blob_only = entry.dataset_names[0] in self._blobs
+            table = None if blob_only else reader.take_rows(offsets).to_table()
             for ds_name, file_name in zip(entry.dataset_names, entry.file_names, strict=True):
                 col = reader.blob_descriptions(file_name, offsets) if ds_name in self._blobs \
-                    else table.column(file_name)
+                    else table.column(file_name)  # type: ignore[union-attr]  # None only for blob entries
                 if ds_name in self._blob_bytes:  # v2 blobs read as their bytes (Spark, rewrites)
                     col = inline_bytes(reader.read_ranges_binary, _conform(col, col.type), reader.path)
                 arrays[ds_name] = _conform(col, self.target.field(ds_name).type)
