@@ -6,10 +6,10 @@ import contextlib
 import datetime as dt
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import BinaryIO
 
-from lance_format.errors import ObjectAlreadyExistsError, ObjectNotFoundError, StorageError
+from lance_format.errors import LanceError, ObjectAlreadyExistsError, ObjectNotFoundError, StorageError
 from lance_format.storage.base import ObjectInfo, ObjectStore, normalize_key
 
 
@@ -138,6 +138,27 @@ class LocalStore(ObjectStore):
     def delete(self, key: str) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self._path(key))
+
+    def delete_many(self, keys: Sequence[str]) -> tuple[tuple[str, ...], dict[str, str]]:
+        """Delete ``keys`` (missing ones count as deleted); see :meth:`ObjectStore.delete_many`.
+
+        One loop of ``unlink`` calls: a cleanup of ten thousand files otherwise spends more in
+        per-key path building than in the file system.
+        """
+        root = self._dir.rstrip(os.sep) + os.sep
+        done: list[str] = []
+        failed: dict[str, str] = {}
+        for key in keys:
+            try:
+                norm = normalize_key(key)  # still refuse keys escaping the root
+                if norm:
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(root + norm)
+            except (LanceError, OSError) as exc:
+                failed[key] = f"{self.uri(key) if not isinstance(exc, LanceError) else key}: delete failed: {exc}"
+                continue
+            done.append(key)
+        return tuple(done), failed
 
     def child(self, key: str) -> LocalStore:
         store = LocalStore(self._path(key))
