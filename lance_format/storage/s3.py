@@ -1,4 +1,4 @@
-"""S3 backend (boto3) with conditional-PUT commits; registers ``s3://``.
+"""S3 backend (botocore; boto3 for multipart uploads) with conditional-PUT commits; registers ``s3://``.
 
 Create-only writes send ``If-None-Match: *`` like object_store's default
 ``S3ConditionalPut::ETagMatch`` does for lance, so two writers racing for the
@@ -14,7 +14,8 @@ Recognised ``storage_options`` (pylance / object_store spellings):
 * ``allow_http`` (required for ``http://`` endpoints), ``virtual_hosted_style_request``,
   ``skip_signature`` / ``aws_skip_signature``
 
-Without explicit keys boto3's default credential chain applies.
+Without explicit keys botocore's default credential chain applies (the one boto3 uses:
+environment, ``AWS_PROFILE`` and shared config files, instance metadata).
 """
 
 from __future__ import annotations
