@@ -28,6 +28,7 @@ from lance_format.file.container import (
 from lance_format.file.legacy.reader import LegacyFileDecoder
 from lance_format.file.utf8 import check_utf8, string_columns
 from lance_format.file.v2_0 import FileDecoder20
+from lance_format.file.v2_0.buffers import gather_ranges
 from lance_format.file.v2_1 import FileDecoder21
 from lance_format.schema import LanceSchema
 from lance_format.schema_codec import schema_from_pb
@@ -349,8 +350,7 @@ class LanceFileReader:
         data = np.zeros(0, np.uint8)
         if len(keep):
             blob, at = self._source.gather(pos[keep], lens[keep], "blob")
-            idx = np.repeat(at - offsets[keep], lens[keep]) + np.arange(int(offsets[-1]), dtype=np.int64)
-            data = blob[idx]
+            data = gather_ranges(blob, at, lens[keep])
         return pa.Array.from_buffers(pa.large_binary(), len(lens), [None, pa.py_buffer(offsets), pa.py_buffer(data)])
 
     def close(self) -> None:

@@ -137,6 +137,28 @@ def gather_fixed(blob: np.ndarray, pos: np.ndarray, width: int) -> np.ndarray:
     return out
 
 
+#: Average value size from which :func:`gather_ranges` copies value by value.
+_LARGE_VALUE_BYTES = 4096
+
+
+def gather_ranges(blob: np.ndarray, pos: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """:func:`gather_var` for values that may be large (blobs).
+
+    Large values are copied one slice each: the Python step per value is small next to its copy,
+    where the vectorised gather builds an 8-byte index per output byte (10x slower on blobs).
+    """
+    n = len(pos)
+    total = int(lengths.sum())
+    if n == 0 or total < _LARGE_VALUE_BYTES * n:
+        return gather_var(blob, pos, lengths)
+    out = np.empty(total, np.uint8)
+    at = 0
+    for p, ln in zip(pos.tolist(), lengths.tolist(), strict=True):
+        out[at : at + ln] = blob[p : p + ln]
+        at += ln
+    return out
+
+
 def gather_var(blob: np.ndarray, pos: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """Variable-length ranges ``blob[pos[i] : pos[i]+lengths[i]]``, concatenated."""
     total = int(lengths.sum())

@@ -15,7 +15,7 @@ import pyarrow.compute as pc
 from lance_format._pb import encodings_v2_0_pb2
 from lance_format.errors import CorruptFileError, InvalidInputError, UnsupportedEncodingError
 from lance_format.file.container import ARRAY_ENCODING_URL, ByteSource, FileMetadata, has_dictionary
-from lance_format.file.v2_0.buffers import PageCtx, Sel, bitmap
+from lance_format.file.v2_0.buffers import PageCtx, Sel, bitmap, gather_ranges
 from lance_format.file.v2_0.columns import (
     BLOB,
     BLOB_DESCRIPTION_V1,
@@ -270,8 +270,7 @@ class FieldReader:
         data = np.zeros(0, np.uint8)
         if len(keep):
             blob, at = self.pages.source.gather(pos[keep], size[keep], "blob")
-            idx = np.repeat(at - offsets[keep], size[keep]) + np.arange(int(offsets[-1]), dtype=np.int64)
-            data = blob[idx]
+            data = gather_ranges(blob, at, size[keep])
         validity = pa.array(~null, pa.bool_()).buffers()[1] if null.any() else None
         arr = pa.Array.from_buffers(
             pa.large_binary(), len(size), [validity, pa.py_buffer(offsets), pa.py_buffer(data)]

@@ -12,6 +12,7 @@ import pyarrow as pa
 
 from lance_format._pb import encodings_v2_1_pb2 as pb
 from lance_format.errors import CorruptFileError, LanceError, UnsupportedEncodingError
+from lance_format.file.v2_0.buffers import gather_ranges
 from lance_format.file.v2_1.arrow import merge, page_to_arrow
 from lance_format.file.v2_1.blocks import BlobRefs, Var
 from lance_format.file.v2_1.fsst import num_threads, pool
@@ -202,9 +203,7 @@ class Decoder21:
         if not len(keep):
             return Var(offsets, np.zeros(0, np.uint8))
         blob, pos = self.source.gather(refs.positions[keep], lens[keep], "blob")
-        total = int(offsets[-1])
-        idx = np.repeat(pos - offsets[keep], lens[keep]) + np.arange(total, dtype=np.int64)
-        return Var(offsets, blob[idx])
+        return Var(offsets, gather_ranges(blob, pos, lens[keep]))
 
     def blob_descriptions(self, name: str, rows: np.ndarray) -> pa.StructArray:
         """Stored (position, size) of a projected blob column's values at sorted ``rows`` (nulls null).
