@@ -29,7 +29,9 @@ from lance_format.storage.base import ObjectStore
 
 #: What dataset scans return for a v1 blob column.
 BLOB_V1_DESCRIPTION = pa.struct([pa.field("position", pa.uint64()), pa.field("size", pa.uint64())])
-_INLINE = 0
+#: Blob-v2 descriptor kinds (``rust/lance/src/dataset/blob.rs``): bytes in the data file, in a
+#: shared ``.blob`` sidecar, in a ``.blob`` file of their own, behind an external URI.
+_INLINE, _PACKED, _DEDICATED = 0, 1, 2
 
 
 def is_blob_v1(field: pa.Field) -> bool:
@@ -70,28 +72,38 @@ def bytes_field(field: pa.Field) -> pa.Field:
     return pa.field(field.name, pa.large_binary(), field.nullable, metadata={BLOB_METADATA_KEY: "true"})
 
 
-def inline_bytes(read_ranges: Any, desc: pa.StructArray, where: str) -> pa.Array:
-    """The bytes of v2 blob descriptors ``desc`` of one data file, read with ``read_ranges``.
+def inline_bytes(read_ranges: Any, desc: pa.StructArray, where: str,
+                 store: ObjectStore | None = None) -> pa.Array:
+    """The bytes of v2 blob descriptors ``desc`` of one data file.
 
     Args:
-        read_ranges: ``(positions, sizes) -> LargeBinaryArray`` of the data file.
+        read_ranges: ``(positions, sizes) -> LargeBinaryArray`` of the data file (inline blobs).
         desc: ``struct<kind, position, size, blob_id, blob_uri>`` values.
-        where: The data file, for messages.
+        where: The data file's key in ``store`` (sidecar files are found from it).
+        store: The data file's object store (packed and dedicated blobs live in sidecar files).
 
     Raises:
-        NotSupportedError: a blob stored outside the data file (packed, dedicated or external).
+        NotSupportedError: an external blob (a URI), or a sidecar blob without ``store``.
     """
     valid = np.asarray(desc.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
     kind = desc.field("kind").fill_null(0).to_numpy(zero_copy_only=False)
-    outside = valid & (kind != _INLINE)
-    if outside.any():
-        raise NotSupportedError(f"{where}: blob kind {int(kind[outside][0])} (outside the data file) is not supported")
     pos = desc.field("position").fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
     size = np.where(valid, desc.field("size").fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64), 0)
-    data: pa.Array = read_ranges(pos, size)
-    if valid.all():
-        return data
-    return pa.Array.from_buffers(pa.large_binary(), len(desc), [pa.array(valid).buffers()[1], *data.buffers()[1:]])
+    outside = valid & (kind != _INLINE)
+    if not outside.any():
+        data: pa.Array = read_ranges(pos, size)
+        if valid.all():
+            return data
+        return pa.Array.from_buffers(pa.large_binary(), len(desc),
+                                     [pa.array(valid).buffers()[1], *data.buffers()[1:]])
+    if store is None:
+        raise NotSupportedError(f"{where}: blob kind {int(kind[outside][0])} (outside the data file) is not supported")
+    inline = np.where(outside, 0, size)
+    values = read_ranges(pos, inline).to_pylist()
+    # sidecar blobs are large (>= pylance's inline threshold): one read each
+    for i, f in enumerate(blob_files(store, where, desc.filter(pa.array(outside)))):
+        values[int(np.flatnonzero(outside)[i])] = None if f is None else f.read()
+    return pa.array([v if ok else None for v, ok in zip(values, valid.tolist(), strict=True)], pa.large_binary())
 
 
 class BlobFile(io.RawIOBase):
@@ -168,18 +180,32 @@ def blob_files(store: ObjectStore, key: str, desc: pa.StructArray) -> list[BlobF
     valid = np.asarray(desc.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
     pos = desc.field(names.index("position")).fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
     size = desc.field(names.index("size")).fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+    keys = [key] * len(desc)
     if "kind" in names:
         kind = desc.field(names.index("kind")).fill_null(0).to_numpy(zero_copy_only=False)
-        outside = valid & (kind != _INLINE)
-        if outside.any():
+        external = valid & ~np.isin(kind, (_INLINE, _PACKED, _DEDICATED))
+        if external.any():
             raise NotSupportedError(
-                f"{key}: blob kind {int(kind[outside][0])} (stored outside the data file) is not supported"
+                f"{key}: blob kind {int(kind[external][0])} (an external URI) is not supported"
             )
+        ids = desc.field(names.index("blob_id")).fill_null(0).to_numpy(zero_copy_only=False)
+        for i in np.flatnonzero(valid & (kind != _INLINE)).tolist():  # one sidecar name per large blob
+            keys[i] = sidecar_key(key, int(ids[i]))
     else:
         # v1 in 2.0 files: a null is stored as (position 1, size 0), an empty value as (0, 0)
         valid = valid & ~((size == 0) & (pos != 0))
-    return [BlobFile(store, key, int(p), int(s)) if v else None
-            for p, s, v in zip(pos.tolist(), size.tolist(), valid.tolist(), strict=True)]
+    return [BlobFile(store, k, int(p), int(s)) if v else None
+            for k, p, s, v in zip(keys, pos.tolist(), size.tolist(), valid.tolist(), strict=True)]
+
+
+def sidecar_key(data_key: str, blob_id: int) -> str:
+    """Key of the ``.blob`` file holding packed (kind 1) or dedicated (kind 2) blobs of a data file.
+
+    pylance 14.0.2 puts them in a directory named as the data file (without ``.lance``), named by
+    the blob id's 32 bits in reversed order (``data/<file>/1000…0.blob`` for id 1).
+    """
+    stem = data_key[: -len(".lance")] if data_key.endswith(".lance") else data_key
+    return f"{stem}/{format(blob_id, '032b')[::-1]}.blob"
 
 
 def check_selector(ids: Sequence[int] | pa.Array | None, addresses: Sequence[int] | pa.Array | None,

@@ -278,7 +278,8 @@ class FragmentScan:
                 col = reader.blob_descriptions(file_name, np.arange(start, stop)) if ds_name in self._blobs \
                     else table.column(file_name)  # type: ignore[union-attr]  # None only for blob entries
                 if ds_name in self._blob_bytes:  # v2 blobs read as their bytes (Spark, rewrites)
-                    col = inline_bytes(reader.read_ranges_binary, _conform(col, col.type), reader.path)
+                    col = inline_bytes(reader.read_ranges_binary, _conform(col, col.type), entry.data_file.path,
+                                       self.ctx.data_store(entry.data_file))
                 arrays[ds_name] = _conform(col, self.target.field(ds_name).type)
         return self._assemble(arrays, n)
 
@@ -293,7 +294,8 @@ class FragmentScan:
                 col = reader.blob_descriptions(file_name, offsets) if ds_name in self._blobs \
                     else table.column(file_name)  # type: ignore[union-attr]  # None only for blob entries
                 if ds_name in self._blob_bytes:  # v2 blobs read as their bytes (Spark, rewrites)
-                    col = inline_bytes(reader.read_ranges_binary, _conform(col, col.type), reader.path)
+                    col = inline_bytes(reader.read_ranges_binary, _conform(col, col.type), entry.data_file.path,
+                                       self.ctx.data_store(entry.data_file))
                 arrays[ds_name] = _conform(col, self.target.field(ds_name).type)
         return self._assemble(arrays, len(offsets))
 

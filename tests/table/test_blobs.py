@@ -98,3 +98,20 @@ def test_written_2_0_blob_files_are_pylance_s_bytes(tmp_path: Path) -> None:
     lance.write_dataset(_blob_table(), str(theirs), data_storage_version="2.0")
     (a,), (b,) = list((ours / "data").glob("*.lance")), list((theirs / "data").glob("*.lance"))
     assert a.read_bytes() == b.read_bytes()
+
+
+def test_blob_v2_sidecar_blobs_are_read(tmp_path: Path) -> None:
+    """pylance 14.0.2 keeps mid-size blobs in a shared .blob sidecar (kind 1) and large ones in
+    one .blob file each (kind 2); take_blobs and byte scans (Spark) read them there."""
+    uri = str(tmp_path / "kinds.lance")
+    values = [b"a" * 100, bytes(range(256)) * 400, b"q" * 300_000, None, b"z" * 5_000_000]
+    table = pa.table({"id": pa.array(range(len(values)), pa.int64()), "b": lance.blob_array(values)})
+    lance.write_dataset(table, uri, data_storage_version="2.2")
+    ours = lance_format.dataset(uri)
+    assert sorted({d["kind"] for d in ours.to_table().column("b").to_pylist() if d}) == [0, 1, 2]
+    rows = [4, 2, 1, 0, 3]
+    assert [None if f is None else f.read() for f in ours.take_blobs("b", indices=rows)] == [values[r] for r in rows]
+    from lance_format.table.scan import Scan, ScanOptions
+
+    batches = list(Scan(ours._ctx, ScanOptions(["id", "b"])).to_batches())
+    assert pa.Table.from_batches(batches).column("b").to_pylist() == values
