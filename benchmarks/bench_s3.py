@@ -171,8 +171,9 @@ def main(argv: list[str] | None = None) -> int:
                         if "error" in r:
                             raise RuntimeError(f"{engine} {version} {op}: {r['error']}")
                         runs.setdefault((engine, version, op), []).append((float(r["seconds"]), float(r["cpu"])))
-                        if op in CLEANUP_OPS:
-                            print(f"  {op} {engine}: {r['rows']} versions + data files removed", flush=True)
+                        print(f"  {op} {version} {engine}: {r['seconds']:.3f}s wall, {r['cpu']:.3f}s CPU"
+                              + (f", {r['rows']} versions + data files removed" if op in CLEANUP_OPS else ""),
+                              flush=True)
         print(f"\nS3 (moto on loopback), {args.rows:,} rows in {args.fragments} fragments; cleanup: "
               f"{args.cleanup_versions} versions / {args.files:,} files; fresh process per run, "
               f"median of {args.repeat} (wall seconds, CPU seconds)\n")
