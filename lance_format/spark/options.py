@@ -18,8 +18,9 @@ Reading (``spark.read.format("lance").option(...).load(uri)``):
   so that a batch holds about 16 MiB of stored data (between 1,024 and 65,536 rows);
   memory per task is bounded by one batch plus the fragment's deletion vector.
 * ``max_rows_per_partition``: fragments with more physical rows are split into row ranges,
-  one Spark input partition each (default 262,144: a 1M-row fragment still keeps several
-  cores busy; measured 2x faster read + write on local[2] than one partition per fragment).
+  one Spark input partition each. Without it a batch read uses one partition per fragment and
+  cuts only a fragment far larger than the rest, or a lone one (``reader.auto_partition_rows``);
+  streaming reads default to 262,144 rows.
 * ``filter``: a Lance SQL predicate applied inside the scan (``"id > 5 AND cat = 'a'"``); it
   may name any column of the table. Spark's own ``df.filter`` is always evaluated by Spark
   (see :mod:`lance_format.spark.reader` for why filters are not taken from Spark).
