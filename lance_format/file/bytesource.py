@@ -7,7 +7,6 @@ legacy files): local files through ``pread``/``preadv`` on one descriptor, other
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
 import stat
@@ -78,8 +77,11 @@ class ByteSource:
             self._fd = None
 
     def __del__(self) -> None:
-        with contextlib.suppress(Exception):  # interpreter shutdown
+        # At interpreter shutdown module globals (``contextlib``, ``os``) may already be None.
+        try:  # noqa: SIM105 - contextlib itself may be gone here
             self.close()
+        except Exception:  # noqa: BLE001, S110 - nothing to report to during teardown
+            pass
 
     def prefetch_tail(self, nbytes: int) -> None:
         """Read and cache the last ``nbytes`` bytes."""
