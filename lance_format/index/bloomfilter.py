@@ -32,11 +32,11 @@ from lance_format.index.rowset import RowDomain
 from lance_format.index.store import IndexDir
 from lance_format.index.zonemap import (
     NULL_BITMAP_KEY,
-    check_zones,
     cut_zones,
     null_rows_buffer,
     read_null_rows,
     sort_by_address,
+    zone_bounds,
     zone_rows,
 )
 from lance_format.table.index_metadata import IndexFile
@@ -303,14 +303,11 @@ class BloomFilterIndex:
         cols = {n: self.table.column(n) for n in names}
         if any(c.null_count for n, c in cols.items() if n != "bloom_filter_data"):
             raise CorruptFileError(f"{self._where}: a null zone entry")
-        self.fragment_id = cols["fragment_id"].to_numpy().astype(np.uint64)
-        self.zone_start = cols["zone_start"].to_numpy().astype(np.uint64)
-        self.zone_length = cols["zone_length"].to_numpy().astype(np.uint64)
+        self.fragment_id, self.zone_start, self.zone_length = zone_bounds(self.table, domain, self._where)
         self.has_null = cols["has_null"].to_numpy().astype(bool)
         self.filters: list[bytes] = [b or b"" for b in cols["bloom_filter_data"].to_pylist()]
         if any(len(f) % 32 for f in self.filters):
             raise CorruptFileError(f"{self._where}: a bloom filter whose length is not a multiple of 32")
-        check_zones(self.fragment_id, self.zone_start, self.zone_length, domain, self._where)
         self._reader = reader
         self._domain = domain
 

@@ -212,10 +212,7 @@ class ZoneMapIndex:
         self.max = table.column("max").combine_chunks()
         self.null_count = _u(table, "null_count", self._where)
         self.nan_count = _u(table, "nan_count", self._where)
-        self.fragment_id = _u(table, "fragment_id", self._where).astype(np.uint64)
-        self.zone_start = _u(table, "zone_start", self._where).astype(np.uint64)
-        self.zone_length = _u(table, "zone_length", self._where).astype(np.uint64)
-        check_zones(self.fragment_id, self.zone_start, self.zone_length, domain, self._where)
+        self.fragment_id, self.zone_start, self.zone_length = zone_bounds(table, domain, self._where)
         self._nulls = reader
         self._domain = domain
 
@@ -276,6 +273,18 @@ def _u(table: pa.Table, name: str, where: str) -> npt.NDArray[np.uint64]:
         raise CorruptFileError(f"{where}: a null in column {name}")
     out: npt.NDArray[np.uint64] = col.to_numpy().astype(np.uint64)
     return out
+
+
+def zone_bounds(table: pa.Table, domain: RowDomain | None, where: str) -> tuple[U64, U64, U64]:
+    """A zone table's ``fragment_id``, ``zone_start`` and ``zone_length``, checked (ZONEMAP and BLOOMFILTER).
+
+    Raises:
+        CorruptFileError: a null entry, or zones outside the rows the segment covers.
+    """
+    fragment_id, zone_start, zone_length = (_u(table, name, where)
+                                            for name in ("fragment_id", "zone_start", "zone_length"))
+    check_zones(fragment_id, zone_start, zone_length, domain, where)
+    return fragment_id, zone_start, zone_length
 
 
 def check_zones(fragment_id: U64, zone_start: U64, zone_length: U64, domain: RowDomain | None, where: str) -> None:
