@@ -84,7 +84,8 @@ def test_pylance_lists_our_index_and_plans_ann_with_its_recall(tmp_path: Path, k
     assert "ANNSubIndex" in ann_plan(ds) and "KNNVectorDistance" not in ann_plan(ds)
     stats = ds.stats.index_stats("vec_idx")
     assert stats["num_indexed_rows"] == N and stats["indices"][0]["num_partitions"] == PARTS
-    assert abs(recall(ds, "l2") - recall(lance.dataset(theirs), "l2")) <= 0.02
+    # pylance trains from a random sample, so its recall moves between runs; ours may beat it, not trail it.
+    assert recall(ds, "l2") >= recall(lance.dataset(theirs), "l2") - 0.02
 
 
 @pytest.mark.slow
@@ -97,7 +98,7 @@ def test_recall_on_cosine_and_dot_is_pylances(tmp_path: Path, kind: str, metric:
     assert lance.dataset(ours).stats.index_stats("vec_idx")["indices"][0]["metric_type"] == metric
     # Known gap: IVF_PQ on dot measures 0.03-0.04 below pylance (0.745 vs 0.77-0.79 here).
     tolerance = 0.05 if (kind, metric) == ("IVF_PQ", "dot") else 0.02
-    assert abs(recall(lance.dataset(ours), metric) - recall(lance.dataset(theirs), metric)) <= tolerance
+    assert recall(lance.dataset(ours), metric) >= recall(lance.dataset(theirs), metric) - tolerance
 
 
 @pytest.mark.parametrize("metric", ["l2", "cosine", "dot"])
