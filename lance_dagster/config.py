@@ -276,8 +276,14 @@ def make_settings(
     """Build :class:`LanceSettings` from raw config values, validating them.
 
     Raises:
-        InvalidInputError: a bad mode, namespace, commit property or writer option (named).
+        InvalidInputError: a bad mode, namespace, commit property or writer option (named), or a
+            ``memory://`` root (each open of a ``memory://`` URI is a new, empty store, as in pylance,
+            so nothing one step writes would be there for the next).
     """
+    if root_uri is not None and root_uri.strip().lower().startswith("memory://"):
+        raise InvalidInputError(f"root_uri {root_uri!r}: memory:// datasets live only in the handle that wrote "
+                                "them (every open of a memory:// URI starts an empty store, as in pylance); "
+                                "use a local folder or an object store")
     return LanceSettings(
         root_uri=root_uri or default_root_uri(),
         storage_options=dict(storage_options or {}),

@@ -73,10 +73,10 @@ def write_fragments(
     Raises:
         SchemaError: appending data with an incompatible schema.
     """
-    if not isinstance(dataset_uri, (str, Path)):  # an open dataset: its location and options
-        storage_options = storage_options or dataset_uri._storage_options
-        dataset_uri = dataset_uri.uri
-    store = open_store(str(dataset_uri), storage_options)
+    if not isinstance(dataset_uri, (str, Path)):  # an open dataset: its store (a memory:// one is its own)
+        store = dataset_uri._store if storage_options is None else open_store(dataset_uri.uri, storage_options)
+    else:
+        store = open_store(str(dataset_uri), storage_options)
     effective = "overwrite" if mode == "create" else mode
     target, batches, data_schema, _full, _read_version, version = prepare_write(
         data, store, schema=schema, mode=effective, data_storage_version=data_storage_version)

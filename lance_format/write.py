@@ -101,8 +101,9 @@ def write_dataset(
                                         data_storage_version=data_storage_version,
                                         max_rows_per_file=max_rows_per_file,
                                         enable_stable_row_ids=enable_stable_row_ids)
-    if isinstance(uri, LanceDataset):
-        uri = uri.uri
+    given = uri if isinstance(uri, LanceDataset) else None
+    if given is not None:
+        uri = given.uri
     elif not isinstance(uri, (str, os.PathLike)):
         # str() of anything else (an int, bytes) would become a relative path nobody asked for.
         raise InvalidInputError(f"write_dataset(): uri must be a str or a path, got {type(uri).__name__} {uri!r}")
@@ -114,7 +115,9 @@ def write_dataset(
     props = dict(transaction_properties or {})
     if commit_message is not None:
         props[COMMIT_MESSAGE_KEY] = commit_message
-    store = open_store(str(uri), storage_options)
+    # A dataset given as the target is written through its own store, as pylance does (a
+    # memory:// dataset's store exists only there; reopening its URI would start an empty one).
+    store = given._store if given is not None and storage_options is None else open_store(str(uri), storage_options)
     target, batches, data_schema, base, read_version, version, scheme = prepare_write_with_scheme(
         data, store, schema=schema, mode=mode, data_storage_version=data_storage_version)
     frags = write_fragment_files(store, target, batches, data_schema, max_rows_per_file=max_rows_per_file,

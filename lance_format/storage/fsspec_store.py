@@ -1,10 +1,14 @@
 """fsspec-backed object store; registers the ``memory://`` scheme.
 
-``memory://`` is the only fsspec protocol registered by default: its file
-system is a per-process singleton, so a process-wide lock makes
-:meth:`FsspecStore.put_if_absent` atomic. Other fsspec protocols can be opted
-into with :func:`register_fsspec_scheme`, but their create-only write is only
-as safe as a check-then-write (exactly what lance calls an "unsafe" commit).
+``memory://`` is the only fsspec protocol registered by default. As in pylance (whose
+object-store registry builds a new in-memory store for every ``memory://`` URI it opens),
+each :func:`lance_format.storage.open_store` of a ``memory://`` URI starts an empty store of
+its own: a dataset written there lives as long as the objects holding that store (the
+returned dataset, its versions and child stores), and opening the URI again sees nothing.
+Its lock makes :meth:`FsspecStore.put_if_absent` atomic among the threads of this process.
+Other fsspec protocols can be opted into with :func:`register_fsspec_scheme`, but their
+create-only write is only as safe as a check-then-write (exactly what lance calls an
+"unsafe" commit).
 """
 
 from __future__ import annotations
@@ -15,13 +19,14 @@ from collections.abc import Iterator, Mapping
 from typing import Any, BinaryIO
 
 import fsspec
+from fsspec.implementations.memory import MemoryFileSystem
 
 from lance_format.errors import ObjectAlreadyExistsError, ObjectNotFoundError, StorageError
 from lance_format.storage import register_scheme
 from lance_format.storage.base import ObjectInfo, ObjectStore, normalize_key
 from lance_format.storage.spool import SPOOL_MAX_MEMORY, SpooledWriter
 
-# One lock per protocol: every MemoryFileSystem instance shares one store dict.
+# One lock per protocol (coarse but enough): it makes the check-then-write of put_if_absent atomic in-process.
 _PROTOCOL_LOCKS: dict[str, threading.Lock] = {}
 _LOCKS_GUARD = threading.Lock()
 
@@ -42,6 +47,9 @@ class FsspecStore(ObjectStore):
 
     def __init__(self, root: str, storage_options: Mapping[str, str] | None = None) -> None:
         fs, path = fsspec.core.url_to_fs(root, **dict(storage_options or {}))
+        if fs.protocol == "memory" or "memory" in fs.protocol:
+            # A fresh, private file system (fsspec's memory store is process-wide by default).
+            fs = MemoryFileSystem(global_store=False, skip_instance_cache=True)
         self._fs: Any = fs
         protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
         self._protocol: str = protocol
@@ -187,8 +195,8 @@ class FsspecStore(ObjectStore):
 
     @property
     def atomic_create(self) -> bool:  # type: ignore[override]
-        # put_if_absent checks and writes under a lock of this process: atomic only for the
-        # in-process memory file system. Elsewhere commits need an external manifest store.
+        # put_if_absent checks and writes under a lock of this process: atomic only for a
+        # memory file system (which no other process can see). Elsewhere commits need an external manifest store.
         return self._protocol == "memory"
 
 

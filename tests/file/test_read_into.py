@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import fsspec
 import numpy as np
 import pytest
 
@@ -45,9 +44,9 @@ def test_ranges_in_the_cached_tail_and_other_stores(tmp_path: Path) -> None:
     local.prefetch_tail(64 * 1024)
     _check(local, payload, [199_000, 100, 150_000, 120_000], [1_000, 50, 40_000, 10])
     local.close()
-    with fsspec.filesystem("memory").open("/read_into/f.bin", "wb") as f:
-        f.write(payload)
-    remote = ByteSource(open_store("memory://read_into"), "f.bin")
+    memory = open_store("memory://read_into")
+    memory.write("f.bin", payload)
+    remote = ByteSource(memory, "f.bin")
     _check(remote, payload, [5, 100_000, 3], [10, 7, 1])
 
 

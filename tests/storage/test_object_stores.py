@@ -31,15 +31,7 @@ def store(request: pytest.FixtureRequest, tmp_path: object) -> Iterator[ObjectSt
     if kind == "local":
         yield open_store(str(tmp_path) + "/root")
     elif kind == "memory":
-        uri = f"memory://test-{uuid.uuid4().hex}/root"
-        yield open_store(uri)
-        # Memory fs is process-global: leave nothing behind.
-        import fsspec
-
-        fs = fsspec.filesystem("memory")
-        path = uri.split("://", 1)[1]
-        if fs.exists(path):
-            fs.rm(path, recursive=True)
+        yield open_store(f"memory://test-{uuid.uuid4().hex}/root")  # a private store, gone with it
     else:
         endpoint, bucket, options = request.getfixturevalue("s3_server")
         yield open_store(request.getfixturevalue("s3_uri"), options)
@@ -243,11 +235,14 @@ def test_unknown_scheme() -> None:
         open_store("gopher://x/y")
 
 
-def test_memory_stores_share_process_state() -> None:
+def test_each_memory_store_is_new_and_private() -> None:
+    """As pylance: every open of a memory:// URI is an empty store; child stores share their parent's."""
     uri = f"memory://shared-{uuid.uuid4().hex}"
-    open_store(uri).write("k", b"v")
-    assert open_store(uri).read("k") == b"v"
-    open_store(uri).delete("k")
+    store = open_store(uri)
+    store.write("d/k", b"v")
+    assert store.child("d").read("k") == b"v"
+    assert not open_store(uri).exists("d/k")
+    assert list(open_store(uri).list()) == []
 
 
 # -- S3 specifics -------------------------------------------------------------
@@ -311,6 +306,5 @@ def test_memory_bare_root() -> None:
     key = f"bare-{uuid.uuid4().hex}/k"
     store.write(key, b"v")
     assert store.uri(key) == f"memory://{key}"
-    assert open_store(f"memory://{key.split('/')[0]}").read("k") == b"v"
     assert store.child(key.split("/")[0]).root == f"memory://{key.split('/')[0]}"
     store.delete(key)

@@ -167,8 +167,8 @@ def test_distributed_delete_and_merge_nulls(tmp_path: Path) -> None:
 def test_memory_store() -> None:
     uri = "memory://table_api_mem"
     ds = lf.write_dataset(data(10), uri, max_rows_per_file=4)
-    lf.write_dataset(data(5), uri, mode="append")
-    assert lf.dataset(uri).count_rows() == 15 and ds.version == 1
+    lf.write_dataset(data(5), ds, mode="append")  # a memory:// dataset lives in its handle's store
+    assert ds.checkout_version(ds.latest_version).count_rows() == 15 and ds.version == 1
 
 
 def test_project_rename_swap(tmp_path: Path) -> None:

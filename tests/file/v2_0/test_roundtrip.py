@@ -232,13 +232,15 @@ def test_store_key_and_lance_schema(tmp_path: Path) -> None:
 
 def test_object_store_uri() -> None:
     t = pa.table({"a": pa.array(np.arange(20_000)), "s": pa.array([f"x{i}" for i in range(20_000)])})
-    with LanceFileWriter("memory://f20test/f.lance", t.schema, max_page_bytes=16_384) as w:
+    store = open_store("memory://f20test")  # each open of a memory:// URI is a new, empty store
+    with LanceFileWriter(None, t.schema, max_page_bytes=16_384, store=store, key="f.lance") as w:
         w.write_batch(t)
-    r = LanceFileReader("memory://f20test/f.lance")
+    r = LanceFileReader(None, store=store, key="f.lance")
     assert r.read_all().to_table().equals(t)
     idx = [19_999, 5, 10_000, 3]
     assert r.take_rows(idx).to_table().equals(t.take(idx))
-    open_store("memory://f20test").delete("f.lance")
+    with pytest.raises(FileNotFoundError):
+        LanceFileReader("memory://f20test/f.lance")
 
 
 def test_schema_from_first_batch_and_casting(tmp_path: Path) -> None:
