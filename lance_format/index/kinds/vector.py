@@ -1,10 +1,17 @@
-"""IVF vector kinds (``IVF_FLAT``, ``IVF_PQ``, ``IVF_SQ``, ``IVF_HNSW_FLAT/PQ/SQ``): ``VectorIndexDetails``.
+"""IVF vector kinds (``IVF_FLAT``, ``IVF_PQ``, ``IVF_SQ``, ``IVF_RQ``, ``IVF_HNSW_FLAT/PQ/SQ``): ``VectorIndexDetails``.
 
 Every vector segment has the same details message (``/lance.index.pb.VectorIndexDetails``), so
 the registry finds one of these kinds for any vector segment; what a segment *is* (storage,
 sub-index, metric) comes from its decoded details, never from the kind object that found it.
-The kinds differ only in what ``create_index(column, index_type)`` builds. The format is in
-``docs/formats/vector-indices.md``; the algorithms in :mod:`lance_format.index.vector`.
+The kinds differ only in what ``create_index(column, index_type)`` builds, so they are one
+class instantiated per name (:data:`KINDS`). The format is in ``docs/formats/vector-indices.md``;
+the algorithms in :mod:`lance_format.index.vector`.
+
+Column types and metrics follow pylance 14.0.2 (tried on it): float vectors with ``l2``,
+``cosine`` and ``dot`` for every kind; ``uint8`` vectors with ``hamming`` for ``IVF_FLAT`` and
+``IVF_HNSW_FLAT`` only (pylance's PQ/SQ builders reject uint8 with a ``RuntimeError``, IVF_RQ
+rejects hamming, and its IVF training rejects float + hamming and uint8 + another metric with a
+``ValueError``; :class:`UnsupportedIndexTypeError` is both).
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from lance_format.index.codec import (
 from lance_format.index.kind import BuildContext, Family, IndexKind, TrainingData
 from lance_format.index.store import IndexDir
 from lance_format.index.vector import build as vb
+from lance_format.index.vector import rabitq
 from lance_format.index.vector.kmeans import MAX_ITERS, SAMPLE_RATE
 from lance_format.index.vector.layout import read_segment
 from lance_format.table.index_metadata import IndexFile, IndexMetadata
@@ -57,8 +65,12 @@ def _element(typ: pa.DataType) -> str:
         "uint8" if pa.types.is_uint8(inner) else "float"
 
 
+#: Kinds whose storage keeps the raw vectors: the only ones pylance builds on uint8 (hamming).
+_HAMMING_KINDS = ("IVF_FLAT", "IVF_HNSW_FLAT")
+
+
 class VectorKind(IndexKind):
-    """An IVF vector kind; subclasses name what ``create_index`` builds."""
+    """An IVF vector kind; :data:`KINDS` makes one per name ``create_index`` builds."""
 
     details: ClassVar[str] = "VectorIndexDetails"
     display: ClassVar[str] = "Vector"
@@ -70,13 +82,17 @@ class VectorKind(IndexKind):
     incremental: ClassVar[bool] = True
     defaults: ClassVar[Mapping[str, Any]] = DEFAULTS
 
+    def __reduce__(self) -> tuple[Callable[[str], VectorKind], tuple[str]]:
+        # the per-name classes are not module attributes: pickle (build tasks sent to Spark) by name
+        return kind_named, (self.name,)
+
     @property
     def type_url(self) -> str:
         """Vector details live in package ``lance.index.pb`` (not ``lance.table``)."""
         return IVF_DETAILS_TYPE_URL
 
     def index_version(self, stable_row_ids: bool) -> int:
-        return 1
+        return 2 if self.name == "IVF_RQ" else 1
 
     def stores_addresses(self, meta: IndexMetadata, stable_row_ids: bool) -> bool:
         # ``_rowid`` holds stable row ids on such datasets: compaction keeps the segment (§9.1)
@@ -93,6 +109,8 @@ class VectorKind(IndexKind):
         params: dict[str, Any] = {"metric": d.metric}
         if d.compression == "pq":
             params.update(num_sub_vectors=d.num_sub_vectors, num_bits=d.num_bits or 8)
+        if d.compression == "rq":
+            params.update(num_bits=d.num_bits or rabitq.DEFAULT_NUM_BITS)
         if d.hnsw is not None:
             params.update(m=d.hnsw.max_connections, ef_construction=d.hnsw.construction_ef,
                           max_level=d.hnsw.max_level)
@@ -107,14 +125,21 @@ class VectorKind(IndexKind):
             InvalidInputError: unknown parameter, unsupported metric, missing ``num_sub_vectors``.
         """
         p = super().params(column, given)
+        if self.name == "IVF_RQ" and "num_bits" not in given:
+            p["num_bits"] = rabitq.DEFAULT_NUM_BITS  # pylance's RQ default; 8 is PQ's
         metric = p["metric"]
         if not isinstance(metric, str) or metric.lower() not in _METRICS:
             raise InvalidInputError(f"{self.name} index on column {column!r}: metric {metric!r} not supported "
                                     f"(l2, euclidean, cosine, dot, hamming)")
         p["metric"] = _METRICS[metric.lower()]
-        if p["metric"] == "hamming":
-            raise NotSupportedError(f"{self.name} index on column {column!r}: the hamming metric is not "
-                                    "supported by this implementation")
+        if p["metric"] == "hamming" and self.name not in _HAMMING_KINDS:
+            raise UnsupportedIndexTypeError(f"{self.name} index on column {column!r}: the hamming metric needs "
+                                            f"uint8 vectors, which only {' and '.join(_HAMMING_KINDS)} index")
+        if self.name == "IVF_RQ":
+            bits = p["num_bits"]
+            if not isinstance(bits, int) or isinstance(bits, bool) or not 1 <= bits <= rabitq.MAX_NUM_BITS:
+                raise InvalidInputError(f"IVF_RQ index on column {column!r}: num_bits must be an int from 1 to "
+                                        f"{rabitq.MAX_NUM_BITS}, got {bits!r}")
         if p["accelerator"] is not None:
             raise NotSupportedError(f"{self.name} index on column {column!r}: GPU accelerators are not supported")
         if p["index_cache_size"] is not None:
@@ -144,12 +169,25 @@ class VectorKind(IndexKind):
         inner = typ.value_type
         if not (pa.types.is_floating(inner) or pa.types.is_uint8(inner)):
             raise UnsupportedIndexTypeError(f"Vector column {column!r} must have floating value type, got {inner}")
-        if pa.types.is_uint8(inner):
-            raise NotSupportedError(f"{self.name} index on column {column!r}: uint8 vectors (hamming) are "
-                                    "not supported by this implementation")
+        if pa.types.is_uint8(inner) and self.name not in _HAMMING_KINDS:
+            raise UnsupportedIndexTypeError(f"{self.name} index on column {column!r}: uint8 vectors can only be "
+                                            f"indexed with the hamming metric by {' and '.join(_HAMMING_KINDS)}")
 
     def check_dimension(self, column: str, typ: pa.DataType, params: Mapping[str, Any]) -> None:
-        """pylance's ``dimension must be divisible by num_sub_vectors`` check."""
+        """pylance's checks of the column against the parameters: ``dimension must be divisible by
+        num_sub_vectors`` (PQ), by 8 (RQ); hamming if and only if the vectors are uint8.
+
+        Raises:
+            UnsupportedIndexTypeError: the metric does not fit the element type.
+            InvalidInputError: the dimension does not fit the parameters.
+        """
+        if (params.get("metric") == "hamming") != pa.types.is_uint8(typ.value_type):
+            raise UnsupportedIndexTypeError(f"{self.name} index on column {column!r}: metric "
+                                            f"{params.get('metric')!r} does not apply to {typ.value_type} vectors "
+                                            "(hamming needs uint8 vectors, other metrics float vectors)")
+        if self.name == "IVF_RQ" and typ.list_size % 8:
+            raise InvalidInputError(f"IVF_RQ index on column {column!r}: vector dimension ({typ.list_size}) must "
+                                    "be divisible by 8")
         subs = params.get("num_sub_vectors")
         if subs is not None and (not isinstance(subs, int) or subs < 1 or typ.list_size % subs):
             raise InvalidInputError(f"{self.name} index on column {column!r}: dimension ({typ.list_size}) must "
@@ -196,41 +234,36 @@ class VectorKind(IndexKind):
                 "index_file_version": "V3"}
 
 
-class IvfFlat(VectorKind):
-    """``IVF_FLAT``: raw vectors per partition."""
-
-    name: ClassVar[str] = "IVF_FLAT"
-
-
-class IvfPq(VectorKind):
-    """``IVF_PQ``: product-quantized residuals per partition."""
-
-    name: ClassVar[str] = "IVF_PQ"
-
-
-class IvfSq(VectorKind):
-    """``IVF_SQ``: 8-bit scalar-quantized vectors per partition."""
-
-    name: ClassVar[str] = "IVF_SQ"
+#: What ``create_index(column, index_type)`` builds for each vector kind name.
+KINDS: Mapping[str, str] = {
+    "IVF_FLAT": "raw vectors per partition",
+    "IVF_PQ": "product-quantized residuals per partition",
+    "IVF_SQ": "8-bit scalar-quantized vectors per partition",
+    "IVF_HNSW_FLAT": "an HNSW graph over raw vectors per partition",
+    "IVF_HNSW_PQ": "an HNSW graph over PQ codes per partition",
+    "IVF_HNSW_SQ": "an HNSW graph over SQ codes per partition",
+    "IVF_RQ": "RaBitQ codes of rotated residuals per partition",
+}
 
 
-class IvfHnswFlat(VectorKind):
-    """``IVF_HNSW_FLAT``: an HNSW graph over raw vectors per partition."""
-
-    name: ClassVar[str] = "IVF_HNSW_FLAT"
-
-
-class IvfHnswPq(VectorKind):
-    """``IVF_HNSW_PQ``: an HNSW graph over PQ codes per partition."""
-
-    name: ClassVar[str] = "IVF_HNSW_PQ"
-
-
-class IvfHnswSq(VectorKind):
-    """``IVF_HNSW_SQ``: an HNSW graph over SQ codes per partition."""
-
-    name: ClassVar[str] = "IVF_HNSW_SQ"
+def _kind(name: str, what: str) -> VectorKind:
+    """The kind object of one name: a :class:`VectorKind` whose class carries the name."""
+    cls = type(name.title().replace("_", ""), (VectorKind,), {"name": name, "__doc__": f"``{name}``: {what}."})
+    kind: VectorKind = cls()
+    return kind
 
 
 #: Every vector kind (the first answers for any vector segment found by its details).
-ALL: tuple[VectorKind, ...] = (IvfFlat(), IvfPq(), IvfSq(), IvfHnswFlat(), IvfHnswPq(), IvfHnswSq())
+ALL: tuple[VectorKind, ...] = tuple(_kind(name, what) for name, what in KINDS.items())
+
+
+def kind_named(name: str) -> VectorKind:
+    """The vector kind called ``name`` (``IVF_PQ``…).
+
+    Raises:
+        UnsupportedIndexTypeError: no vector kind has that name.
+    """
+    for kind in ALL:
+        if kind.name == name:
+            return kind
+    raise UnsupportedIndexTypeError(f"unknown vector index type {name!r}")

@@ -32,12 +32,24 @@ from lance_format.index.kind import TrainingData
 from lance_format.index.store import IndexDir
 from lance_format.index.vector import hnsw as _hnsw
 from lance_format.index.vector import quantize as q
-from lance_format.index.vector.kmeans import F32, Metric, assign, normalize, train_kmeans
+from lance_format.index.vector import rabitq as rq
+from lance_format.index.vector.kmeans import (
+    F32,
+    I32,
+    Metric,
+    assign,
+    assign_hamming,
+    bits_of,
+    normalize,
+    train_kmeans,
+    train_kmodes,
+)
 from lance_format.index.vector.layout import (
     FlatStorage,
     HnswGraph,
     IvfSegment,
     PQStorage,
+    RQStorage,
     SQStorage,
     Storage,
     read_segment,
@@ -78,6 +90,7 @@ class VectorModel:
     hnsw: _hnsw.HnswParams | None = None
     target_partition_size: int = 0
     hints: tuple[tuple[str, str], ...] = ()
+    rq: rq.RabitqModel | None = None
 
     @property
     def num_partitions(self) -> int:
@@ -95,8 +108,9 @@ class VectorModel:
         hnsw = None if self.hnsw is None else HnswConfig(self.hnsw.m, self.hnsw.ef_construction, self.hnsw.max_level)
         return VectorIndexDetails(
             metric=self.metric, target_partition_size=self.target_partition_size, hnsw=hnsw,
-            compression="pq" if kind == "PQ" else "sq" if kind == "SQ" else "flat",
-            num_bits=self.pq.num_bits if self.pq is not None else self.sq.num_bits if self.sq is not None else 0,
+            compression="pq" if kind == "PQ" else "sq" if kind == "SQ" else "rq" if kind == "RQ" else "flat",
+            num_bits=self.pq.num_bits if self.pq is not None else self.sq.num_bits if self.sq is not None else
+            self.rq.num_bits if self.rq is not None else 0,
             num_sub_vectors=self.pq.num_sub_vectors if self.pq is not None else 0,
             runtime_hints=self.hints)
 
@@ -151,6 +165,11 @@ def _hints(index_type: str, p: Mapping[str, Any]) -> tuple[tuple[str, str], ...]
     return tuple(out)
 
 
+def _assign(x: F32, centroids: F32, metric: Metric) -> tuple[I32, F32]:
+    """Partition assignment; hamming compares the bytes' bits (binary centroids)."""
+    return assign_hamming(x, centroids) if metric == "hamming" else assign(x, centroids, metric)
+
+
 def _given_array(value: Any, what: str) -> F32 | None:
     if value is None:
         return None
@@ -200,12 +219,13 @@ def train_model(index_type: str, sample: Callable[[int], TrainingData], params: 
         if pick.shape[0] < nparts:
             raise InvalidInputError(f"IVF: cannot train {nparts} partitions from {pick.shape[0]} vectors; "
                                     "choose a smaller num_partitions")
-        km = train_kmeans(pick, nparts, metric=metric, max_iters=int(params["max_iterations"]))
+        km = train_kmodes(pick, nparts, max_iters=int(params["max_iterations"])) if metric == "hamming" else \
+            train_kmeans(pick, nparts, metric=metric, max_iters=int(params["max_iterations"]))
         centroids, loss = km.centroids, km.loss
     else:
         if metric == "dot":
             centroids = normalize(centroids)
-        loss = float(assign(prepared, centroids, metric)[1].sum(dtype=np.float64))
+        loss = float(_assign(prepared, centroids, metric)[1].sum(dtype=np.float64))
     pq = sq = None
     if kind == "PQ":
         given = _given_array(params.get("pq_codebook"), "pq_codebook")
@@ -214,16 +234,17 @@ def train_model(index_type: str, sample: Callable[[int], TrainingData], params: 
             pq = q.PqCodebook(np.asarray(given, np.float32).reshape(int(params["num_sub_vectors"]), 1 << nbits, -1),
                               nbits)
         else:
-            parts, _ = assign(prepared, centroids, metric)
+            parts, _ = _assign(prepared, centroids, metric)
             pq = q.train_pq(q.residuals(prepared, parts, centroids, metric), int(params["num_sub_vectors"]),
                             num_bits=nbits, max_iters=int(params["max_iterations"]))
     elif kind == "SQ":
         sq = q.train_sq(prepared, 8)  # pylance ignores num_bits for SQ (§6.3): always 8
+    rabit = rq.new_model(prepared.shape[1], int(params["num_bits"])) if kind == "RQ" else None
     hnsw = None
     if "HNSW" in index_type:
         hnsw = _hnsw.HnswParams(int(params["m"]), int(params["ef_construction"]), int(params["max_level"]))
     return VectorModel(index_type, metric, np.ascontiguousarray(centroids, np.float32), element_type, loss,
-                       pq, sq, hnsw, int(target or 0), _hints(index_type, params))
+                       pq, sq, hnsw, int(target or 0), _hints(index_type, params), rabit)
 
 
 def encode_rows(data: TrainingData, model: VectorModel) -> VectorChunk:
@@ -231,9 +252,11 @@ def encode_rows(data: TrainingData, model: VectorModel) -> VectorChunk:
     arr, ok = vectors_of(data.values)
     arr, ids = arr[ok], data.ids[ok]
     prepared = q.prepare(arr, model.metric)
-    parts, _ = assign(prepared, model.centroids, model.metric)
+    parts, _ = _assign(prepared, model.centroids, model.metric)
     payload: npt.NDArray[np.generic]
-    if model.pq is not None:
+    if model.rq is not None:
+        payload = rq.encode(prepared, parts, model.centroids, model.metric, model.rq)
+    elif model.pq is not None:
         payload = q.encode_pq(q.residuals(prepared, parts, model.centroids, model.metric), model.pq)
     elif model.sq is not None:
         payload = q.encode_sq(prepared, model.sq)
@@ -244,8 +267,10 @@ def encode_rows(data: TrainingData, model: VectorModel) -> VectorChunk:
 
 def merge_chunks(chunks: Sequence[VectorChunk], model: VectorModel) -> tuple[VectorChunk, npt.NDArray[np.int64]]:
     """Every task's rows sorted by (partition, row id), and each partition's row count."""
-    width = model.pq.num_sub_vectors if model.pq is not None else model.centroids.shape[1]
-    dtype = np.uint8 if model.pq is not None or model.sq is not None else np.dtype(_NUMPY[model.element_type])
+    width = model.pq.num_sub_vectors if model.pq is not None else model.rq.width if model.rq is not None else \
+        model.centroids.shape[1]
+    coded = model.pq is not None or model.sq is not None or model.rq is not None
+    dtype = np.uint8 if coded else np.dtype(_NUMPY[model.element_type])
     parts = np.concatenate([c.partitions for c in chunks]) if chunks else np.zeros(0, np.uint32)
     ids = np.concatenate([c.row_ids for c in chunks]) if chunks else np.zeros(0, np.uint64)
     payload = np.concatenate([c.payload for c in chunks]) if chunks else np.zeros((0, width), dtype)
@@ -262,8 +287,11 @@ def stored_centroids(model: VectorModel) -> npt.NDArray[np.generic]:
     return model.centroids.astype(_NUMPY.get(model.element_type, "float32"))
 
 
-def storage_of(rows: VectorChunk, model: VectorModel) -> Storage:
+def storage_of(rows: VectorChunk, model: VectorModel, lengths: npt.NDArray[np.int64] | None = None) -> Storage:
     """The storage of sorted rows (PQ codes one row per vector; the layout transposes them)."""
+    if model.rq is not None:
+        return rq.storage(rows.payload.astype(np.uint8),
+                          lengths if lengths is not None else np.array([rows.row_ids.size]), model.rq)
     if model.pq is not None:
         book = model.pq.codebook.astype(_NUMPY.get(model.element_type, "float32"))
         return PQStorage(book, rows.payload.astype(np.uint8), model.pq.num_bits)
@@ -309,7 +337,10 @@ def build_partition_graphs(task: tuple[PartitionRows, VectorModel]) -> Partition
     """One graph task: the HNSW graphs of its partitions (runs on the runner)."""
     group, model = task
     assert model.hnsw is not None
-    graph = _hnsw.build_graphs(_hnsw.storage_vectors(group.rows.payload, model), group.lengths, model.hnsw,
+    # hamming: squared l2 between 0/1 bit vectors is the hamming distance of the bytes
+    vectors = bits_of(group.rows.payload) if model.metric == "hamming" else \
+        _hnsw.storage_vectors(group.rows.payload, model)
+    graph = _hnsw.build_graphs(vectors, group.lengths, model.hnsw,
                                _hnsw.graph_metric(model.metric), first=group.first)
     return replace(group, graph=graph)
 
@@ -320,7 +351,7 @@ def write_rows(out: IndexDir, rows: VectorChunk, lengths: npt.NDArray[np.int64],
     if model.hnsw is not None and graph is None:
         graph = build_partition_graphs((PartitionRows(0, rows, lengths), model)).graph
     seg = IvfSegment(model.index_type, model.metric, stored_centroids(model), lengths.astype(np.uint32),
-                     rows.row_ids, storage_of(rows, model), loss, graph)
+                     rows.row_ids, storage_of(rows, model, lengths), loss, graph)
     return write_ivf_files(out, seg)
 
 
@@ -354,11 +385,12 @@ def model_of(seg: IvfSegment, details: VectorIndexDetails) -> VectorModel:
     st = seg.storage
     pq = q.PqCodebook(np.asarray(st.codebook, np.float32), st.nbits) if isinstance(st, PQStorage) else None
     sq = q.SqBounds(st.start, st.end, st.num_bits) if isinstance(st, SQStorage) else None
+    rabit = rq.model_of(st) if isinstance(st, RQStorage) else None
     hnsw = None if details.hnsw is None else _hnsw.HnswParams(
         details.hnsw.max_connections, details.hnsw.construction_ef, details.hnsw.max_level)
     return VectorModel(details.index_type, details.metric, np.asarray(seg.centroids, np.float32),
                        _ELEMENT.get(np.dtype(seg.centroids.dtype), "float"), seg.loss, pq, sq, hnsw,
-                       details.target_partition_size, details.runtime_hints)
+                       details.target_partition_size, details.runtime_hints, rabit)
 
 
 def load_model(src: IndexDir, details: VectorIndexDetails) -> VectorModel:
@@ -369,7 +401,8 @@ def load_model(src: IndexDir, details: VectorIndexDetails) -> VectorModel:
 def rows_of(seg: IvfSegment) -> VectorChunk:
     """A segment's stored rows, with their partitions."""
     st = seg.storage
-    payload = st.codes if isinstance(st, (PQStorage, SQStorage)) else getattr(st, "vectors")  # noqa: B009
+    payload = st.codes if isinstance(st, (PQStorage, SQStorage)) else rq.payload_of(st, seg.lengths) \
+        if isinstance(st, RQStorage) else st.vectors
     parts = np.repeat(np.arange(seg.lengths.size, dtype=np.uint32), seg.lengths.astype(np.int64))
     return VectorChunk(parts, seg.row_ids, payload)
 

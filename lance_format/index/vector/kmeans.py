@@ -35,6 +35,7 @@ from lance_format.errors import InvalidInputError
 F32 = npt.NDArray[np.float32]
 I32 = npt.NDArray[np.int32]
 Metric = Literal["l2", "cosine", "dot", "hamming"]
+Init = Literal["kmeans++", "random"]
 
 #: pylance's defaults (``KMeansParams``): iterations, relative loss change that stops early.
 MAX_ITERS = 50
@@ -43,6 +44,8 @@ TOLERANCE = 1e-4
 SAMPLE_RATE = 256
 #: Seed of initialisation, so the same sample trains the same centroids everywhere.
 SEED = 42
+#: k-means++ seeds from a random subset of this many rows per cluster (``k`` passes over it).
+SEED_ROWS_PER_CLUSTER = 16
 #: Distances held at once by :func:`assign` (rows per chunk = this / k).
 CHUNK_ELEMENTS = 1 << 22
 #: Relative perturbation when an empty cluster takes half of the largest (as upstream: 1/1024).
@@ -129,8 +132,54 @@ def _split_empty(centroids: F32, counts: npt.NDArray[np.int64]) -> None:
         counts[big] -= counts[empty]
 
 
+def seed_rows(x: F32, k: int, rng: np.random.Generator, init: Init = "kmeans++") -> npt.NDArray[np.int64]:
+    """Row indices of the initial centroids of ``m`` problems at once: ``[m, k]``, distinct per problem.
+
+    ``kmeans++`` draws each next seed with probability proportional to its squared distance
+    to the nearest seed so far (D² sampling), on a random subset of at most
+    :data:`SEED_ROWS_PER_CLUSTER` ``× k`` rows of each problem: ``k`` sequential steps of one
+    ``[m, rows, dim]`` product each. ``random`` picks ``k`` distinct rows uniformly.
+
+    Args:
+        x: ``[m, n, dim]`` training data of ``m`` independent problems.
+        k: Seeds per problem (at most ``n``).
+        rng: The seeded generator (same data and seed, same seeds).
+        init: ``kmeans++`` or ``random``.
+    """
+    m, n, _ = x.shape
+    if init == "random" or k >= n:
+        return np.stack([np.sort(rng.choice(n, k, replace=False)) for _ in range(m)])  # m draws, not n
+    rows = min(n, SEED_ROWS_PER_CLUSTER * k)
+    subset = np.stack([np.sort(rng.choice(n, rows, replace=False)) for _ in range(m)]) if rows < n else \
+        np.broadcast_to(np.arange(n), (m, n))
+    xs = np.take_along_axis(x, subset[:, :, None], axis=1) if rows < n else x
+    problems = np.arange(m)
+    picks = np.empty((m, k), np.int64)
+    picks[:, 0] = rng.integers(0, rows, m)
+    x_sq = np.einsum("mnd,mnd->mn", xs, xs)
+
+    def dist_to(c: F32) -> F32:  # squared L2 of every row to one new seed per problem, [m, rows]
+        d: F32 = x_sq - 2.0 * np.einsum("mnd,md->mn", xs, c) + np.einsum("md,md->m", c, c)[:, None]
+        return np.maximum(d, 0.0, out=d)
+
+    nearest = dist_to(xs[problems, picks[:, 0]])
+    for j in range(1, k):
+        cum = np.cumsum(nearest, axis=1, dtype=np.float64)
+        target = rng.random(m) * cum[:, -1]
+        pick = np.minimum((cum <= target[:, None]).sum(axis=1), rows - 1)
+        # every row already a seed (duplicates): any row not yet taken keeps the k seeds distinct
+        spent = cum[:, -1] <= 0
+        if spent.any():
+            for p in np.flatnonzero(spent):
+                pick[p] = np.setdiff1d(np.arange(rows), picks[p, :j])[0]
+        picks[:, j] = pick
+        np.minimum(nearest, dist_to(xs[problems, pick]), out=nearest)
+    out: npt.NDArray[np.int64] = np.take_along_axis(subset, picks, axis=1)
+    return out
+
+
 def train_kmeans(data: npt.NDArray[np.floating], k: int, *, metric: Metric = "l2", max_iters: int = MAX_ITERS,
-                 tolerance: float = TOLERANCE, seed: int = SEED) -> KMeans:
+                 tolerance: float = TOLERANCE, seed: int = SEED, init: Init = "kmeans++") -> KMeans:
     """Train ``k`` centroids on ``data`` with Lloyd iterations.
 
     Args:
@@ -151,7 +200,9 @@ def train_kmeans(data: npt.NDArray[np.floating], k: int, *, metric: Metric = "l2
     if k < 1 or n < k:
         raise InvalidInputError(f"k-means: cannot train {k} clusters from {n} vectors")
     rng = np.random.default_rng(seed)
-    centroids = x[np.sort(rng.choice(n, k, replace=False))].copy()
+    # dot ranks partitions by direction (unit centroids), so the seeds spread over directions
+    seeds = seed_rows((normalize(x) if metric == "dot" else x)[None], k, rng, init)[0]
+    centroids = x[seeds].copy()
     if metric == "dot":
         centroids = normalize(centroids)
     prev = np.inf
@@ -235,7 +286,7 @@ def _means_batched(data: F32, labels: I32, k: int) -> tuple[F32, npt.NDArray[np.
 
 
 def train_kmeans_batched(data: F32, k: int, *, max_iters: int = MAX_ITERS, tolerance: float = TOLERANCE,
-                         seed: int = SEED) -> tuple[F32, npt.NDArray[np.float64]]:
+                         seed: int = SEED, init: Init = "kmeans++") -> tuple[F32, npt.NDArray[np.float64]]:
     """Train ``m`` independent l2 k-means at once (one per PQ sub-vector).
 
     Each problem runs exactly the Lloyd iterations of :func:`train_kmeans` (random distinct
@@ -261,7 +312,7 @@ def train_kmeans_batched(data: F32, k: int, *, max_iters: int = MAX_ITERS, toler
     if k < 1 or n < k:
         raise InvalidInputError(f"k-means: cannot train {k} clusters from {n} vectors")
     rng = np.random.default_rng(seed)
-    starts = np.stack([np.sort(rng.choice(n, k, replace=False)) for _ in range(m)])  # m draws, not n
+    starts = seed_rows(x, k, rng, init)
     centroids = np.take_along_axis(x, starts[:, :, None], axis=1)
     labels, dists = assign_batched(x, centroids)
     prev = np.full(m, np.inf)
@@ -283,3 +334,59 @@ def train_kmeans_batched(data: F32, k: int, *, max_iters: int = MAX_ITERS, toler
         if not active.any():
             break
     return centroids, dists.sum(axis=1, dtype=np.float64)
+
+
+# -- hamming: binary centroids by majority vote ("k-modes") ----------------------------------------
+
+def bits_of(data: npt.NDArray[np.generic]) -> F32:
+    """``[n, 8 * bytes]`` 0/1 float32 bits of uint8 vectors: the squared L2 distance between two
+    such rows is the hamming distance of the bytes, so the BLAS assignment of :func:`assign`
+    serves hamming too (exact: every partial sum is an integer far below 2**24)."""
+    out: F32 = np.unpackbits(np.ascontiguousarray(data, np.uint8), axis=1).astype(np.float32)
+    return out
+
+
+def assign_hamming(data: npt.NDArray[np.generic], centroids: npt.NDArray[np.generic]) -> tuple[I32, F32]:
+    """The nearest centroid of every uint8 row by hamming distance, and that distance.
+
+    Args:
+        data: ``[n, bytes]`` vectors (uint8 values in any numeric dtype).
+        centroids: ``[k, bytes]`` binary centroids (the same).
+    """
+    return assign(bits_of(data), bits_of(centroids), "l2")
+
+
+def train_kmodes(data: npt.NDArray[np.generic], k: int, *, max_iters: int = MAX_ITERS, tolerance: float = TOLERANCE,
+                 seed: int = SEED) -> KMeans:
+    """Binary centroids for the hamming metric (upstream ``KModeAlgo``, ``rust/lance-index/src/vector/kmeans.rs``).
+
+    Lloyd iterations where a centroid's bit is the majority of its members' bits (a mean above
+    one half) and assignment is by hamming distance; a cluster left empty keeps its centroid.
+    Initialised from ``k`` distinct random rows, as :func:`train_kmeans`.
+
+    Returns:
+        The centroids as float32 ``[k, bytes]`` holding byte values (stored as a UINT8 tensor)
+        and the loss (total hamming distance of the rows to their centroids).
+
+    Raises:
+        InvalidInputError: fewer training rows than clusters, or ``k < 1``.
+    """
+    bits = bits_of(data)
+    n = bits.shape[0]
+    if k < 1 or n < k:
+        raise InvalidInputError(f"k-modes: cannot train {k} clusters from {n} vectors")
+    rng = np.random.default_rng(seed)
+    centroids = bits[np.sort(rng.choice(n, k, replace=False))].copy()
+    labels, dists = assign(bits, centroids, "l2")
+    prev = float(dists.sum(dtype=np.float64))
+    for _ in range(max(1, max_iters)):
+        means, counts = _means(bits, labels, k)
+        full = counts > 0
+        centroids[full] = (means[full] > 0.5).astype(np.float32)
+        labels, dists = assign(bits, centroids, "l2")
+        loss = float(dists.sum(dtype=np.float64))
+        if abs(prev - loss) <= tolerance * max(abs(prev), 1e-30):
+            break
+        prev = loss
+    packed: F32 = np.packbits(centroids.astype(np.uint8), axis=1).astype(np.float32)
+    return KMeans(packed, float(dists.sum(dtype=np.float64)))
