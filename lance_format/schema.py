@@ -28,6 +28,7 @@ from typing import Any, NoReturn
 import pyarrow as pa
 
 from lance_format.errors import SchemaError, UnsupportedTypeError
+from lance_format.schema_ext import ARROW_JSON, LANCE_JSON, extension_metadata, is_json
 
 __all__ = [
     "BLOB_DESCRIPTION_TYPE",
@@ -69,8 +70,6 @@ _EXT_NAME_KEY = "ARROW:extension:name"
 _EXT_META_KEY = "ARROW:extension:metadata"
 # pylance treats these metadata values as "true" (checked against 14.0.2).
 _TRUTHY = frozenset({"true", "1", "yes"})
-# C++ canonical extension types without a Python serializer whose metadata is empty.
-_EMPTY_META_EXTENSIONS = frozenset({"arrow.uuid", "arrow.bool8"})
 
 _SIMPLE_TO_LOGICAL: dict[pa.DataType, str] = {
     pa.null(): "null",
@@ -336,8 +335,8 @@ class LanceField:
             return pa.list_(self.children[0].to_arrow(_path(path, self.children[0].name)), int(size))
         if logical == "map":
             return _map_type(self, path)
-        if logical == "json":
-            raise UnsupportedTypeError(f"field {path!r}: Lance JSON columns are not supported")
+        if logical == "json":  # JSONB bytes in the file, read back as arrow.json text
+            return pa.utf8()
         if self.children:
             raise SchemaError(f"field {path!r}: logical type {logical!r} cannot have child fields")
         return logical_to_arrow_type(logical, path)
@@ -349,6 +348,8 @@ class LanceField:
         if data_type.equals(BLOB_DESCRIPTION_TYPE):
             # What pylance's scans return for a blob-v2 column: the descriptor, not the bytes.
             metadata = dict(BLOB_DESCRIPTION_METADATA)
+        elif self.logical_type == "json":
+            metadata.update({_EXT_NAME_KEY: ARROW_JSON.encode(), _EXT_META_KEY: b""})
         return pa.field(self.name, data_type, self.nullable, metadata=metadata or None)
 
 
@@ -361,20 +362,21 @@ def _field_from_arrow(
     _check_utf8_metadata(af.metadata, f"field {path!r}")
     metadata = dict(_to_bytes_map(af.metadata))
     extension_name = ""
-    if isinstance(data_type, pa.BaseExtensionType):
-        extension_name = data_type.extension_name
-        serialize = getattr(data_type, "__arrow_ext_serialize__", None)
-        if serialize is not None:
-            ext_meta = serialize()
-        elif extension_name in _EMPTY_META_EXTENSIONS:
-            ext_meta = b""
-        else:
-            # pylance stores arrow.json as a special "json" type; others need their metadata.
-            raise _unsupported(path, af.type)
+    logical = ""
+    if is_json(data_type):
+        # pylance stores arrow.json text as JSONB bytes under logical type "json" (lance_format.jsonb)
+        extension_name = LANCE_JSON
         metadata[_EXT_NAME_KEY] = extension_name.encode()
-        metadata[_EXT_META_KEY] = ext_meta
+        metadata[_EXT_META_KEY] = b""
+        data_type = pa.large_binary()
+        logical = "json"
+    elif isinstance(data_type, pa.BaseExtensionType):
+        # any other extension type: its storage type plus Arrow's two metadata entries
+        extension_name = data_type.extension_name
+        metadata[_EXT_NAME_KEY] = extension_name.encode()
+        metadata[_EXT_META_KEY] = extension_metadata(data_type, path)
         data_type = data_type.storage_type
-    logical = arrow_type_to_logical(data_type, path)
+    logical = logical or arrow_type_to_logical(data_type, path)
     children: list[LanceField] = []
     t = pa.types
     if t.is_struct(data_type):

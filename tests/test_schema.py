@@ -306,7 +306,6 @@ def test_check_compatible_follows_pylance_append_rules() -> None:
         (pa.decimal32(5, 2), "bad"),
         (pa.list_view(pa.int32()), "bad"),
         (pa.dictionary(pa.int8(), pa.list_(pa.int32())), "bad"),
-        (pa.json_(), "bad"),
     ],
 )
 def test_unsupported_types_name_the_field(data_type: pa.DataType, path: str) -> None:

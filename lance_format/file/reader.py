@@ -32,6 +32,7 @@ from lance_format.file.v2_0.buffers import gather_ranges
 from lance_format.file.v2_1 import FileDecoder21
 from lance_format.schema import LanceSchema
 from lance_format.schema_codec import schema_from_pb
+from lance_format.schema_ext import from_storage, storage_schema
 from lance_format.session import CacheKind, default_session
 from lance_format.storage import ObjectStore, open_store, split_uri, uri_scheme
 
@@ -205,9 +206,11 @@ class LanceFileReader:
                 projection.append(names.index(name))
         cls = _decoder_class(self._meta)
         self._decoder: FileDecoder = _guarded(
-            self._source.path, lambda: cls(self._meta, self._source, full, projection)
+            self._source.path, lambda: cls(self._meta, self._source, storage_schema(full), projection)
         )
         self.schema: pa.Schema = pa.schema([full.field(i) for i in projection], metadata=full.metadata)
+        # decoders make storage arrays; extension columns are wrapped (JSONB as JSON text) here
+        self._ext = self.schema if storage_schema(self.schema) is not self.schema else None
         # legacy files have no global buffer 0 to mark where data ends: use the file size
         data_bytes = self._meta.num_data_bytes or self._meta.file_size
         self._row_bytes = max(1, data_bytes // max(self._meta.num_rows, 1))
@@ -261,6 +264,8 @@ class LanceFileReader:
         while pos < stop:
             end = min(stop, pos + chunk)
             batch = _guarded(self.path, self._decoder.read_range, pos, end)
+            if self._ext is not None:
+                batch = from_storage(batch, self._ext, f"{self.path}: ")
             if self._utf8_columns:
                 check_utf8(batch, self._utf8_columns, self.path)
             for off in range(0, len(batch), batch_size):
@@ -317,6 +322,8 @@ class LanceFileReader:
             chunk = self._chunk_rows(batch_size)
             for off in range(0, int(idx.size), chunk):
                 batch = _guarded(self.path, self._decoder.take, idx[off : off + chunk])
+                if self._ext is not None:
+                    batch = from_storage(batch, self._ext, f"{self.path}: ")
                 if self._utf8_columns:
                     check_utf8(batch, self._utf8_columns, self.path)
                 for sub in range(0, len(batch), batch_size):

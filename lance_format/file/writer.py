@@ -15,6 +15,7 @@ from lance_format.file.v2_0 import FileEncoder20
 from lance_format.file.v2_1 import FileEncoder21
 from lance_format.schema import LanceSchema
 from lance_format.schema_codec import schema_to_pb
+from lance_format.schema_ext import storage_schema, to_storage
 from lance_format.storage import ObjectStore, open_store, split_uri
 
 
@@ -99,7 +100,7 @@ class LanceFileWriter:
         if self.file_version[0] == 0:
 
             try:
-                self._encoder = LegacyFileEncoder(self._stream, self.path, self._lance_schema, schema)
+                self._encoder = LegacyFileEncoder(self._stream, self.path, self._lance_schema, storage_schema(schema))
             except BaseException:
                 self.abort()
                 raise
@@ -108,7 +109,8 @@ class LanceFileWriter:
         try:
             self._container = ContainerWriter(self._stream, self.path, self.file_version)
             self._encoder = cls(
-                self._container, schema, max_page_bytes=self._max_page_bytes, version=self.file_version
+                self._container, storage_schema(schema), max_page_bytes=self._max_page_bytes,
+                version=self.file_version
             )
         except BaseException:
             # The encoder refuses schemas it cannot store (e.g. maps before 2.2): leave no
@@ -144,7 +146,8 @@ class LanceFileWriter:
             self._start(batch.schema)
         for b in batches:
             b = self._conform(b)
-            self._encoder.write_batch(b)
+            # encoders see storage arrays only (extension columns; JSON text as JSONB)
+            self._encoder.write_batch(to_storage(b, f"{self.path}: "))
             self.num_rows += b.num_rows
 
     def add_schema_metadata(self, key: str, value: str | bytes) -> None:

@@ -1,0 +1,264 @@
+"""JSONB: the binary JSON encoding Lance stores ``lance.json`` columns in.
+
+pylance writes an Arrow ``arrow.json`` column (JSON text) as a ``large_binary`` column whose
+field metadata names the ``lance.json`` extension, each value encoded in the binary layout of the
+``jsonb`` crate that upstream's ``rust/lance-arrow/src/json.rs`` uses, and turns the values back
+into compact JSON text on reads. The layout (checked value by value against what pylance 14.0.2
+writes):
+
+* a container starts with a big-endian u32 header: ``0x80000000 | n`` for an array of ``n``
+  items, ``0x40000000 | n`` for an object of ``n`` members, ``0x20000000`` for a lone scalar;
+* then one big-endian u32 entry per item (objects: all keys first, then all values), the top
+  three bits the kind (0 null, 1 string, 2 number, 3 false, 4 true, 5 nested container) and the
+  low 28 bits the byte length of its data;
+* then the items' data in the same order. Object keys are sorted by their UTF-8 bytes and may
+  not repeat;
+* a number is a tag byte and big-endian bytes: ``0x00`` zero, ``0x40`` a signed and ``0x50`` an
+  unsigned integer in the fewest of 1/2/4/8 bytes, ``0x60`` an f64 (integers beyond 64 bits
+  become f64, as JSON numbers with a fraction or an exponent are; ``NaN``, ``Infinity`` and
+  ``-Infinity`` are the tags ``0x10``, ``0x20``, ``0x30`` and print as ``null``).
+
+Text comes back compact (``,`` and ``:`` with no spaces), strings escaped as serde_json does,
+floats in their shortest round-trip digits laid out as the ``ryu`` crate prints them
+(``1.0``, ``1e+16``, ``0.00001``, ``1.5e-7``).
+
+Each value is parsed or printed in Python: JSON documents are variable trees, so there is no
+vectorised form; the cost is that of ``json.loads`` / ``json.dumps`` per value.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import struct
+from typing import Any
+
+import pyarrow as pa
+
+from lance_format.errors import CorruptFileError, InvalidInputError
+
+__all__ = ["decode_value", "encode_value", "from_jsonb_array", "to_jsonb_array"]
+
+_ARRAY, _OBJECT, _SCALAR = 0x80000000, 0x40000000, 0x20000000
+_NULL, _STRING, _NUMBER, _FALSE, _TRUE, _CONTAINER = (k << 28 for k in range(6))
+_LEN_MASK = 0x0FFFFFFF
+_INT, _UINT, _FLOAT = 0x40, 0x50, 0x60
+
+
+# -- encoding ---------------------------------------------------------------------------------
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"duplicate object attribute {key!r}")
+        out[key] = value
+    return out
+
+
+def _number(value: int | float) -> bytes:
+    if isinstance(value, int):
+        if value == 0:
+            return b"\x00"
+        if 0 < value <= 0xFFFFFFFFFFFFFFFF:
+            for size, fmt in ((1, ">B"), (2, ">H"), (4, ">I"), (8, ">Q")):
+                if value < 1 << (8 * size):
+                    return bytes([_UINT]) + struct.pack(fmt, value)
+        if -(1 << 63) <= value < 0:
+            for size, fmt in ((1, ">b"), (2, ">h"), (4, ">i"), (8, ">q")):
+                if value >= -(1 << (8 * size - 1)):
+                    return bytes([_INT]) + struct.pack(fmt, value)
+        value = float(value)  # beyond 64 bits: an f64, as upstream's parser keeps it
+    if math.isnan(value):
+        return b"\x10"
+    if math.isinf(value):
+        return b"\x20" if value > 0 else b"\x30"
+    return bytes([_FLOAT]) + struct.pack(">d", value)
+
+
+def _item(value: Any) -> tuple[int, bytes]:
+    """The entry word (kind and length) and data bytes of one value inside a container."""
+    if value is None:
+        return _NULL, b""
+    if value is True:
+        return _TRUE, b""
+    if value is False:
+        return _FALSE, b""
+    if isinstance(value, str):
+        data = value.encode("utf-8")
+        return _STRING | len(data), data
+    if isinstance(value, (int, float)):
+        data = _number(value)
+        return _NUMBER | len(data), data
+    data = _container(value)
+    return _CONTAINER | len(data), data
+
+
+def _container(value: Any) -> bytes:
+    if isinstance(value, dict):
+        keys = sorted(value, key=lambda k: k.encode("utf-8"))
+        items = [_item(k) for k in keys] + [_item(value[k]) for k in keys]
+        header = _OBJECT | len(keys)
+    else:
+        items = [_item(v) for v in value]
+        header = _ARRAY | len(items)
+    words = struct.pack(f">{len(items) + 1}I", header, *(w for w, _ in items))
+    return words + b"".join(d for _, d in items)
+
+
+def encode_value(text: str) -> bytes:
+    """The JSONB bytes of one JSON document.
+
+    Raises:
+        ValueError: if ``text`` is not JSON (or has a repeated object key, as pylance refuses).
+    """
+    value = json.loads(text, object_pairs_hook=_pairs)  # NaN / Infinity are taken, as pylance takes them
+    if isinstance(value, (dict, list)):
+        return _container(value)
+    word, data = _item(value)
+    return struct.pack(">II", _SCALAR, word) + data
+
+
+# -- decoding ---------------------------------------------------------------------------------
+
+
+def _format_float(x: float) -> str:
+    if x == 0.0:
+        return "-0.0" if math.copysign(1.0, x) < 0 else "0.0"
+    if not math.isfinite(x):
+        return "null"  # JSON has no NaN / infinity literal
+    text = repr(x)
+    sign = ""
+    if text[0] == "-":
+        sign, text = "-", text[1:]
+    mantissa, _, exp = text.partition("e")
+    whole, _, frac = mantissa.partition(".")
+    digits = (whole + frac).lstrip("0")
+    k = int(exp or 0) - len(frac)  # value = digits * 10**k
+    stripped = digits.rstrip("0")
+    k += len(digits) - len(stripped)
+    digits = stripped
+    n = len(digits)
+    kk = n + k  # where the decimal point falls
+    if k >= 0 and kk <= 16:
+        out = digits + "0" * k + ".0"
+    elif 0 < kk <= 16:
+        out = digits[:kk] + "." + digits[kk:]
+    elif -5 < kk <= 0:
+        out = "0." + "0" * -kk + digits
+    else:
+        e = kk - 1
+        head = digits if n == 1 else digits[0] + "." + digits[1:]
+        out = f"{head}e{'+' if e >= 0 else '-'}{abs(e)}"
+    return sign + out
+
+
+def _number_text(data: bytes) -> str:
+    tag = data[0] if data else -1
+    body = data[1:]
+    if tag == 0x00:
+        return "0"
+    if tag in (_INT, _UINT) and len(body) in (1, 2, 4, 8):
+        return str(int.from_bytes(body, "big", signed=tag == _INT))
+    if tag == _FLOAT and len(body) == 8:
+        return _format_float(struct.unpack(">d", body)[0])
+    if tag in (0x10, 0x20, 0x30):  # NaN, +inf, -inf
+        return "null"
+    raise ValueError(f"unknown JSONB number tag {tag:#x}")
+
+
+def _scalar_text(word: int, data: bytes) -> str:
+    kind = word & 0x70000000
+    if kind == _NULL:
+        return "null"
+    if kind == _TRUE:
+        return "true"
+    if kind == _FALSE:
+        return "false"
+    if kind == _STRING:
+        return json.dumps(data.decode("utf-8"), ensure_ascii=False)
+    if kind == _NUMBER:
+        return _number_text(data)
+    if kind == _CONTAINER:
+        return _container_text(data, 0)
+    raise ValueError(f"unknown JSONB entry kind {kind >> 28}")
+
+
+def _container_text(buf: bytes, at: int) -> str:
+    (header,) = struct.unpack_from(">I", buf, at)
+    kind, count = header & 0xE0000000, header & _LEN_MASK
+    if kind == _SCALAR:
+        (word,) = struct.unpack_from(">I", buf, at + 4)
+        start = at + 8
+        return _scalar_text(word, buf[start : start + (word & _LEN_MASK)])
+    n = 2 * count if kind == _OBJECT else count
+    words = struct.unpack_from(f">{n}I", buf, at + 4)
+    pos = at + 4 + 4 * n
+    parts = []
+    for word in words:
+        size = word & _LEN_MASK
+        parts.append(_scalar_text(word, buf[pos : pos + size]))
+        pos += size
+    if kind == _OBJECT:
+        return "{" + ",".join(f"{k}:{v}" for k, v in zip(parts[:count], parts[count:], strict=True)) + "}"
+    if kind == _ARRAY:
+        return "[" + ",".join(parts) + "]"
+    raise ValueError(f"unknown JSONB header {header:#x}")
+
+
+def decode_value(data: bytes) -> str:
+    """Compact JSON text of one JSONB value (as pylance returns it).
+
+    Raises:
+        ValueError: if ``data`` is not JSONB.
+    """
+    try:
+        return _container_text(data, 0)
+    except (struct.error, IndexError, UnicodeDecodeError) as exc:
+        raise ValueError(f"malformed JSONB value ({exc})") from exc
+
+
+# -- arrays -----------------------------------------------------------------------------------
+
+
+def to_jsonb_array(array: pa.Array | pa.ChunkedArray, where: str = "JSON column") -> pa.Array:
+    """A JSON text array (``arrow.json`` or strings) as ``large_binary`` JSONB values (nulls kept).
+
+    Raises:
+        InvalidInputError: for a value that is not JSON, naming ``where`` and the row.
+    """
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks() if array.num_chunks != 1 else array.chunk(0)
+    if isinstance(array, pa.ExtensionArray):
+        array = array.storage
+    out: list[bytes | None] = []
+    for i, text in enumerate(array.to_pylist()):
+        if text is None:
+            out.append(None)
+            continue
+        try:
+            out.append(encode_value(text))
+        except (ValueError, RecursionError) as exc:
+            raise InvalidInputError(f"{where}: row {i} is not valid JSON: {exc}") from None
+    return pa.array(out, pa.large_binary())
+
+
+def from_jsonb_array(array: pa.Array, where: str = "JSON column") -> pa.Array:
+    """JSONB values (binary) as an ``arrow.json`` array of compact JSON text (nulls kept).
+
+    Raises:
+        InvalidInputError: for bytes that are not JSONB, naming ``where`` and the row.
+    """
+    if isinstance(array, pa.ExtensionArray):
+        array = array.storage
+    out: list[str | None] = []
+    for i, data in enumerate(array.to_pylist()):
+        if data is None:
+            out.append(None)
+            continue
+        try:
+            out.append(decode_value(data))
+        except ValueError as exc:
+            raise CorruptFileError(f"{where}: row {i}: {exc}") from None
+    return pa.ExtensionArray.from_storage(pa.json_(pa.utf8()), pa.array(out, pa.utf8()))
