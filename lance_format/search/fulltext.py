@@ -29,7 +29,7 @@ from lance_format.index._compat import manifest_indices
 from lance_format.index.inverted import bm25
 from lance_format.index.inverted.bm25 import Corpus, FlatDocs, Hits
 from lance_format.index.inverted.files import InvertedFiles, cached_segment
-from lance_format.index.inverted.tokenizer import Analyzer
+from lance_format.index.inverted.tokenizer import Analyzer, document_texts
 from lance_format.index.store import IndexDir
 from lance_format.scanner import LanceScanner
 from lance_format.search import fts_query as q
@@ -155,7 +155,7 @@ class FullTextSearch:
     def _read_column(self, frags: list[Any], column: str) -> tuple[U64, pa.Array]:
         opts = ScanOptions([column], with_row_id=True, fragments=frags)
         table = LanceScanner(self._ctx, opts).to_table()
-        return table.column(ROW_ID).to_numpy().astype(np.uint64), table.column(column).combine_chunks()
+        return table.column(ROW_ID).to_numpy().astype(np.uint64), document_texts(table.column(column))
 
     def _needs_live_check(self) -> bool:
         """Whether hits may name rows that are gone: deletion vectors, or stable row ids."""

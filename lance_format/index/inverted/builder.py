@@ -22,7 +22,7 @@ from lance_format.index.inverted import bulk, encode, fst
 from lance_format.index.inverted.bm25 import doc_weight, idf
 from lance_format.index.inverted.files import METADATA, docs_file, invert_file, tokens_file
 from lance_format.index.inverted.postings import BLOCK
-from lance_format.index.inverted.tokenizer import Analyzer, AnalyzerParams
+from lance_format.index.inverted.tokenizer import Analyzer, AnalyzerParams, document_texts
 from lance_format.index.store import IndexDir
 from lance_format.table.index_metadata import IndexFile
 
@@ -52,8 +52,11 @@ class TokenChunk:
 
 
 def tokenize(values: pa.Array, ids: U64, params: AnalyzerParams) -> TokenChunk:
-    """Tokenize one task's texts (nulls and texts without tokens are not documents)."""
-    stream = bulk.tokenize_column(values, Analyzer(params))
+    """Tokenize one task's texts (nulls and texts without tokens are not documents).
+
+    ``values`` may be strings or lists of strings (see :func:`document_texts`).
+    """
+    stream = bulk.tokenize_column(document_texts(values), Analyzer(params))
     rows, counts, pdoc, ptok, pfreq, pos = bulk.doc_pairs(stream)
     return TokenChunk(np.asarray(ids, dtype=np.uint64)[rows], counts, stream.tokens, pdoc, ptok, pfreq,
                       pos if params.with_position else None)

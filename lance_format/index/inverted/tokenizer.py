@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -77,6 +78,35 @@ def _simple(text: str) -> list[str]:
     if text.isascii():  # the same split without compiling SEPARATOR for one short string
         return _ASCII_WORD.findall(text)
     return [p for p in pc.split_pattern_regex(pa.array([text]), SEPARATOR)[0].as_py() if p]
+
+
+def is_text_type(typ: pa.DataType) -> bool:
+    """Whether an INVERTED index takes a column of ``typ``: strings, or lists of strings."""
+    if pa.types.is_list(typ) or pa.types.is_large_list(typ):
+        typ = typ.value_type
+    return bool(pa.types.is_string(typ) or pa.types.is_large_string(typ))
+
+
+def document_texts(values: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """Each row's document text: a string as it is, a list of strings as its elements joined by a space.
+
+    pylance 14.0.2 indexes a ``list<string>`` row as one document whose token stream runs on
+    from one element into the next (a phrase may span two elements, the ``ngram`` tokenizer
+    sees the joining space, null elements are skipped, empty ones kept); joining the non-null
+    elements with one space reproduces that for every base tokenizer (checked against pylance
+    in ``tests/index/test_inverted_list_columns.py``). A null list is a null text.
+    """
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    if not (pa.types.is_list(values.type) or pa.types.is_large_list(values.type)):
+        return values
+    flat = values.flatten()  # honours the slice offset and skips what null lists hide
+    valid = flat.is_valid()
+    parents = pc.list_parent_indices(values).filter(valid).to_numpy()
+    counts = np.bincount(parents, minlength=len(values))
+    offsets = pa.array(np.r_[0, np.cumsum(counts)], pa.int64())
+    lists = pa.LargeListArray.from_arrays(offsets, flat.filter(valid), mask=values.is_null())
+    return pc.binary_join(lists, pa.scalar(" ", lists.type.value_type))
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from lance_format.errors import InvalidInputError, UnsupportedIndexTypeError
 from lance_format.index.codec import wire
 from lance_format.index.inverted import builder, files
 from lance_format.index.inverted.builder import TokenChunk
-from lance_format.index.inverted.tokenizer import Analyzer, AnalyzerParams
+from lance_format.index.inverted.tokenizer import Analyzer, AnalyzerParams, is_text_type
 from lance_format.index.kind import BuildContext, IndexKind, TrainingData
 from lance_format.index.store import IndexDir
 from lance_format.table.index_metadata import IndexFile, IndexMetadata
@@ -120,9 +120,9 @@ class InvertedKind(IndexKind):
         return self.name, keep
 
     def check_column(self, column: str, typ: pa.DataType) -> None:
-        if not (pa.types.is_string(typ) or pa.types.is_large_string(typ)):
-            raise UnsupportedIndexTypeError(
-                f"an INVERTED index needs a string column; column {column!r} is of type {typ}")
+        if not is_text_type(typ):
+            raise UnsupportedIndexTypeError(f"an INVERTED index needs a string or list-of-string column; "
+                                            f"column {column!r} is of type {typ}")
 
     def encode(self, data: TrainingData, model: Any, ctx: BuildContext) -> TokenChunk:
         params = model.params if isinstance(model, ExistingPartitions) else _params(ctx.params)
