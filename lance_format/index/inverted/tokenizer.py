@@ -180,13 +180,17 @@ class Analyzer:
         base = params.base_tokenizer
         if base not in ("simple", "whitespace", "raw", "ngram"):
             raise NotSupportedError(
-                f"INVERTED index base tokenizer {base!r} is not supported (simple, whitespace, raw and "
-                "ngram are); language-model tokenizers such as jieba and lindera cannot be reproduced")
+                f"INVERTED index base_tokenizer={base!r} is not supported (simple, whitespace, raw and ngram are); "
+                "ICU segmentation, the code analyzer and language-model tokenizers such as jieba and lindera "
+                "cannot be reproduced exactly")
         if params.lance_tokenizer not in ("text",):
-            raise NotSupportedError(f"INVERTED index lance_tokenizer {params.lance_tokenizer!r} is not supported")
+            raise NotSupportedError(f"INVERTED index lance_tokenizer={params.lance_tokenizer!r} is not supported "
+                                    "(only 'text': string and list-of-string columns)")
         self._stem = params.stem
         if self._stem and params.language != "English":
-            raise NotSupportedError(f"stemming {params.language} text is not supported (English is)")
+            raise NotSupportedError(
+                f"INVERTED index option stem=True with language={params.language!r} is not supported: only the "
+                "English stemmer is reproduced exactly; pass stem=False to index unstemmed tokens")
         self._stop: frozenset[str] = frozenset()
         if params.remove_stop_words:
             if params.custom_stop_words is not None:
@@ -194,7 +198,10 @@ class Analyzer:
             elif params.language == "English":
                 self._stop = ENGLISH_STOP_WORDS
             else:
-                raise NotSupportedError(f"removing {params.language} stop words is not supported (English is)")
+                raise NotSupportedError(
+                    f"INVERTED index option remove_stop_words=True with language={params.language!r} is not "
+                    "supported: only the English stop-word list is reproduced exactly; pass custom_stop_words=[...] "
+                    "or remove_stop_words=False")
         splitters: dict[str, Callable[[str], list[str]]] = {
             "simple": _simple, "whitespace": str.split, "raw": _whole, "ngram": self._ngrams,
         }

@@ -18,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from lance_format.errors import InvalidInputError, UnsupportedIndexTypeError
+from lance_format.errors import InvalidInputError, NotSupportedError, UnsupportedIndexTypeError
 from lance_format.index.codec import wire
 from lance_format.index.inverted import builder, files
 from lance_format.index.inverted.builder import TokenChunk
@@ -39,6 +39,67 @@ class ExistingPartitions:
     params: AnalyzerParams
     partitions: tuple[int, ...]
     deleted_fragments: frozenset[int]
+
+
+#: ``tantivy::tokenizer::Language`` variants, the ``language`` values pylance 14.0.2 accepts.
+LANGUAGES = frozenset({"Arabic", "Danish", "Dutch", "English", "Finnish", "French", "German", "Greek", "Hungarian",
+                       "Italian", "Norwegian", "Portuguese", "Romanian", "Russian", "Spanish", "Swedish", "Tamil",
+                       "Turkish"})
+#: pylance's code-analyzer flags (``analyzer="code"`` only).
+_CODE_FLAGS = ("split_identifiers", "split_on_numerics", "preserve_original", "index_operators")
+
+
+def _enum_value(value: Any) -> Any:
+    return getattr(value, "value", value)  # pylance passes DocumentGranularity members
+
+
+def build_options(column: str, given: Mapping[str, Any]) -> dict[str, Any]:
+    """``given`` without pylance 14.0.2's build-only INVERTED options, once each is checked.
+
+    These shape how pylance builds or lays out the index but are not tokenizer parameters:
+    ``memory_limit`` / ``num_workers`` (build resources; ours writes one partition whatever
+    they are, which queries answer alike), ``block_size`` and ``format_version`` (the posting
+    layout: we write 128-document blocks, format 2), ``analyzer`` (``"text"``; pylance's
+    ``"code"`` analyzer and its flags are not reproduced) and ``document_granularity``
+    (``"row"``; one document per list element is not supported).
+
+    Raises:
+        NotSupportedError: an option value pylance accepts that we cannot build exactly.
+        InvalidInputError: a value pylance refuses too.
+    """
+    out = dict(given)
+    where = f"INVERTED index on column {column!r}"
+    for name in ("memory_limit", "num_workers"):
+        value = out.pop(name, None)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
+            raise InvalidInputError(f"{where}: {name} must be a positive integer, got {value!r}")
+    block = out.pop("block_size", None)
+    if block is not None and block != 128:
+        if block == 256:
+            raise NotSupportedError(f"{where}: block_size=256 (pylance's experimental format-3 posting blocks) is "
+                                    "not supported; use the default block_size=128")
+        raise InvalidInputError(f"{where}: block_size must be 128 or 256, got {block!r}")
+    version = out.pop("format_version", None)
+    if version is not None and str(version).lower().removeprefix("v") != "2":
+        raise NotSupportedError(f"{where}: format_version={version!r} is not supported; only format 2 (the "
+                                "default for the text analyzer) is written")
+    analyzer = _enum_value(out.pop("analyzer", None))
+    if analyzer == "code":
+        raise NotSupportedError(f"{where}: analyzer='code' (pylance's source-code analyzer) is not supported; "
+                                "only analyzer='text' is reproduced exactly")
+    if analyzer not in (None, "text"):
+        raise InvalidInputError(f"{where}: unknown analyzer {analyzer!r}, expected 'text' or 'code'")
+    for flag in _CODE_FLAGS:
+        if out.pop(flag, False):
+            raise InvalidInputError(f"{where}: {flag} is a flag of analyzer='code', which is not supported")
+    granularity = _enum_value(out.pop("document_granularity", None))
+    if granularity == "list_element":
+        raise NotSupportedError(f"{where}: document_granularity=LIST_ELEMENT (one document per list element) is "
+                                "not supported; the default ROW granularity indexes each row as one document")
+    if granularity not in (None, "row"):
+        raise InvalidInputError(f"{where}: unknown document_granularity {granularity!r}, expected 'row' or "
+                                "'list_element'")
+    return out
 
 
 def _params(ctx_params: Mapping[str, Any]) -> AnalyzerParams:
@@ -96,7 +157,10 @@ class InvertedKind(IndexKind):
         return 2
 
     def params(self, column: str, given: Mapping[str, Any]) -> dict[str, Any]:
-        out = super().params(column, given)
+        out = super().params(column, build_options(column, given))
+        if out["language"] not in LANGUAGES:
+            raise InvalidInputError(f"INVERTED index on column {column!r}: unknown language {out['language']!r} "
+                                    f"(one of {', '.join(sorted(LANGUAGES))})")
         if out["base_tokenizer"] == "ngram":
             # pylance 14.0.2 never stems or drops stop words from n-grams and records it so.
             out["stem"] = out["remove_stop_words"] = False
