@@ -44,8 +44,10 @@ TOLERANCE = 1e-4
 SAMPLE_RATE = 256
 #: Seed of initialisation, so the same sample trains the same centroids everywhere.
 SEED = 42
-#: k-means++ seeds from a random subset of this many rows per cluster (``k`` passes over it).
+#: k-means++ seeds from a random subset of this many rows per cluster (``k`` passes over it)...
 SEED_ROWS_PER_CLUSTER = 16
+#: ... and of fewer when those passes would cost more multiply-adds than this.
+SEED_WORK = 1 << 31
 #: Distances held at once by :func:`assign` (rows per chunk = this / k).
 CHUNK_ELEMENTS = 1 << 22
 #: Relative perturbation when an empty cluster takes half of the largest (as upstream: 1/1024).
@@ -136,9 +138,11 @@ def seed_rows(x: F32, k: int, rng: np.random.Generator, init: Init = "kmeans++")
     """Row indices of the initial centroids of ``m`` problems at once: ``[m, k]``, distinct per problem.
 
     ``kmeans++`` draws each next seed with probability proportional to its squared distance
-    to the nearest seed so far (D² sampling), on a random subset of at most
-    :data:`SEED_ROWS_PER_CLUSTER` ``× k`` rows of each problem: ``k`` sequential steps of one
-    ``[m, rows, dim]`` product each. ``random`` picks ``k`` distinct rows uniformly.
+    to the nearest seed so far (D² sampling) from a random subset of each problem's rows
+    (:func:`_seed_subset_rows`): ``k`` sequential steps, each one batched matrix-vector
+    product and a two-level draw (pick a block of :data:`_DRAW_BLOCK` rows by its weight,
+    then a row inside it), so no step scans a running sum over every row. ``random`` picks
+    ``k`` distinct rows uniformly.
 
     Args:
         x: ``[m, n, dim]`` training data of ``m`` independent problems.
@@ -146,35 +150,67 @@ def seed_rows(x: F32, k: int, rng: np.random.Generator, init: Init = "kmeans++")
         rng: The seeded generator (same data and seed, same seeds).
         init: ``kmeans++`` or ``random``.
     """
-    m, n, _ = x.shape
+    m, n, dim = x.shape
     if init == "random" or k >= n:
         return np.stack([np.sort(rng.choice(n, k, replace=False)) for _ in range(m)])  # m draws, not n
-    rows = min(n, SEED_ROWS_PER_CLUSTER * k)
+    rows = _seed_subset_rows(m, n, k, dim)
     subset = np.stack([np.sort(rng.choice(n, rows, replace=False)) for _ in range(m)]) if rows < n else \
         np.broadcast_to(np.arange(n), (m, n))
-    xs = np.take_along_axis(x, subset[:, :, None], axis=1) if rows < n else x
+    xs = np.ascontiguousarray(np.take_along_axis(x, subset[:, :, None], axis=1) if rows < n else x, np.float32)
+    nblocks = -(-rows // _DRAW_BLOCK)
+    # squared distance of every row to its nearest seed, padded with zero-weight rows to whole blocks
+    weights = np.zeros((m, nblocks * _DRAW_BLOCK), np.float32)
+    nearest = weights[:, :rows]
+    x_sq = np.einsum("mnd,mnd->mn", xs, xs)
     problems = np.arange(m)
     picks = np.empty((m, k), np.int64)
-    picks[:, 0] = rng.integers(0, rows, m)
-    x_sq = np.einsum("mnd,mnd->mn", xs, xs)
-
-    def dist_to(c: F32) -> F32:  # squared L2 of every row to one new seed per problem, [m, rows]
-        d: F32 = x_sq - 2.0 * np.einsum("mnd,md->mn", xs, c) + np.einsum("md,md->m", c, c)[:, None]
-        return np.maximum(d, 0.0, out=d)
-
-    nearest = dist_to(xs[problems, picks[:, 0]])
-    for j in range(1, k):
-        cum = np.cumsum(nearest, axis=1, dtype=np.float64)
-        target = rng.random(m) * cum[:, -1]
-        pick = np.minimum((cum <= target[:, None]).sum(axis=1), rows - 1)
-        # every row already a seed (duplicates): any row not yet taken keeps the k seeds distinct
-        spent = cum[:, -1] <= 0
-        if spent.any():
-            for p in np.flatnonzero(spent):
-                pick[p] = np.setdiff1d(np.arange(rows), picks[p, :j])[0]
+    pick = rng.integers(0, rows, m)
+    for j in range(k):
         picks[:, j] = pick
-        np.minimum(nearest, dist_to(xs[problems, pick]), out=nearest)
+        c = xs[problems, pick]  # [m, dim]: the newest seed of every problem
+        dist = np.matmul(xs, c[:, :, None])[:, :, 0]
+        dist *= -2.0
+        dist += x_sq
+        dist += np.einsum("md,md->m", c, c)[:, None]
+        np.maximum(dist, 0.0, out=dist)
+        if j == 0:
+            nearest[:] = dist
+        else:
+            np.minimum(nearest, dist, out=nearest)
+        if j + 1 == k:
+            break
+        pick = _draw(weights.reshape(m, nblocks, _DRAW_BLOCK), rng)
+        for p in np.flatnonzero(nearest[problems, np.minimum(pick, rows - 1)] <= 0):
+            # no weight left (every row coincides with a seed) or a rounding edge: take the
+            # farthest row, else any row not yet taken, so the k seeds stay distinct
+            far = int(np.argmax(nearest[p]))
+            pick[p] = far if nearest[p, far] > 0 else np.setdiff1d(np.arange(rows), picks[p, :j + 1])[0]
     out: npt.NDArray[np.int64] = np.take_along_axis(subset, picks, axis=1)
+    return out
+
+
+#: Rows per block of the two-level D² draw of :func:`seed_rows`.
+_DRAW_BLOCK = 64
+
+
+def _seed_subset_rows(m: int, n: int, k: int, dim: int) -> int:
+    """Rows k-means++ seeds from: :data:`SEED_ROWS_PER_CLUSTER` per cluster, fewer (down to two
+    per cluster) when ``k`` passes over them would exceed :data:`SEED_WORK` multiply-adds."""
+    return int(min(n, SEED_ROWS_PER_CLUSTER * k, max(2 * k, SEED_WORK // max(1, m * k * dim))))
+
+
+def _draw(weights: F32, rng: np.random.Generator) -> npt.NDArray[np.int64]:
+    """One row per problem drawn with probability proportional to ``weights`` ``[m, blocks, B]``."""
+    m, nblocks, width = weights.shape
+    problems = np.arange(m)
+    block = weights.sum(axis=2, dtype=np.float64)  # [m, blocks]
+    cum = np.cumsum(block, axis=1)
+    target = rng.random(m) * cum[:, -1]
+    b = np.minimum((cum <= target[:, None]).sum(axis=1), nblocks - 1)
+    rest = target - (cum[problems, b] - block[problems, b])
+    inner = np.cumsum(weights[problems, b], axis=1, dtype=np.float64)  # [m, B]
+    w = np.minimum((inner <= rest[:, None]).sum(axis=1), width - 1)
+    out: npt.NDArray[np.int64] = b * width + w
     return out
 
 
