@@ -9,7 +9,7 @@ The plan pylance 14.0.2 runs (its ``explain_plan``: ``MatchQuery`` over the inde
    statistics (:class:`~lance_format.index.inverted.bm25.FlatDocs`);
 3. deleted rows and rows of fragments the index lists as deleted never match; a ``filter=``
    restricts the candidates first (``prefilter=True``) or the top rows afterwards;
-4. rows sort by ``_score`` descending (ties by row id), ``limit`` keeps the best, and the
+4. rows sort by ``_score`` descending (ties by row id ascending), ``limit`` keeps the best, and the
    requested columns are read for those rows only, with ``_score`` (float32) last.
 """
 
@@ -26,7 +26,7 @@ import pyarrow as pa
 from lance_format.errors import InvalidInputError, NotSupportedError
 from lance_format.index import frag_reuse, registry
 from lance_format.index._compat import manifest_indices
-from lance_format.index.inverted import bm25
+from lance_format.index.inverted import bm25, topk
 from lance_format.index.inverted.bm25 import Corpus, FlatDocs, Hits
 from lance_format.index.inverted.files import InvertedFiles, cached_segment
 from lance_format.index.inverted.tokenizer import Analyzer, document_texts
@@ -133,7 +133,7 @@ class FullTextSearch:
                     moved, keep = frag_reuse.remap_through(part.row_ids, reuse, m.dataset_version)
                     ids = np.full(part.row_ids.size, np.iinfo(np.uint64).max, dtype=np.uint64)
                     ids[keep] = moved
-                    parts.append(dataclasses.replace(part, row_ids=ids))  # the cached segment stays as read
+                    parts.append(part.with_row_ids(ids))
                 seg = dataclasses.replace(seg, partitions=parts)
                 opened[i] = seg
             covered |= set(bitmap)
@@ -243,9 +243,29 @@ class FullTextSearch:
         mask = np.array(keep, dtype=bool)
         return Hits(base.ids[mask], base.scores[mask])
 
+    def _pruned(self, corpora: dict[str, Corpus]) -> Hits | None:
+        """The top rows of a plain match query by block-max pruning (None when it does not apply).
+
+        Pruning ranks before rows are removed, so it needs every hit to be a live row of a
+        searched fragment: no deletion vector, stable row ids, prefilter, fragment subset or
+        dropped fragment (a postfilter applies to the ranked rows anyway).
+        """
+        query = self.query
+        if (self._opts.limit is None or not isinstance(query, q.MatchQuery) or query.fuzziness
+                or query.operator != q.FullTextOperator.OR or self._opts.fragments is not None
+                or (self._opts.filter is not None and self._prefilter) or self._needs_live_check()):
+            return None
+        corpus = corpora[str(query.column)]
+        if corpus.excluded_fragments:
+            return None
+        tokens = corpus.analyzer.tokens(query.query)
+        corpus.prefetch(tokens)
+        return topk.match_topk(corpus, tokens, float(query.boost), self._opts.limit + self._opts.offset)
+
     def _ranked(self) -> Hits:
         corpora = {c: self._corpus(c) for c in self.columns}
-        hits = self._eval(self.query, corpora)
+        pruned = self._pruned(corpora)
+        hits = self._eval(self.query, corpora) if pruned is None else pruned
         has_filter = self._opts.filter is not None
         if (has_filter and self._prefilter) or self._needs_live_check():
             hits = bm25.restrict(hits, self._allowed(has_filter and self._prefilter))
@@ -259,7 +279,7 @@ class FullTextSearch:
             limit = self._opts.limit
             top = hits if limit is None else Hits(hits.ids[:limit + self._opts.offset], hits.scores[:limit + self._opts.offset])
             hits = bm25.restrict(top, self._allowed(True))
-            order = np.lexsort((-hits.ids.astype(np.float64), -hits.scores.astype(np.float64)))
+            order = np.lexsort((hits.ids, -hits.scores.astype(np.float64)))
             hits = Hits(hits.ids[order], hits.scores[order])
         stop = None if self._opts.limit is None else self._opts.offset + self._opts.limit
         return Hits(hits.ids[self._opts.offset:stop], hits.scores[self._opts.offset:stop])
@@ -357,14 +377,19 @@ def _exact_phrase(corpus: Corpus, tokens: list[str], offs: list[int], candidates
 
 
 def _sorted(hits: Hits, top: int | None) -> Hits:
-    """Hits by score descending, ties by row id descending; only the best ``top`` (ties kept) when given."""
+    """Hits by score descending, ties by row id ascending; only the best ``top`` (ties kept) when given.
+
+    pylance 14.0.2's top-k keeps the lowest row ids of a tie at the cut (observed: its WAND walk
+    admits a document only above the running k-th score, in row order); upstream later made
+    ``(score desc, row id asc)`` its order (``index/tests/topk_tiebreak.rs``).
+    """
     scores = hits.scores
     if top is not None and 0 < top < scores.size:
         # Partition first: only the candidates at or above the top-th score need a full sort.
         kth = np.partition(scores, scores.size - top)[scores.size - top]
         keep = scores >= kth
         hits = Hits(hits.ids[keep], scores[keep])
-    order = np.lexsort((-hits.ids.astype(np.float64), -hits.scores.astype(np.float64)))
+    order = np.lexsort((hits.ids, -hits.scores.astype(np.float64)))
     return Hits(hits.ids[order], hits.scores[order])
 
 

@@ -16,7 +16,7 @@ from lance_format.file.v2_0.buffers import gather_ranges
 from lance_format.file.v2_1.arrow import merge, page_to_arrow
 from lance_format.file.v2_1.blocks import BlobRefs, Var
 from lance_format.file.v2_1.fsst import num_threads, pool
-from lance_format.file.v2_1.layout import PageData, decode_page
+from lance_format.file.v2_1.layout import PageData, decode_page, repeated_rows
 from lance_format.file.v2_1.pagerange import (
     MiniPlan,
     TakeRequest,
@@ -280,6 +280,18 @@ class Decoder21:
 
         return self._guard(leaf, p, run)
 
+    def _repeated_part(self, leaf: _Leaf, p: int, rows: np.ndarray) -> tuple[pa.Array, np.ndarray] | None:
+        """Page rows ``rows`` of a list mini-block page, decoded from just their chunks."""
+        page = leaf.column.pages[p]
+        if page.type_url != PAGE_LAYOUT_URL:
+            return None
+
+        def run() -> tuple[pa.Array, np.ndarray] | None:
+            got = repeated_rows(page, _page_layout(page), self.source, rows)
+            return None if got is None else (page_to_arrow(got[0], leaf.path, self._where(leaf, p)), got[1])
+
+        return self._guard(leaf, p, run)
+
     @staticmethod
     def _whole_or_sequential(leaf: _Leaf, pages: list[int], start: int, stop: int, forward: bool) -> bool:
         """One whole page, or a small sequential read inside one: these decode the page whole
@@ -462,6 +474,10 @@ class Decoder21:
                 zipped = self._fullzip_part(leaf, p, wanted)
                 if zipped is not None:
                     parts[j] = (zipped, np.searchsorted(wanted, rows))
+                    continue
+                listed = self._repeated_part(leaf, p, rows)
+                if listed is not None:
+                    parts[j] = listed
                     continue
             parts[j] = (self._decode_pages(leaf, [p])[0], rows)  # the whole page
         if requests:

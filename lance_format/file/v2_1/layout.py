@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from lance_format._pb import encodings_v2_1_pb2 as pb
@@ -342,4 +344,83 @@ def _ool_levels(
     return vals[np.arange(1024)[None, :] < valid[:, None]]
 
 
-__all__ = ["PageData", "decode_page", "Fixed", "Var", "fixed_to_uint"]
+#: Below this many data bytes a page is decoded whole (as ``pagerange.PARTIAL_MIN_BYTES``).
+_REPEATED_MIN_BYTES = 16 * 1024
+
+
+def repeated_rows(page: Any, layout: pb.PageLayout, source: Any, rows: np.ndarray) -> tuple[PageData, np.ndarray] | None:
+    """Decode only the chunks of a repeated (list) mini-block page that hold page rows ``rows``.
+
+    The repetition index (the page's last buffer, ``repetition_index_depth + 1`` u64 per chunk:
+    rows finished in the chunk, then items left over after its last finished row; see
+    ``rust/lance-encoding/src/encodings/logical/primitive.rs``) tells which chunks a row's items
+    span, so a take of a few rows reads and decodes those chunks instead of the whole page. A
+    chunk that begins inside a row gets a row start on its first level: the decoded array then
+    holds whole rows plus, where a span begins mid-row, one partial row that is never returned.
+
+    Returns:
+        The decoded chunks and, for every entry of ``rows``, its row in their Arrow array; None
+        when the page is not such a page (or most of it is wanted: the whole page is cheaper).
+
+    Raises:
+        CorruptFileError: the repetition index disagrees with the page.
+    """
+    if layout.WhichOneof("layout") != "mini_block_layout":
+        return None
+    m = layout.mini_block_layout
+    nbuf = len(page.buffer_offsets)
+    if (not m.HasField("rep_compression") or m.HasField("dictionary") or int(m.repetition_index_depth) != 1
+            or nbuf < 3 or int(page.buffer_sizes[1]) < _REPEATED_MIN_BYTES):
+        return None
+    depth = 1
+    meta, index = source.read_arrays([(int(page.buffer_offsets[0]), int(page.buffer_sizes[0])),
+                                      (int(page.buffer_offsets[nbuf - 1]), int(page.buffer_sizes[nbuf - 1]))],
+                                     "page buffer")
+    counts, sizes = miniblock_plan(m, meta)
+    nchunks = len(counts)
+    if len(index) != 8 * (depth + 1) * nchunks:
+        raise CorruptFileError(f"repetition index holds {len(index)} bytes for {nchunks} chunks")
+    entries = np.ascontiguousarray(index).view("<u8").reshape(nchunks, depth + 1).astype(np.int64)
+    finished, left = entries[:, 0], entries[:, depth]
+    done = np.cumsum(finished)  # rows finished up to and including each chunk
+    if int(done[-1]) != int(page.length):
+        raise CorruptFileError(f"repetition index finishes {int(done[-1])} rows, page has {page.length}")
+    started = done + (left > 0)  # rows begun up to and including each chunk
+    rows = np.asarray(rows, np.int64)
+    first = np.searchsorted(started, rows, side="right")  # chunk where each row begins
+    last = np.searchsorted(done, rows, side="right")  # chunk where it ends
+    # The chunks of every wanted row, each run of consecutive chunks a span.
+    chunks = np.unique(np.concatenate([np.arange(a, b + 1) for a, b in zip(first.tolist(), last.tolist(), strict=True)]))
+    if 2 * len(chunks) > nchunks:
+        return None
+    first_byte = np.concatenate([[0], np.cumsum(sizes)])
+    if int(first_byte[-1]) > int(page.buffer_sizes[1]):
+        raise CorruptFileError("mini-block chunks run past the end of the data buffer")
+    blob, at = source.gather(int(page.buffer_offsets[1]) + first_byte[chunks], sizes[chunks], "page buffer")
+    data = decode_miniblock_page(m, [meta, blob], int(page.length), (counts[chunks], sizes[chunks]),
+                                 chunk_starts=at)
+    assert data.rep is not None
+    max_rep = sum(1 for layer in data.layers if layer.is_list)
+    span_start = np.r_[True, chunks[1:] != chunks[:-1] + 1]
+    before = np.r_[0, started][chunks]  # rows begun before each chunk
+    mid_row = np.r_[0, left][chunks] > 0  # the chunk begins inside a row
+    levels = _read_le(blob, np.asarray(at, np.int64), 2)
+    level_at = np.concatenate([[0], np.cumsum(levels)[:-1]])
+    rep = data.rep.copy()
+    fix = span_start & mid_row & (levels > 0)
+    rep[level_at[fix]] = max_rep
+    # Arrow row of the first row begun in each span's first chunk: rows of earlier spans, plus
+    # one partial row when the span begins inside a row.
+    s_idx = np.flatnonzero(span_start)
+    s_end = np.r_[s_idx[1:], len(chunks)] - 1
+    span_rows = (np.r_[0, started][chunks[s_end] + 1] - before[s_idx]) + fix[s_idx]
+    span_base = np.concatenate([[0], np.cumsum(span_rows)[:-1]]) + fix[s_idx]
+    span_of = np.searchsorted(chunks[s_idx], first, side="right") - 1
+    local = span_base[span_of] + rows - before[s_idx][span_of]
+    total = int(span_rows.sum())
+    if int((rep == max_rep).sum()) != total:
+        raise CorruptFileError("repetition index disagrees with the chunks' repetition levels")
+    return PageData(data.values, rep, data.defs, data.layers, total, data.dictionary), local
+
+
+__all__ = ["PageData", "decode_page", "repeated_rows", "Fixed", "Var", "fixed_to_uint"]

@@ -293,8 +293,13 @@ def decode_full_blocks(blocks: pa.Array) -> tuple[U32, U32]:
         blocks = blocks.cast(pa.large_binary())
     bufs = blocks.buffers()
     offs = np.frombuffer(bufs[1], dtype=np.int64, count=len(blocks) + 1, offset=blocks.offset * 8)
-    data = np.frombuffer(bufs[2], dtype=np.uint8)
-    start = offs[:-1]
+    return decode_full_at(np.frombuffer(bufs[2], dtype=np.uint8), offs[:-1].astype(np.int64))
+
+
+def decode_full_at(data: U8, start: I64) -> tuple[U32, U32]:
+    """Doc ids and frequencies of the full posting blocks that begin at byte offsets ``start`` of ``data``."""
+    if start.size == 0:
+        return np.zeros(0, np.uint32), np.zeros(0, np.uint32)
     first = data[start[:, None] + np.arange(4, 8)].copy().view("<u4").reshape(-1).astype(np.int64)
     w1 = data[start + 8].astype(np.int64)
     deltas = unpack_many(data, start + 9, w1)

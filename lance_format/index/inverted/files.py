@@ -15,6 +15,7 @@ A posting's doc id is the document's row number in ``part_N_docs.lance``.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 from dataclasses import dataclass, field
@@ -26,8 +27,9 @@ import pyarrow as pa
 from pyroaring import BitMap
 
 from lance_format.errors import CorruptFileError, NotSupportedError
-from lance_format.index.inverted import encode, fst
-from lance_format.index.inverted.postings import BLOCK, U32, decode_positions, decode_posting
+from lance_format.index.inverted import fst
+from lance_format.index.inverted.blocks import PostingBlocks
+from lance_format.index.inverted.postings import U32, decode_positions
 from lance_format.index.inverted.tokenizer import AnalyzerParams
 from lance_format.index.store import IndexDir
 from lance_format.session import CacheKind
@@ -62,15 +64,17 @@ _POSTING_CACHE = 256
 
 @dataclass
 class Partition:
-    """One opened partition: its documents and token statistics; posting lists read on demand.
+    """One opened partition: its token statistics; documents and posting lists read on demand.
 
-    Opening reads the document file, the token map's bytes and the ``_length`` / ``_max_score``
-    columns; a query then reads (and keeps) only the posting rows of its own tokens.
+    Opening reads the token map's bytes, the ``_length`` / ``_max_score`` columns and the
+    document file's footer. The documents' row ids and token counts are decoded when a query
+    first needs them (once: the opened segment lives in the session's index cache); a query
+    reads (and keeps) only the posting rows of its own tokens, and decodes only the posting
+    blocks it scores (:mod:`lance_format.index.inverted.topk`).
     """
 
     id: int
-    row_ids: U64
-    num_tokens: U32
+    doc_count: int
     total_tokens: int
     lengths: U32
     max_scores: npt.NDArray[np.float32]
@@ -79,17 +83,68 @@ class Partition:
     where: str
     src: IndexDir
     token_bytes: bytes
+    _row_ids: U64 | None = None
+    _num_tokens: U32 | None = None
     _tokens: dict[str, int] | None = None
     _postings: pa.ListArray | None = None
     _positions: pa.Table | None = None
     _cache: dict[int, tuple[U32, U32]] = field(default_factory=dict)
+    _raw: dict[int, PostingBlocks] = field(default_factory=dict)
     _ids: dict[str, int | None] = field(default_factory=dict)
     _pos_cache: dict[int, list[U32]] = field(default_factory=dict)
+    _pos_raw: dict[int, tuple[bytes, npt.NDArray[np.int64]]] = field(default_factory=dict)
 
     @property
     def num_docs(self) -> int:
         """Documents (rows with at least one token) in the partition."""
-        return len(self.row_ids)
+        return self.doc_count
+
+    def _load_docs(self) -> None:
+        if self._row_ids is None or self._num_tokens is None:
+            reader = self.src.reader(docs_file(self.id))
+            docs = reader.read_all(batch_size=max(1, reader.num_rows)).to_table().combine_chunks()
+            if docs.num_rows != self.doc_count:
+                raise CorruptFileError(f"{self.where}: document file holds {docs.num_rows} rows, "
+                                       f"its footer said {self.doc_count}")
+            num_tokens = docs.column("_num_tokens").chunk(0).to_numpy().astype(np.uint32)
+            row_ids = docs.column("_rowid").chunk(0).to_numpy().astype(np.uint64)
+            with _LOCK:
+                if self._num_tokens is None:
+                    self._num_tokens = num_tokens
+                if self._row_ids is None:
+                    self._row_ids = row_ids
+
+    @property
+    def row_ids(self) -> U64:
+        """``_rowid`` of every document (decoded on first use)."""
+        if self._row_ids is None:
+            self._load_docs()
+        assert self._row_ids is not None
+        return self._row_ids
+
+    @property
+    def num_tokens(self) -> U32:
+        """Token count of every document (decoded on first use)."""
+        if self._num_tokens is None:
+            self._load_docs()
+        assert self._num_tokens is not None
+        return self._num_tokens
+
+    def rows_of(self, doc_ids: npt.NDArray[np.integer]) -> U64:
+        """``_rowid`` of some documents; a few are read from the document file if not yet decoded."""
+        if self._row_ids is not None or doc_ids.size > 4096:
+            return np.asarray(self.row_ids[doc_ids], dtype=np.uint64)
+        if doc_ids.size == 0:
+            return np.zeros(0, np.uint64)
+        order = np.argsort(doc_ids, kind="stable")
+        got = self.src.reader(docs_file(self.id), columns=["_rowid"]).take_rows(doc_ids[order].tolist()).to_table()
+        out = np.empty(doc_ids.size, np.uint64)
+        out[order] = got.column(0).combine_chunks().to_numpy().astype(np.uint64)
+        return out
+
+    def with_row_ids(self, row_ids: U64) -> Partition:
+        """A copy whose documents have other row ids (a remap); the cached partition stays as read."""
+        return dataclasses.replace(self, _row_ids=row_ids, _num_tokens=self.num_tokens)
 
     @property
     def tokens(self) -> dict[str, int]:
@@ -129,25 +184,26 @@ class Partition:
         return self.src.reader(invert_file(self.id), columns=columns).take_rows([tid]).to_table()
 
     def prefetch(self, tokens: list[str], positions: bool = False) -> None:
-        """Read the posting lists (and positions) of ``tokens`` not yet held, in one read of the file."""
+        """Read the posting rows (and positions) of ``tokens`` not yet held, in one read of the file."""
         if self._postings is not None:
             return
         tids = {t: i for t in dict.fromkeys(tokens) if (i := self.token_id(t)) is not None}
-        need = sorted({i for i in tids.values() if i not in self._cache
-                       or (positions and self.has_positions and i not in self._pos_cache)})
+        want_pos = positions and self.has_positions
+        need = sorted({i for i in tids.values() if (i not in self._raw and i not in self._cache)
+                       or (want_pos and i not in self._pos_cache and i not in self._pos_raw)})
         if not need:
             return
-        cols = ["_posting"] + (["_compressed_position", "_position_block_offset"]
-                               if positions and self.has_positions else [])
+        cols = ["_posting"] + (["_compressed_position", "_position_block_offset"] if want_pos else [])
         rows = self.src.reader(invert_file(self.id), columns=cols).take_rows(need).to_table().combine_chunks()
         for k, tid in enumerate(need):
-            where = f"{self.where} token id {tid}"
-            got = self._decode(rows.column(0)[k].values, int(self.lengths[tid]), where)
-            self._remember(self._cache, tid, got)
+            self._remember(self._raw, tid, self._blocks_of(rows.column(0)[k].values, tid))
             if len(cols) > 1:
                 stream = rows.column(1)[k].as_py()
-                offsets = rows.column(2)[k].values.to_numpy()
-                self._remember(self._pos_cache, tid, decode_positions(stream, offsets, got[1], where))
+                offsets = rows.column(2)[k].values.to_numpy().astype(np.int64)
+                self._remember(self._pos_raw, tid, (stream, offsets))
+
+    def _blocks_of(self, blocks: pa.Array, tid: int) -> PostingBlocks:
+        return PostingBlocks.read(blocks, int(self.lengths[tid]), self.tail_codec, f"{self.where} token id {tid}")
 
     @staticmethod
     def _remember(cache: dict[int, Any], tid: int, value: Any) -> None:
@@ -157,6 +213,18 @@ class Partition:
                 cache.pop(next(iter(cache)))
             cache[tid] = value
 
+    def blocks(self, tid: int) -> PostingBlocks:
+        """The posting blocks of token id ``tid``, not decoded (read when not prefetched)."""
+        got = self._raw.get(tid)
+        if got is None:
+            if self._postings is not None:
+                raw = self._postings[tid].values
+            else:
+                raw = self._row(tid, ["_posting"]).column(0).combine_chunks()[0].values
+            got = self._blocks_of(raw, tid)
+            self._remember(self._raw, tid, got)
+        return got
+
     def posting(self, token: str) -> tuple[U32, U32] | None:
         """Doc ids and frequencies of ``token`` (``None`` when the partition lacks it)."""
         tid = self.token_id(token)
@@ -164,28 +232,23 @@ class Partition:
             return None
         got = self._cache.get(tid)
         if got is None:
-            if self._postings is not None:
-                blocks = self._postings[tid].values
-            else:
-                blocks = self._row(tid, ["_posting"]).column(0).combine_chunks()[0].values
-            got = self._decode(blocks, int(self.lengths[tid]), f"{self.where} token {token!r}")
-            if self._postings is None:
-                self._remember(self._cache, tid, got)
-            else:
-                self._cache[tid] = got
+            got = self.blocks(tid).decode_all()
+            self._remember(self._cache, tid, got)
         return got
 
-    def _decode(self, blocks: pa.Array, length: int, where: str) -> tuple[U32, U32]:
-        full = min(length // BLOCK, len(blocks))
-        try:
-            ids, freqs = encode.decode_full_blocks(blocks.slice(0, full))
-        except (IndexError, ValueError) as exc:
-            raise CorruptFileError(f"{where}: damaged posting block: {exc}") from exc
-        tail = blocks.slice(full).to_pylist()
-        if not tail and length == full * BLOCK:
-            return ids, freqs
-        t_ids, t_freqs = decode_posting(tail, length - full * BLOCK, self.tail_codec, where)
-        return np.concatenate([ids, t_ids]), np.concatenate([freqs, t_freqs])
+    def position_source(self, tid: int) -> tuple[bytes, npt.NDArray[np.int64]]:
+        """The position stream of token id ``tid`` and the offset of every posting block's run in it."""
+        if not self.has_positions:
+            raise NotSupportedError("phrase queries need an INVERTED index built with with_position=True")
+        got = self._pos_raw.get(tid)
+        if got is None:
+            if self._positions is not None:
+                row = self._positions.slice(tid, 1)
+            else:
+                row = self._row(tid, ["_compressed_position", "_position_block_offset"])
+            got = (row.column(0)[0].as_py(), row.column(1)[0].values.to_numpy().astype(np.int64))
+            self._remember(self._pos_raw, tid, got)
+        return got
 
     def token_positions(self, token: str) -> list[U32]:
         """Positions of ``token`` in each document of its posting list (same order)."""
@@ -193,26 +256,18 @@ class Partition:
         got = self.posting(token)
         if tid is None or got is None:
             return []
-        if not self.has_positions:
-            raise NotSupportedError("phrase queries need an INVERTED index built with with_position=True")
         held = self._pos_cache.get(tid)
         if held is not None:
             return held
-        if self._positions is not None:
-            row = self._positions.slice(tid, 1)
-        else:
-            row = self._row(tid, ["_compressed_position", "_position_block_offset"])
-        stream = row.column(0)[0].as_py()
-        offsets = row.column(1)[0].values.to_numpy()
+        stream, offsets = self.position_source(tid)
         out = decode_positions(stream, offsets, got[1], f"{self.where} token {token!r}")
-        if self._positions is None:
-            self._remember(self._pos_cache, tid, out)
+        self._remember(self._pos_cache, tid, out)
         return out
 
     def nbytes(self) -> int:
         """Rough bytes held (for the session's index cache)."""
-        return int(self.row_ids.nbytes + self.num_tokens.nbytes + self.lengths.nbytes + self.max_scores.nbytes
-                   + len(self.token_bytes)) + 4096
+        # The document arrays (12 bytes a document) are counted whether or not decoded yet.
+        return int(12 * self.doc_count + self.lengths.nbytes + self.max_scores.nbytes + len(self.token_bytes)) + 4096
 
 
 @dataclass
@@ -258,13 +313,13 @@ def read_params(src: IndexDir) -> tuple[AnalyzerParams, dict[str, str], frozense
 
 
 def open_partition(src: IndexDir, part: int) -> Partition:
-    """Open partition ``part`` of a segment (posting lists are read when first asked for)."""
+    """Open partition ``part`` of a segment (documents and posting lists are read when first asked for)."""
     where = src.store.uri(src.key(invert_file(part)))
     tok = src.reader(tokens_file(part)).read_all().to_table()
     token_bytes = tok.column("_token_fst_bytes")[0].as_py()
-    docs = src.reader(docs_file(part)).read_all().to_table()
+    docs = src.reader(docs_file(part))
     reader = src.reader(invert_file(part), columns=["_length", "_max_score"])
-    inv = reader.read_all().to_table()
+    inv = reader.read_all(batch_size=max(1, reader.num_rows)).to_table()
     meta = _meta(inv)
     codec = meta.get("posting_tail_codec", "fixed32_v1")
     if codec not in ("fixed32_v1", "varint_delta_v1"):
@@ -278,13 +333,13 @@ def open_partition(src: IndexDir, part: int) -> Partition:
     count = fst.key_count(token_bytes, src.store.uri(src.key(tokens_file(part))))
     if inv.num_rows != count:
         raise CorruptFileError(f"{where}: {inv.num_rows} posting lists for {count} tokens")
+    doc_meta = {k.decode(): v.decode() for k, v in (docs.schema.metadata or {}).items()}
     return Partition(
         id=part,
-        row_ids=docs.column("_rowid").to_numpy().astype(np.uint64),
-        num_tokens=docs.column("_num_tokens").to_numpy().astype(np.uint32),
-        total_tokens=int(_meta(docs).get("total_tokens", "0")),
-        lengths=inv.column("_length").to_numpy().astype(np.uint32),
-        max_scores=inv.column("_max_score").to_numpy().astype(np.float32),
+        doc_count=docs.num_rows,
+        total_tokens=int(doc_meta.get("total_tokens", "0")),
+        lengths=inv.column("_length").combine_chunks().to_numpy().astype(np.uint32),
+        max_scores=inv.column("_max_score").combine_chunks().to_numpy().astype(np.float32),
         has_positions=has_pos,
         tail_codec=codec,
         where=where,
@@ -297,6 +352,7 @@ def read_partition(src: IndexDir, part: int) -> Partition:
     """Open partition ``part`` with every posting list and the whole token map read."""
     p = open_partition(src, part)
     p.preload()
+    _ = p.row_ids
     _ = p.tokens
     return p
 

@@ -187,7 +187,7 @@ def encode_impacts(ids: U32, freqs: U32, lens: U32) -> list[bytes]:
     return level0 + level1
 
 
-def decode_positions(stream: bytes, block_offsets: Sequence[int], freqs: U32,
+def decode_positions(stream: bytes, block_offsets: Sequence[int] | npt.NDArray[np.int64], freqs: U32,
                      where: str = "positions") -> list[U32]:
     """Each document's token positions from a ``shared_stream_v2`` / ``packed_delta_v1`` stream.
 
