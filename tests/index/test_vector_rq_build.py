@@ -6,6 +6,7 @@ Data: the 5,000 × 32 clustered vectors of ``test_vector_build`` in 5 fragments,
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -130,3 +131,33 @@ def test_optimize_adds_an_rq_delta_with_the_same_rotation(tmp_path: Path) -> Non
     assert base.metadata["fast_rotation_signs"] == delta.metadata["fast_rotation_signs"]
     assert "deltas=2" in ann_plan(pl)
     assert recall(pl, "l2") >= 0.8
+
+
+def test_distributed_rq_segments_of_ours_and_pylances_share_one_rotation(tmp_path: Path) -> None:
+    from lance.lance import indices  # pylance's model minting, as its distributed-build docs show
+
+    uri = fresh(tmp_path / "ds")
+    centroids = VECTORS[::5000 // PARTS][:PARTS].copy()
+    model = indices.build_rq_model(32, 5)
+    ours = lance_format.dataset(uri).create_index_uncommitted(
+        "vec", "IVF_RQ", fragment_ids=[0, 1, 2], num_partitions=PARTS, ivf_centroids=centroids, rabitq_model=model)
+    lance_format.dataset(uri).commit_existing_index_segments("vec_idx", "vec", [ours])
+    theirs = lance.dataset(uri).create_index_uncommitted(
+        "vec", "IVF_RQ", name="vec_idx", replace=True, fragment_ids=[3, 4], num_partitions=PARTS,
+        ivf_centroids=centroids, rabitq_model=model)
+    lance.dataset(uri).commit_existing_index_segments("vec_idx", "vec", [theirs])
+    pl = lance.dataset(uri)
+    assert sorted(sorted(i["fragment_ids"]) for i in pl.list_indices()) == [[0, 1, 2], [3, 4]]
+    signs = [segment(uri, i).storage.metadata["fast_rotation_signs"] for i in (0, 1)]  # type: ignore[union-attr]
+    assert signs[0] == signs[1] == json.loads(model)["fast_rotation_signs"]
+    assert "ANNSubIndex" in ann_plan(pl) and pl.stats.index_stats("vec_idx")["num_unindexed_rows"] == 0
+    assert recall(pl, "l2") >= 0.85
+
+
+def test_rabitq_model_must_fit_the_build(tmp_path: Path) -> None:
+    ds = lance_format.dataset(fresh(tmp_path / "ds"))
+    with pytest.raises(InvalidInputError, match="num_bits=3 does not match"):
+        ds.create_index("vec", "IVF_RQ", num_partitions=4, rabitq_model=rabitq.build_rq_model(32, 3))
+    with pytest.raises(InvalidInputError, match="dimension=64 does not match"):
+        ds.create_index("vec", "IVF_RQ", num_partitions=4, rabitq_model=rabitq.build_rq_model(64))
+    assert lance.dataset(ds.uri).list_indices() == []

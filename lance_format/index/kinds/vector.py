@@ -50,7 +50,7 @@ DEFAULTS: Mapping[str, Any] = {
     "target_partition_size": None, "m": 20, "ef_construction": 150, "max_level": 7,
     "index_cache_size": None, "accelerator": None, "shuffle_partition_batches": None,
     "shuffle_partition_concurrency": None, "storage_options": None, "filter_nan": True, "train": True,
-    "skip_transpose": False, "index_file_version": None,
+    "skip_transpose": False, "index_file_version": None, "rabitq_model": None,
 }
 
 

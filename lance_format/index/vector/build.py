@@ -239,7 +239,8 @@ def train_model(index_type: str, sample: Callable[[int], TrainingData], params: 
                             num_bits=nbits, max_iters=int(params["max_iterations"]))
     elif kind == "SQ":
         sq = q.train_sq(prepared, 8)  # pylance ignores num_bits for SQ (§6.3): always 8
-    rabit = rq.new_model(prepared.shape[1], int(params["num_bits"])) if kind == "RQ" else None
+    rabit = None if kind != "RQ" else rq.given_model(params["rabitq_model"], prepared.shape[1], int(params["num_bits"])) \
+        if params.get("rabitq_model") else rq.new_model(prepared.shape[1], int(params["num_bits"]))
     hnsw = None
     if "HNSW" in index_type:
         hnsw = _hnsw.HnswParams(int(params["m"]), int(params["ef_construction"]), int(params["max_level"]))
