@@ -13,6 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lance_format import io_stats as _io_stats
 from lance_format.errors import (
     DatasetNotFoundError,
     InvalidInputError,
@@ -59,6 +60,7 @@ from lance_format.scanner import (
     LanceScanner,
     ReadContext,
     ScanOptions,
+    configure_scan,
     referenced_columns,
     take_rows,
 )
@@ -220,6 +222,7 @@ class LanceDataset:
     def _set_manifest(self, manifest: Manifest) -> None:
         self._ctx = ReadContext(self._store, manifest, self._storage_options)
         self._manifest = self._ctx.manifest  # with unknown row counts filled in
+        _io_stats.track(self, self._store.root)  # io_stats_* count from the handle's first version
 
     # -- metadata -------------------------------------------------------------------
 
@@ -335,6 +338,15 @@ class LanceDataset:
     def validate(self) -> None:
         """Check the manifest against its files (``CorruptFileError`` naming the fragment at fault)."""
         validate_dataset(self)
+
+    def io_stats_snapshot(self) -> _io_stats.IOStats:
+        """Reads and writes of data files under this dataset since it opened or the last
+        :meth:`io_stats_incremental` (lance_format.io_stats says what is counted)."""
+        return _io_stats.snapshot(self, self._store.root)
+
+    def io_stats_incremental(self) -> _io_stats.IOStats:
+        """As :meth:`io_stats_snapshot`, then reset the counters."""
+        return _io_stats.incremental(self, self._store.root)
 
     @property
     def tags(self) -> Tags:
@@ -500,9 +512,9 @@ class LanceDataset:
         ``TypeError``.
         """
 
-        check_unsupported({"include_deleted_rows": include_deleted_rows, "blob_handling": blob_handling,
+        check_unsupported({"blob_handling": blob_handling,
                            "batch_size_bytes": batch_size_bytes, "index_segments": index_segments,
-                           "scan_stats_callback": scan_stats_callback, "row_addr_allowlist": row_addr_allowlist,
+                           "row_addr_allowlist": row_addr_allowlist,
                            "row_addr_blocklist": row_addr_blocklist, "with_fragments": with_fragments,
                            "substrait_filter": substrait_filter})
 
@@ -526,16 +538,23 @@ class LanceDataset:
                            bool(with_row_address) or projection.with_row_address,
                            batch_size or DEFAULT_BATCH_SIZE, frag_list, normalize_order_by(order_by, names),
                            filter_sql=filter if isinstance(filter, str) else None, blob_descriptions=True)
+        scanner: Any
         if full_text_query is not None:  # BM25 over INVERTED indices (lance_format.search.fulltext)
-            return FullTextSearch(self._ctx, full_text_query, opts,  # type: ignore[return-value]
-                                  prefilter=bool(prefilter), fast_search=bool(fast_search))
-        if nearest is not None:  # k nearest neighbours (lance_format.search.nearest)
+            scanner = FullTextSearch(self._ctx, full_text_query, opts,
+                                     prefilter=bool(prefilter), fast_search=bool(fast_search))
+        elif nearest is not None:  # k nearest neighbours (lance_format.search.nearest)
             kinds = None if projection.outputs is None else [o.kind for o in projection.outputs]
-            return nearest_scanner(self._ctx, opts, nearest, kinds, prefilter=prefilter)
-        if projection.outputs is None and not strict_batch_size:
-            return LanceScanner(self._ctx, opts)
-        return ProjectedScanner(self._ctx, opts, projection.outputs, user_row_id=bool(with_row_id),
-                                user_row_address=bool(with_row_address), strict_batch_size=bool(strict_batch_size))
+            scanner = nearest_scanner(self._ctx, opts, nearest, kinds, prefilter=prefilter)
+        elif projection.outputs is None and not strict_batch_size:
+            scanner = LanceScanner(self._ctx, opts)
+        else:
+            scanner = ProjectedScanner(self._ctx, opts, projection.outputs, user_row_id=bool(with_row_id),
+                                       user_row_address=bool(with_row_address),
+                                       strict_batch_size=bool(strict_batch_size))
+        # deleted rows and scan statistics (lance_format.scanner / scan_stats)
+        deleted_rows = _arg.flag(include_deleted_rows, "include_deleted_rows")
+        return configure_scan(scanner, self._ctx, include_deleted_rows=deleted_rows,  # type: ignore[no-any-return]
+                              scan_stats_callback=scan_stats_callback)
 
     def to_table(self, columns: Sequence[str] | None = None, filter: Filter = None, limit: int | None = None,
                  offset: int | None = None, *, batch_size: int | None = None, with_row_id: bool | None = None,

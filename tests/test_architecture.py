@@ -46,6 +46,7 @@ PROTOBUF_ALLOWED = (
 #: Layers, lowest first: (name, module prefixes or exact names).
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("base", ("lance_format.errors", "lance_format._pb", "lance_format._pb.", "lance_format.pbwire",
+              "lance_format.io_stats",
               "lance_format.session",
               # The Runner protocol (local threads, processes; Spark plugs in) has no lance_format
               # imports, so every layer that fans work out (index builds, compaction) may use it.
@@ -60,7 +61,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("index", ("lance_format.index", "lance_format.index.")),
     # Scans over table and index layers; what evolution and maintenance read through.
     # (``search``: nearest-neighbour and full-text scans, answered by vector / text indices.)
-    ("scan", ("lance_format.scanner", "lance_format.projection", "lance_format.search", "lance_format.search.")),
+    ("scan", ("lance_format.scanner", "lance_format.scan_stats", "lance_format.projection", "lance_format.search", "lance_format.search.")),
     ("maintenance", ("lance_format.maintenance", "lance_format.maintenance.",
                      "lance_format.evolution", "lance_format.evolution.")),
     ("facade", ("lance_format", "lance_format.dataset", "lance_format.write",

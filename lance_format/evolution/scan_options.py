@@ -16,7 +16,7 @@ from lance_format.errors import InvalidInputError, NotSupportedError
 
 #: Options that change which rows or values come back and are not implemented.
 _UNSUPPORTED_WHEN_SET = ("nearest", "full_text_query", "index_segments", "substrait_filter",
-                         "row_addr_allowlist", "row_addr_blocklist", "scan_stats_callback",
+                         "row_addr_allowlist", "row_addr_blocklist",
                          "batch_size_bytes")
 #: Options that are pure hints (readahead, I/O sizes, index use): accepted, no effect.
 PERFORMANCE_HINTS = ("batch_readahead", "fragment_readahead", "scan_in_order", "prefilter", "use_stats",
@@ -48,8 +48,6 @@ def check_unsupported(options: Mapping[str, Any]) -> None:
     for name in _UNSUPPORTED_WHEN_SET:
         if options.get(name) is not None:
             raise NotSupportedError(f"scanner option {name}= is not supported by lance_format")
-    if options.get("include_deleted_rows"):
-        raise NotSupportedError("scanner option include_deleted_rows=True is not supported by lance_format")
     if options.get("with_fragments") is not None:
         raise NotSupportedError("scanner option with_fragments= is not supported by lance_format")
     blob = options.get("blob_handling")

@@ -17,6 +17,7 @@ import numpy as np
 import pyarrow as pa
 
 from lance_format.errors import CorruptFileError, StorageError
+from lance_format.io_stats import record_read
 from lance_format.storage import ObjectStore, uri_scheme
 
 _GATHER_GAP = 4096  # local files: ranges closer than this are read with one request
@@ -96,6 +97,7 @@ class ByteSource:
     def _raw_read(self, start: int, length: int) -> bytes:
         if length <= 0:
             return b""
+        record_read(self.store.root, length)  # LanceDataset.io_stats_* and scan statistics
         if self._fd is not None:
             try:
                 data = os.pread(self._fd, length, start)
@@ -182,6 +184,7 @@ class ByteSource:
 
     def _pread_pooled(self, fd: int, start: int, length: int) -> np.ndarray:
         arr = np.frombuffer(pa.allocate_buffer(length), np.uint8) if length else np.zeros(0, np.uint8)
+        record_read(self.store.root, length)
         got = 0
         while got < length:
             try:
@@ -264,6 +267,8 @@ class ByteSource:
         second system call per block even when everything was cached.
         """
         global _NOWAIT
+        for _b0, n, _base in blocks:
+            record_read(self.store.root, n)
         mv = blob.data  # slicing a memoryview is cheaper than a numpy slice's ``.data``
         cold: list[tuple[int, int, int]] = []
         for b0, n, base in blocks:
@@ -348,6 +353,7 @@ class ByteSource:
                         os.posix_fadvise(fd, b0, end - b0, os.POSIX_FADV_WILLNEED)
         for b0, end, i, j, iov in requests:
             if b0 < self._tail_start:
+                record_read(self.store.root, end - b0)
                 try:
                     got = os.preadv(fd, iov, b0)
                 except OSError as exc:

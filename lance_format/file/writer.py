@@ -13,6 +13,7 @@ from lance_format.file.container import V2_0, ContainerWriter, parse_version_str
 from lance_format.file.legacy.writer import LegacyFileEncoder
 from lance_format.file.v2_0 import FileEncoder20
 from lance_format.file.v2_1 import FileEncoder21
+from lance_format.io_stats import record_write
 from lance_format.schema import LanceSchema
 from lance_format.schema_codec import schema_to_pb
 from lance_format.schema_ext import storage_schema, to_storage
@@ -193,6 +194,7 @@ class LanceFileWriter:
         self.file_size = self._container.finish(fields, metadata, self.num_rows, columns, self.file_version,
                                                 extra_global_buffers=extra)
         self._stream.close()
+        record_write(self._store.root, self.file_size)  # LanceDataset.io_stats_*
         flat = self._lance_schema.flat()
         self.field_ids = [flat[i].id for i in self._encoder.owning_fields]
         self.column_indices = list(range(len(self.field_ids)))

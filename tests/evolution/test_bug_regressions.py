@@ -25,8 +25,8 @@ def small(tmp_path: Path) -> lance_format.LanceDataset:
 
 
 def test_result_changing_options_that_are_not_implemented_raise(small: lance_format.LanceDataset) -> None:
-    with pytest.raises(NotSupportedError, match="include_deleted_rows"):
-        small.to_table(include_deleted_rows=True)
+    with pytest.raises(NotSupportedError, match="row_addr_allowlist"):
+        small.to_table(row_addr_allowlist=[0])
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [({"nearest": {"column": "a", "q": [1.0], "k": 1}}, "must be a vector"),
