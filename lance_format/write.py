@@ -33,6 +33,7 @@ from lance_format.table.writing import (
     prepare_write_with_scheme,
     to_batch_stream,
     write_fragment_files,
+    write_input_files,
 )
 
 
@@ -55,6 +56,8 @@ def write_dataset(
     use_legacy_format: bool | None = None,
     initial_bases: Sequence[DatasetBasePath] | None = None,
     target_bases: Sequence[str] | None = None,
+    data_cache_bytes: int | None = None,
+    progress: Any = None,
 ) -> LanceDataset:
     """Write ``data_obj`` as a Lance dataset at ``uri`` and return it at the new version.
 
@@ -67,7 +70,9 @@ def write_dataset(
         mode: ``"create"`` (fails if it exists), ``"append"`` (creates if missing) or ``"overwrite"``.
         max_rows_per_file: Rows per data file (one fragment per file).
         max_rows_per_group: Rows handed to the file writer at a time.
-        max_bytes_per_file: Soft cap on a data file's (in-memory Arrow) size.
+        max_bytes_per_file: Soft cap on a data file's size: a file ends once its writer has written
+            this many bytes, counted as pylance's writer counts them (pages are written when a
+            column has buffered 8 MiB; see ``lance_format.table.writing.WrittenBytes``).
         data_storage_version: Lance file version; ``None`` = library default for new
             datasets and the table's version on append.
         commit_message: Stored in the transaction properties.
@@ -80,6 +85,10 @@ def write_dataset(
             ``False`` is ``"stable"``.
         initial_bases: Base paths of a new multi-base dataset (see :func:`write_dataset_with_bases`).
         target_bases: Names or paths of the bases the data files go to.
+        data_cache_bytes: pylance's page cache of a data file, shared by its top-level columns
+            (default 8 MiB each); here it only decides when ``max_bytes_per_file`` sees bytes written.
+        progress: A ``lance_format.progress.FragmentWriteProgress`` (pylance's protocol): ``begin``
+            as each data file starts, ``complete`` as each but the last ends (as pylance calls it).
 
     Raises:
         DatasetAlreadyExistsError: ``mode="create"`` on an existing dataset.
@@ -120,9 +129,10 @@ def write_dataset(
     store = given._store if given is not None and storage_options is None else open_store(str(uri), storage_options)
     target, batches, data_schema, base, read_version, version, scheme = prepare_write_with_scheme(
         data, store, schema=schema, mode=mode, data_storage_version=data_storage_version)
-    frags = write_fragment_files(store, target, batches, data_schema, max_rows_per_file=max_rows_per_file,
-                                 max_rows_per_group=max_rows_per_group, max_bytes_per_file=max_bytes_per_file,
-                                 data_storage_version=version, max_page_bytes=max_page_bytes)
+    frags = write_input_files(store, target, batches, data_schema, max_rows_per_file=max_rows_per_file,
+                              max_rows_per_group=max_rows_per_group, max_bytes_per_file=max_bytes_per_file,
+                              data_storage_version=version, max_page_bytes=max_page_bytes, progress=progress,
+                              data_cache_bytes=data_cache_bytes, from_python=True)
     op: LanceOperation.BaseOperation
     if mode == "append" and read_version:
         op = LanceOperation.Append(frags)

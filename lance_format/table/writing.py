@@ -119,23 +119,119 @@ def _cast_stream(it: Iterator[Any], schema: pa.Schema | None) -> Iterator[pa.Rec
         yield _cast(b, schema) if schema is not None and not b.schema.equals(schema) else b
 
 
+#: Arrow bytes a column of pylance's 2.x file writer buffers before it encodes and writes a page
+#: (``cache_bytes_per_column`` in upstream ``rust/lance-encoding/src/encoder.rs``): until then
+#: nothing of that column counts towards the file's written size.
+PAGE_CACHE_BYTES = 8 * 1024 * 1024
+
+
+class WrittenBytes:
+    """How many bytes pylance's file writer would have written so far (its ``tell()``).
+
+    ``max_bytes_per_file`` counts written bytes, as upstream ``rust/lance/src/dataset/write.rs``
+    does: after each write it compares the file writer's position with the limit. A 2.x writer
+    buffers each column until the Arrow memory it holds exceeds :data:`PAGE_CACHE_BYTES` (per
+    ``rust/lance-encoding/src/utils/accumulation.rs``), then encodes and writes it, so a small
+    file has written nothing until it is finished. Our encoders cut pages by their own rule, so
+    the count follows pylance's rule rather than our file position. A flushed column counts its
+    rows' Arrow size (what a 2.0 page stores; 2.1+ compression makes pylance's pages smaller,
+    so with compressible data a file may end one flush earlier than pylance's). Legacy (v1)
+    files are written batch by batch; their writer's position is exact (see ``_FileSink``).
+    """
+
+    def __init__(self, *, cache_bytes: int = PAGE_CACHE_BYTES, imported: bool = False) -> None:
+        self.written = 0
+        self._imported = imported
+        self._cache = cache_bytes
+        self._weight: dict[int, int] = {}  # Arrow memory held per column, as upstream weighs it
+        self._held: dict[int, int] = {}  # bytes of the rows held per column
+
+    def add(self, batch: pa.RecordBatch, whole: pa.RecordBatch | None = None) -> None:
+        """Account for one batch handed to the file writer.
+
+        Args:
+            batch: The batch written.
+            whole: The input batch ``batch`` was cut from at a file boundary, if it was: such a
+                piece shares its buffers with the whole batch, and Arrow counts a column's
+                memory by its buffers, so upstream's accumulation weighs it as the whole batch.
+        """
+        weighed = _leaves((whole if whole is not None else batch).columns)
+        for i, (arr, full) in enumerate(zip(_leaves(batch.columns), weighed, strict=True)):
+            weight = self._weight.get(i, 0) + (_imported_size(full) if self._imported else full.nbytes)
+            held = self._held.get(i, 0) + arr.nbytes
+            if weight > self._cache:  # the column's buffer is encoded and written out
+                self.written += held
+                weight = held = 0
+            self._weight[i], self._held[i] = weight, held
+
+
+def _row_groups(batches: Iterable[pa.RecordBatch], rows: int) -> Iterator[pa.RecordBatch]:
+    """Re-cut a stream into batches of exactly ``rows`` rows (the last may be shorter)."""
+    held: list[pa.RecordBatch] = []
+    count = 0
+    for batch in batches:
+        if batch.num_rows == rows and not held:
+            yield batch
+            continue
+        held.append(batch)
+        count += batch.num_rows
+        if count < rows:
+            continue
+        merged = pa.concat_batches(held)
+        cut = count - count % rows
+        for start in range(0, cut, rows):
+            yield merged.slice(start, rows)
+        held = [merged.slice(cut)] if cut < count else []
+        count -= cut
+    if count:
+        yield pa.concat_batches(held)
+
+
+def _imported_size(arr: pa.Array) -> int:
+    """The memory size upstream sees for ``arr`` handed over through the Arrow C interface.
+
+    A sliced array crosses as its buffers plus an offset; the importer sizes each buffer from
+    its start to the slice's end, so the rows before the slice count too.
+    """
+    if arr.offset == 0 or arr.type.num_fields:
+        return int(arr.nbytes)
+    try:
+        full = pa.Array.from_buffers(arr.type, arr.offset + len(arr), arr.buffers(), offset=0)
+    except (pa.ArrowInvalid, NotImplementedError, TypeError):
+        return int(arr.nbytes)
+    return int(full.nbytes)
+
+
+def _leaves(columns: list[pa.Array]) -> Iterator[pa.Array]:
+    """The arrays pylance buffers one by one: struct children separately, any other column whole."""
+    for arr in columns:
+        if isinstance(arr, pa.ExtensionArray):
+            arr = arr.storage
+        if pa.types.is_struct(arr.type) and arr.type.num_fields:
+            yield from _leaves([arr.field(k) for k in range(arr.type.num_fields)])
+        else:
+            yield arr
+
+
 class _FileSink:
     """Writes one data file and returns its fragment when closed."""
 
     def __init__(self, data_store: ObjectStore, lance_schema: LanceSchema, arrow_schema: pa.Schema, version: str,
-                 max_page_bytes: int | None):
+                 max_page_bytes: int | None, cache_bytes: int = PAGE_CACHE_BYTES, imported: bool = False):
 
         self.store = data_store
         self.name = new_data_file_name()
         self.rows = 0
-        self.bytes = 0
+        self.legacy = normalize_storage_version(version) == "0.1"
+        self.bytes = WrittenBytes(cache_bytes=cache_bytes, imported=imported)
         self.writer = LanceFileWriter(None, arrow_schema, version=version, store=data_store, key=self.name,
                                       lance_schema=lance_schema, max_page_bytes=max_page_bytes)
 
     def write(self, batch: pa.RecordBatch) -> None:
         self.writer.write_batch(batch)
         self.rows += batch.num_rows
-        self.bytes += batch.nbytes
+        if self.legacy:  # a v1 writer writes each row group as it comes: its position is exact
+            self.bytes.written = int(getattr(self.writer._encoder, "pos", 0))
 
     def close(self) -> FragmentMetadata:
         self.writer.close()
@@ -156,14 +252,39 @@ def write_fragment_files(
     max_bytes_per_file: int = DEFAULT_MAX_BYTES_PER_FILE,
     data_storage_version: str = DEFAULT_DATA_STORAGE_VERSION,
     max_page_bytes: int | None = None,
+    progress: Any = None,
+    data_cache_bytes: int | None = None,
 ) -> list[FragmentMetadata]:
     """Write batches into data files under ``data/``; one fragment per file, ids unassigned (0).
 
     ``lance_schema`` carries the dataset field ids for the columns of ``schema`` (same
-    order). On error every file written so far is deleted, so nothing dangles.
+    order). A file ends at ``max_rows_per_file`` rows, or once what its writer has written
+    reaches ``max_bytes_per_file`` (checked after each input batch, or each row group of a
+    legacy file, as pylance checks; see :class:`WrittenBytes`). ``progress`` (pylance's
+    ``FragmentWriteProgress``) hears ``begin`` as each file starts and ``complete`` as each
+    file but the last ends, as pylance calls it. On error every file written so far is
+    deleted, so nothing dangles. ``data_cache_bytes`` is pylance's per-file page cache shared by
+    the top-level columns (it only changes where files end here: our pages are cut by
+    ``max_page_bytes``).
     """
+    return write_input_files(store, schema, batches, lance_schema, max_rows_per_file=max_rows_per_file,
+                             max_rows_per_group=max_rows_per_group, max_bytes_per_file=max_bytes_per_file,
+                             data_storage_version=data_storage_version, max_page_bytes=max_page_bytes,
+                             progress=progress, data_cache_bytes=data_cache_bytes, from_python=False)
+
+
+def write_input_files(store: ObjectStore, schema: pa.Schema, batches: Iterable[pa.RecordBatch],
+                      lance_schema: LanceSchema, *, max_rows_per_file: int, max_rows_per_group: int,
+                      max_bytes_per_file: int, data_storage_version: str, max_page_bytes: int | None,
+                      progress: Any, data_cache_bytes: int | None, from_python: bool) -> list[FragmentMetadata]:
+    """:func:`write_fragment_files`; ``from_python``: the batches are a user's Python input, which
+    pylance receives through the Arrow C interface (sliced input then weighs more in its page
+    caches; see ``_imported_size``)."""
     if max_rows_per_file <= 0 or max_rows_per_group <= 0 or max_bytes_per_file <= 0:
         raise InvalidInputError("max_rows_per_file, max_rows_per_group and max_bytes_per_file must be positive")
+    if data_cache_bytes is not None and (not isinstance(data_cache_bytes, int) or data_cache_bytes <= 0):
+        raise InvalidInputError(f"data_cache_bytes must be a positive integer, got {data_cache_bytes!r}")
+    cache = PAGE_CACHE_BYTES if data_cache_bytes is None else max(1, data_cache_bytes // max(1, len(schema)))
     data_store = store.child(DATA_DIR)
     required = [i for i, f in enumerate(schema) if not f.nullable]
     frags: list[FragmentMetadata] = []
@@ -172,8 +293,11 @@ def write_fragment_files(
     # whole input batches: slicing them into 1024-row groups only to concatenate the slices again
     # before each page costs a copy of every column and per-batch overhead.
     group = max_rows_per_group
+    legacy = normalize_storage_version(data_storage_version) == "0.1"
     if normalize_storage_version(data_storage_version) not in ("0.1", "2.0"):
         group = max_rows_per_file
+    if legacy:  # pylance's v1 writer takes row groups of exactly max_rows_per_group rows
+        batches = _row_groups(batches, max_rows_per_group)
     try:
         for batch in batches:
             if batch.schema.names != schema.names:
@@ -189,13 +313,26 @@ def write_fragment_files(
             pos = 0
             while pos < batch.num_rows:
                 if sink is None:
-                    sink = _FileSink(data_store, lance_schema, schema, data_storage_version, max_page_bytes)
-                take = min(batch.num_rows - pos, max_rows_per_file - sink.rows, group)
-                sink.write(batch.slice(pos, take))
-                pos += take
-                if sink.rows >= max_rows_per_file or sink.bytes >= max_bytes_per_file:
+                    sink = _FileSink(data_store, lance_schema, schema, data_storage_version, max_page_bytes, cache,
+                                     from_python)
+                    if progress is not None:
+                        progress.begin(FragmentMetadata(0, (), 0))
+                # The batch is cut only where a file must end (pylance's stream breaks at
+                # max_rows_per_file); row groups, when used, are written piece by piece.
+                end = pos + min(batch.num_rows - pos, max_rows_per_file - sink.rows)
+                if not sink.legacy:
+                    sink.bytes.add(batch, None if end - pos == batch.num_rows else batch)
+                while pos < end:
+                    take = min(end - pos, group)
+                    sink.write(batch.slice(pos, take))
+                    pos += take
+                    if sink.legacy and sink.bytes.written >= max_bytes_per_file:
+                        break  # a legacy writer writes each row group: it checks after each
+                if sink.rows >= max_rows_per_file or sink.bytes.written >= max_bytes_per_file:
                     frags.append(sink.close())
                     sink = None
+                    if progress is not None:
+                        progress.complete(frags[-1])
         if sink is not None and sink.rows:
             frags.append(sink.close())
             sink = None
@@ -272,10 +409,13 @@ __all__ = [
     "DEFAULT_MAX_ROWS_PER_FILE",
     "DEFAULT_MAX_ROWS_PER_GROUP",
     "DataStorageVersion",
+    "PAGE_CACHE_BYTES",
     "WriteMode",
+    "WrittenBytes",
     "normalize_storage_version",
     "prepare_write",
     "prepare_write_with_scheme",
     "to_batch_stream",
     "write_fragment_files",
+    "write_input_files",
 ]

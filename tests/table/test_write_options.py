@@ -20,11 +20,9 @@ def test_write_options_and_file_names_like_pylance(tmp_path: Path) -> None:
         write(t, uri, max_bytes_per_file=150_000, max_rows_per_group=256, data_storage_version="2.0")
         theirs = lance.dataset(uri)
         assert theirs.to_table().equals(t)
-        if who == "ours":  # a soft limit, checked after each row group (pylance checks per flush)
-            frags = theirs.get_fragments()
-            assert len(frags) > 1
-            sizes = [(Path(uri) / "data" / f.data_files()[0].path).stat().st_size for f in frags]
-            assert max(sizes) < 150_000 + 256 * 120, sizes
+        # bytes count once written, as pylance counts them: nothing is written before the file ends
+        # (tests/parity/test_byte_limited_files.py), so both make one file
+        assert len(theirs.get_fragments()) == 1
         names[who] = [p.name for p in (Path(uri) / "data").iterdir()]
         names[who + "_txn"] = [p.name for p in (Path(uri) / "_transactions").iterdir()]
         names[who + "_ver"] = [p.name for p in (Path(uri) / "_versions").iterdir()]
