@@ -5,8 +5,8 @@ What runs (``docs/formats/vector-indices.md`` §8; pylance's plans, checked with
 * **ANN** over every segment of the column's vector index (when ``use_index`` and the metric is
   the index's): the probed partitions' rows are scored from the index storage
   (:mod:`lance_format.index.vector.search`); deleted rows, rows a ``prefilter=True`` filter
-  rejects and rows of fragments no longer in the dataset are never candidates. IVF_RQ codes are
-  not decoded: the rows of its probed partitions are scored exactly from the data instead. Segment row ids
+  rejects and rows of fragments no longer in the dataset are never candidates. IVF_RQ codes get
+  pylance's estimates (l2, cosine); on dot its probed rows are scored exactly from the data. Segment row ids
   are moved to current row addresses first: through ``__lance_frag_reuse`` after a compaction
   that deferred the remap, and from stable row ids to addresses on stable-row-id datasets.
 * **Flat** (``KNNVectorDistance``): exact distances over the fragments no segment covers (all
@@ -383,7 +383,8 @@ class NearestScanner(LanceScanner):
             addrs, ok = self._segment_rows(meta, seg, frags)
             if passed is not None:
                 ok = ok & _in_sorted(passed, addrs)
-            score = self._exact_scorer(addrs, ok) if isinstance(seg.storage, RQStorage) else None
+            exact = isinstance(seg.storage, RQStorage) and seg.metric == "dot"  # no dot estimate (search.py)
+            score = self._exact_scorer(addrs, ok) if exact else None
             rows, dist = search_segment(seg, query.q, k, query.probe, ok.__getitem__, query.distance_range, score)
             out_a.append(addrs[rows])
             out_d.append(dist)

@@ -27,6 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from lance_format.errors import NotSupportedError
+from lance_format.index.vector import rabitq
 from lance_format.index.vector.distance import F32, Metric, centroid_distances, distances, normalize
 from lance_format.index.vector.layout import FlatStorage, IvfSegment, PQStorage, RQStorage, SQStorage
 
@@ -122,8 +123,10 @@ def score_rows(seg: IvfSegment, q: npt.NDArray[np.generic], parts: npt.NDArray[n
                rows: list[npt.NDArray[np.int64]]) -> F32:
     """Distances from ``q`` to the segment rows ``rows[i]`` of partitions ``parts[i]``.
 
+    IVF_RQ rows get pylance's estimated distances (:func:`rabitq.estimate`) for l2 and cosine.
+
     Raises:
-        NotSupportedError: IVF_RQ (RaBitQ) storage.
+        NotSupportedError: IVF_RQ (RaBitQ) storage of a dot index.
     """
     st = seg.storage
     metric: Metric = seg.metric
@@ -140,8 +143,11 @@ def score_rows(seg: IvfSegment, q: npt.NDArray[np.generic], parts: npt.NDArray[n
     if isinstance(st, SQStorage):
         return _score_sq(seg, st, qf, flat_rows)
     assert isinstance(st, RQStorage)
-    raise NotSupportedError(f"searching {seg.index_type} (RaBitQ) indices is not supported: the packed code "
-                            "layout and its distance estimate are not implemented; pass use_index=False")
+    if metric == "dot":  # 14.0.2's dot estimates differ from rabitq.estimate's: callers score exactly
+        raise NotSupportedError(f"scoring {seg.index_type} (RaBitQ) codes on dot is not supported; "
+                                "pass use_index=False")
+    return rabitq.estimate(st, np.asarray(q, np.float32), metric, np.asarray(seg.centroids, np.float32), parts,
+                           seg.offsets.astype(np.int64), seg.lengths.astype(np.int64))
 
 
 def top_k(dist: F32, ids: U64, k: int) -> npt.NDArray[np.int64]:
