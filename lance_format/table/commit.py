@@ -185,7 +185,10 @@ def commit_transaction(
         check_feature_flags(base_read, store.uri(""), for_write=True)
     base_files: dict[int, Any] | None = None  # built only if there is something to check against
     checked = read_version
-    blind = read_version == 0 or isinstance(txn.operation, LanceOperation.Restore)
+    # Read version 0 (a new dataset, a blind Overwrite, a Restore committed without a read
+    # version) is checked against nothing, as pylance; a Restore with one is checked like any
+    # other operation (pylance refuses it over a concurrent schema or field metadata edit).
+    blind = read_version == 0
     attempt = 0
     started = time.monotonic()
     unit = 0.0

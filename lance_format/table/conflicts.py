@@ -15,9 +15,9 @@ the replaced ones: a DataReplacement (only pylance writes one) reaches us as an
 UpdateConfig (measured on pylance 14.0.2, ``tests/parity/test_api_config.py``): config and table
 metadata edits pass every other operation; schema or field metadata edits are retried next to a
 Merge (``m``) and refused next to a Restore (``s``) or, when ours, an Overwrite (``S``); two
-UpdateConfigs clash as ``_update_configs_overlap`` says (``u``). One difference: a Restore commits
-without conflict checks here (``table/commit.py``), so the ``s`` cell of its row is not reached and a
-Restore over a schema or field metadata edit is accepted where pylance refuses it.
+UpdateConfigs clash as ``_update_configs_overlap`` says (``u``). A Restore is checked like the
+others when it has a read version (``LanceDataset.restore`` reads the latest); committed with
+read version 0 it is blind, as in pylance.
 """
 
 from __future__ import annotations

@@ -159,10 +159,6 @@ PAIRS = ([(m, t) for m in KINDS for t in ops.OPERATIONS] + [(m, t) for m in ops.
          + [(m, t) for m in CONFIGS for t in CONFIGS])
 BUILDERS = {**ops.OPERATIONS, **CONFIGS}
 
-#: Our Restore commits without conflict checks (lance_format/table/commit.py); pylance refuses a
-#: Restore over a schema or field metadata edit (documented in lance_format/table/conflicts.py).
-BLIND_RESTORES = {("restore", "smeta_k"), ("restore", "fmeta1_k")}
-
 
 @pytest.fixture(scope="module")
 def bases(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
@@ -198,7 +194,4 @@ def test_update_config_commit_outcome_equals_pylance(bases: dict[str, Path], tmp
                                                      theirs: str) -> None:
     expected = _outcome(lance, bases["pylance"], tmp_path, mine, theirs)
     got = _outcome(lance_format, bases["ours"], tmp_path, mine, theirs)
-    if (mine, theirs) in BLIND_RESTORES:
-        assert (expected[0], got[0]) == ("conflict", "accepted")
-    else:
-        assert got == expected
+    assert got == expected
