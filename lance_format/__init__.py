@@ -17,7 +17,9 @@ from lance_format.dataset import LanceDataset, LanceOperation, Tags, Transaction
 from lance_format.evolution.bases import DatasetBasePath
 from lance_format.evolution.scan_options import ColumnOrdering
 from lance_format.fragment import DataFile, DeletionFile, FragmentMetadata, LanceFragment, write_fragments
-from lance_format.scanner import LanceScanner
+from lance_format.io_stats import IOStats
+from lance_format.scanner import LanceScanner, ScanStatistics
+from lance_format.schema_json import json_to_schema, schema_to_json
 from lance_format.session import Session
 from lance_format.table.index_metadata import IndexDetails, IndexFile, IndexMetadata
 from lance_format.table.transaction import Index
@@ -39,11 +41,15 @@ __all__ = [
     "LanceFragment",
     "LanceOperation",
     "LanceScanner",
+    "IOStats",
+    "ScanStatistics",
     "Session",
     "Tags",
     "Transaction",
     "__version__",
     "dataset",
+    "json_to_schema",
+    "schema_to_json",
     "write_dataset",
     "write_fragments",
 ]

@@ -560,6 +560,43 @@ class LanceSchema:
         assert found is not None
         return found
 
+    def field_case_insensitive(self, name: str) -> LanceField:
+        """A field by name or dotted path: an exact match first, else one ignoring case (pylance's).
+
+        Raises:
+            SchemaError: no such field.
+        """
+        try:
+            return self.field(name)
+        except SchemaError:
+            pass
+        candidates: tuple[LanceField, ...] = self.fields
+        found: LanceField | None = None
+        for part in name.split("."):
+            found = next((c for c in candidates if c.name.lower() == part.lower()), None)
+            if found is None:
+                raise SchemaError(f"no field {name!r} in schema (case-insensitive)") from None
+            candidates = found.children
+        assert found is not None
+        return found
+
+    @classmethod
+    def from_pyarrow(cls, schema: pa.Schema) -> LanceSchema:
+        """pylance's name for :meth:`from_arrow` (ids assigned depth-first from 0)."""
+        return cls.from_arrow(schema)
+
+    def to_pyarrow(self) -> pa.Schema:
+        """pylance's name for :meth:`to_arrow`."""
+        return self.to_arrow()
+
+    def unenforced_primary_key(self) -> list[LanceField]:
+        """The fields of the unenforced primary key, in schema order."""
+        return [f for f in self.flat() if f.unenforced_primary_key]
+
+    def unenforced_clustering_key(self) -> list[LanceField]:
+        """The fields of the unenforced clustering key (this library records none: empty)."""
+        return []
+
     def path_of(self, field_id: int) -> str:
         """Return the dotted path of a field id (for messages and projections)."""
 
