@@ -87,12 +87,9 @@ class NGramKind(IndexKind):
         return NGramChunk(*ngram.tokenize(data.values, data.ids))
 
     def write(self, out: IndexDir, chunks: Sequence[Any], model: Any, ctx: BuildContext) -> tuple[IndexFile, ...]:
-        if not chunks:
-            return ngram.write_ngram(out, np.empty(0, np.uint32), [])
-        tokens = np.concatenate([c.tokens for c in chunks])
-        ids = np.concatenate([c.ids for c in chunks]).astype(np.uint64)
-        order = np.lexsort((ids, tokens))  # tasks hold distinct rows: no pair repeats across them
-        return ngram.write_ngram(out, *ngram.group_postings(tokens[order], ids[order]))
+        # tasks hold distinct rows: no pair repeats across them
+        tokens, ids = ngram.merge_sorted_pairs([(c.tokens, c.ids) for c in chunks])
+        return ngram.write_ngram(out, *ngram.group_postings(tokens, ids))
 
     def open(self, src: IndexDir, meta: IndexMetadata, domain: RowDomain) -> NGramReader:
         return NGramReader(ngram.NGramIndex(src, domain))
