@@ -4,6 +4,7 @@ Run from the repository root::
 
     python -m benchmarks.bench_vector --quick          # 100,000 x 128, 64 partitions
     python -m benchmarks.bench_vector                  # 1,000,000 x 128, 256 partitions
+    python -m benchmarks.bench_vector --quick --kinds IVF_HNSW_SQ --skip query,remap,optimize  # one build alone
 
 The data (fixed seed, written once by pylance in 10 fragments): ``id`` int64, ``cat`` int64
 uniform in ``[0, 100)`` and ``vec`` fixed_size_list<float32, 128> drawn around 1,000 Gaussian
@@ -220,6 +221,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="fresh processes per engine and line")
     parser.add_argument("--skip", default="", help="comma list of parts to skip: build,query,remap,optimize")
     parser.add_argument("--dir", default=None, help="scratch directory (default: a temporary one)")
+    parser.add_argument("--kinds", default="IVF_PQ,IVF_HNSW_SQ",
+                        help="comma list of index kinds to build (e.g. IVF_HNSW_SQ with --skip query,remap,optimize "
+                             "times that build alone)")
     args = parser.parse_args()
     os.environ.setdefault("RUST_LOG", "error")
     rows = args.rows or (100_000 if args.quick else 1_000_000)
@@ -245,6 +249,8 @@ def main() -> None:
         res: dict[str, list[dict[str, Any]]] = {e: [] for e in ENGINES}
         for e in ENGINES:
             built[(e, kind)] = str(scratch / f"{e}_{kind}.lance")
+        if kind not in args.kinds.split(","):
+            continue
         for _ in range(0 if "build" in skip else args.repeat):  # skipped: query what --dir holds
             for e in ENGINES:
                 res[e].append(_child("build", engine=e, src=base, dst=built[(e, kind)], index_type=kind,

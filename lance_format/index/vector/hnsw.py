@@ -19,11 +19,14 @@ reverse links, all vectorised over the nodes: the lists insertion would converge
 k-NN candidates instead of a greedy search. pylance's search (greedy descent from the entry
 point, then a beam of ``ef`` on level 0) reads them as any HNSW graph.
 
-Cost. Up to :data:`EXACT_LIMIT` nodes the candidates are exact (``O(n²·dim)`` per level);
-above it they come from the node's own and nearest sub-clusters of about
-:data:`SUBCLUSTER_ROWS` rows (partition-local exact k-NN in chunks), so the cost per node is
-bounded and a partition of a million nodes builds in linear time. The heuristic costs
-``SELECT_POOL² · dim`` per node.
+Cost. Up to :data:`EXACT_LIMIT` nodes the candidates are exact; above it they come from the
+node's own and nearest sub-clusters of about :data:`SUBCLUSTER_ROWS` rows, so the cost per node
+is bounded and a partition of a million nodes builds in linear time. Distances come from
+matrix products only: a group of up to :data:`FULL_LIMIT` candidates computes its whole
+distance matrix once and both the k-NN and the heuristic read it (the heuristic's candidate
+pairs are gathered from it, never recomputed from vectors); larger groups compute it by blocks
+of rows. The heuristic loops over the :data:`SELECT_POOL` candidate ranks, vectorised over
+the nodes.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from lance_format.index.vector.kmeans import F32, assign, train_kmeans
+from lance_format.index.vector.kmeans import F32, Metric, assign, train_kmeans
 from lance_format.index.vector.layout import HnswGraph
 
 if TYPE_CHECKING:
@@ -44,6 +47,10 @@ if TYPE_CHECKING:
 GraphMetric = Literal["l2", "dot"]
 #: Nodes above which a partition's neighbour search is restricted to nearby sub-clusters.
 EXACT_LIMIT = 8192
+#: Candidates of one group at most (the cost per row grows with it).
+GROUP_LIMIT = 8192
+#: Candidates up to which a group's whole distance matrix is computed once (64 MB).
+FULL_LIMIT = 4096
 #: Rows per sub-cluster and sub-clusters searched per row above :data:`EXACT_LIMIT`.
 SUBCLUSTER_ROWS = 1024
 SUBCLUSTER_PROBES = 3
@@ -94,77 +101,160 @@ def _levels(n: int, params: HnswParams, rng: np.random.Generator) -> npt.NDArray
 
 
 def _pair_dist(a: F32, b: F32, metric: GraphMetric) -> F32:
-    prod = a @ b.T
-    out: F32
+    """Distances between every row of ``a`` and every row of ``b``, updated in place (one buffer)."""
+    out: F32 = np.ascontiguousarray(a @ b.T, np.float32)
     if metric == "dot":
-        out = (1.0 - prod).astype(np.float32)
+        np.subtract(np.float32(1.0), out, out=out)
         return out
-    sq = np.einsum("ij,ij->i", a, a)[:, None] - 2.0 * prod + np.einsum("ij,ij->i", b, b)[None, :]
-    out = np.maximum(sq, 0.0).astype(np.float32)
+    out *= np.float32(-2.0)
+    out += np.einsum("ij,ij->i", a, a)[:, None]
+    out += np.einsum("ij,ij->i", b, b)[None, :]
+    np.maximum(out, np.float32(0.0), out=out)
     return out
 
 
-def _knn(x: F32, k: int, metric: GraphMetric) -> tuple[npt.NDArray[np.int64], F32]:
-    """For every row, its ``k`` nearest other rows (exact, blockwise) and their distances."""
-    n = x.shape[0]
-    k = min(k, n - 1)
-    idx = np.zeros((n, max(k, 0)), np.int64)
-    dist = np.zeros((n, max(k, 0)), np.float32)
-    if k <= 0:
-        return idx, dist
-    step = max(1, _BLOCK // n)
-    for lo in range(0, n, step):
-        d = _pair_dist(x[lo:lo + step], x, metric)
-        rows = np.arange(d.shape[0])
-        d[rows, lo + rows] = np.inf  # not its own neighbour
-        part = np.argpartition(d, k - 1, axis=1)[:, :k]
-        pd = np.take_along_axis(d, part, axis=1)
-        order = np.argsort(pd, axis=1, kind="stable")
-        idx[lo:lo + step] = np.take_along_axis(part, order, axis=1)
-        dist[lo:lo + step] = np.take_along_axis(pd, order, axis=1)
-    return idx, dist
+Group = tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]
 
 
-def _approx_knn(x: F32, k: int, metric: GraphMetric) -> tuple[npt.NDArray[np.int64], F32]:
-    """k-NN restricted to each row's sub-cluster and the nearest other sub-clusters (large partitions).
+def _subclusters(x: F32, metric: GraphMetric) -> list[Group]:
+    """Groups ``(rows, cand)`` of a large partition: a sub-cluster's rows and where their neighbours are sought.
 
-    The rows are split by a quick k-means into sub-clusters of about :data:`SUBCLUSTER_ROWS`;
-    a row's candidates are the members of its own and the :data:`SUBCLUSTER_PROBES` - 1 nearest
-    other sub-clusters, so the cost per row is a constant (``PROBES × SUBCLUSTER_ROWS``
-    distances) instead of the partition size: exact k-NN within each neighbourhood, blockwise
-    with one matrix product per block of rows.
+    A quick k-means splits the rows into sub-clusters of about :data:`SUBCLUSTER_ROWS`; a
+    sub-cluster's candidates are its own rows (first) and those of the
+    :data:`SUBCLUSTER_PROBES` - 1 nearest other sub-clusters, so the cost per row does not grow
+    with the partition. A row's cost grows with its group's candidates, so they stop at
+    :data:`GROUP_LIMIT`: farther sub-clusters that do not fit are left out, and an oversized
+    sub-cluster (k-means on clustered data is far from balanced) is cut into pieces.
     """
     n = x.shape[0]
+    kmetric: Metric = "dot" if metric == "dot" else "l2"
+    rng = np.random.default_rng(_SEED)
     nclus = max(2, n // SUBCLUSTER_ROWS)
-    km = train_kmeans(x[np.random.default_rng(_SEED).choice(n, min(n, nclus * 32), replace=False)], nclus,
-                      metric="dot" if metric == "dot" else "l2", max_iters=10)
-    labels, _ = assign(x, km.centroids, metric)
-    cdist = _pair_dist(km.centroids, km.centroids, metric)
-    near = np.argsort(cdist, axis=1)[:, :SUBCLUSTER_PROBES]
-    idx = np.zeros((n, k), np.int64)
-    dist = np.full((n, k), np.inf, np.float32)
+    km = train_kmeans(x[rng.choice(n, min(n, nclus * 32), replace=False)], nclus, metric=kmetric, max_iters=10)
+    labels = assign(x, km.centroids, metric)[0].astype(np.int64)
+    # k-means on clustered data is far from balanced, and a group's cost per row follows its
+    # candidates: sub-clusters over twice the target size are split again by their own k-means
     order = np.argsort(labels, kind="stable")
     bounds = np.concatenate(([0], np.cumsum(np.bincount(labels, minlength=nclus))))
-    for c in range(nclus):  # one neighbourhood per sub-cluster, not per row
-        rows = order[bounds[c]:bounds[c + 1]]
-        if rows.size == 0:
-            continue
-        cand = np.concatenate([order[bounds[o]:bounds[o + 1]] for o in near[c]])
+    for c in np.flatnonzero(np.diff(bounds) > 2 * SUBCLUSTER_ROWS).tolist():
+        members = order[bounds[c]:bounds[c + 1]]
+        parts = -(-members.size // SUBCLUSTER_ROWS)
+        sub = train_kmeans(x[members[rng.choice(members.size, parts * 32, replace=False)]], parts,
+                           metric=kmetric, max_iters=10)
+        piece = assign(x[members], sub.centroids, metric)[0].astype(np.int64)
+        labels[members[piece > 0]] = nclus + piece[piece > 0] - 1  # piece 0 keeps the label
+        nclus += parts - 1
+    order = np.argsort(labels, kind="stable")
+    counts = np.bincount(labels, minlength=nclus)
+    bounds = np.concatenate(([0], np.cumsum(counts)))
+    filled = counts > 0
+    centroids = np.zeros((nclus, x.shape[1]), np.float32)
+    centroids[filled] = np.add.reduceat(x[order], bounds[:-1][filled], axis=0) / counts[filled, None]
+    cdist = _pair_dist(centroids, centroids, metric)
+    cdist[:, ~filled] = np.inf
+    np.fill_diagonal(cdist, -np.inf)  # its own sub-cluster first (a dot distance may be below the self one)
+    near = np.argsort(cdist, axis=1, kind="stable")[:, :SUBCLUSTER_PROBES]
+    groups: list[Group] = []
+    for c in range(nclus):  # one group per sub-cluster, not per row
+        own = order[bounds[c]:bounds[c + 1]]
+        for lo in range(0, own.size, GROUP_LIMIT):
+            rows = own[lo:lo + GROUP_LIMIT]
+            cand = [rows]
+            room = GROUP_LIMIT - rows.size
+            for o in near[c, 1:]:
+                other = order[bounds[o]:bounds[o + 1]]
+                if other.size <= room:
+                    cand.append(other)
+                    room -= other.size
+            groups.append((rows, np.concatenate(cand)))
+    return groups
+
+
+def _groups(x: F32, metric: GraphMetric) -> list[Group]:
+    """Every row in one group (exact neighbours) up to :data:`EXACT_LIMIT` rows, else sub-clusters."""
+    n = x.shape[0]
+    if n <= EXACT_LIMIT:
+        every = np.arange(n, dtype=np.int64)
+        return [(every, every)]
+    return _subclusters(x, metric)
+
+
+class _Group:
+    """A group's candidate vectors and, when small enough, their whole distance matrix.
+
+    Up to :data:`FULL_LIMIT` candidates, at most twice its rows, the ``cand × cand`` matrix is
+    computed once (one matrix product) and serves both the k-NN and the heuristic; else each block of rows
+    gets its ``rows × cand`` distances, and the heuristic the distances among the candidates
+    that block actually weighs, so memory stays bounded by :data:`_BLOCK` however unbalanced
+    the sub-clusters.
+    """
+
+    def __init__(self, x: F32, rows: npt.NDArray[np.int64], cand: npt.NDArray[np.int64], metric: GraphMetric
+                 ) -> None:
+        self.rows, self.cand, self.metric = rows, cand, metric
+        whole = cand.size == x.shape[0] and bool(np.all(cand == np.arange(cand.size)))
+        self.xc = x if whole else x[cand]  # the exact group holds every row in order: no copy
+        self.full: F32 | None = None
+        if cand.size <= FULL_LIMIT and 2 * rows.size >= cand.size:  # else most of it would go unread
+            self.full = _pair_dist(self.xc, self.xc, metric)
+            np.fill_diagonal(self.full, np.inf)  # a node is not its own neighbour
+
+    def blocks(self) -> list[tuple[int, int]]:
+        """Row ranges of about :data:`_BLOCK` distances each (rows are the first candidates)."""
+        step = max(1, _BLOCK // max(self.cand.size, 1))
+        return [(lo, min(lo + step, self.rows.size)) for lo in range(0, self.rows.size, step)]
+
+    def dist(self, lo: int, hi: int) -> F32:
+        """Distances of rows ``lo:hi`` to every candidate, infinite to themselves."""
+        if self.full is not None:
+            return self.full[lo:hi]
+        d = _pair_dist(self.xc[lo:hi], self.xc, self.metric)
+        d[np.arange(hi - lo), np.arange(lo, hi)] = np.inf
+        return d
+
+    def heuristic(self, li: npt.NDArray[np.int64], ld: F32, m: int) -> npt.NDArray[np.bool_]:
+        """:func:`_heuristic` over candidate columns ``li`` of a block (distances ``ld``)."""
+        if self.full is not None:
+            return _heuristic(self.full, li, ld, m)
+        used, pos = np.unique(li, return_inverse=True)
+        xu = self.xc[used]
+        return _heuristic(_pair_dist(xu, xu, self.metric), pos.reshape(li.shape), ld, m)
+
+
+def _nearest(d: F32, k: int) -> tuple[npt.NDArray[np.int64], F32]:
+    """Columns and values of each row's ``k`` smallest entries of ``d``, smallest first."""
+    part = np.argpartition(d, k - 1, axis=1)[:, :k]
+    pd = np.take_along_axis(d, part, axis=1)
+    order = np.argsort(pd, axis=1, kind="stable")
+    return np.take_along_axis(part, order, axis=1), np.take_along_axis(pd, order, axis=1)
+
+
+def _knn_in(x: F32, k: int, metric: GraphMetric, groups: list[Group]) -> tuple[npt.NDArray[np.int64], F32]:
+    n = x.shape[0]
+    k = max(0, min(k, n - 1))
+    idx = np.zeros((n, k), np.int64)
+    dist = np.full((n, k), np.inf, np.float32)
+    for rows, cand in groups:
         kk = min(k, cand.size - 1)
         if kk <= 0:
             continue
-        xc = x[cand]
-        step = max(1, _BLOCK // cand.size)
-        for lo in range(0, rows.size, step):  # bounded memory however unbalanced the sub-clusters
-            r = rows[lo:lo + step]
-            d = _pair_dist(x[r], xc, metric)
-            d[cand[None, :] == r[:, None]] = np.inf
-            part = np.argpartition(d, kk - 1, axis=1)[:, :kk]
-            pd = np.take_along_axis(d, part, axis=1)
-            srt = np.argsort(pd, axis=1, kind="stable")
-            idx[r, :kk] = cand[np.take_along_axis(part, srt, axis=1)]
-            dist[r, :kk] = np.take_along_axis(pd, srt, axis=1)
+        g = _Group(x, rows, cand, metric)
+        for lo, hi in g.blocks():
+            li, ld = _nearest(g.dist(lo, hi), kk)
+            idx[rows[lo:hi], :kk] = cand[li]
+            dist[rows[lo:hi], :kk] = ld
     return idx, dist
+
+
+def _knn(x: F32, k: int, metric: GraphMetric) -> tuple[npt.NDArray[np.int64], F32]:
+    """For every row, its ``k`` nearest other rows (exact) and their distances."""
+    every = np.arange(x.shape[0], dtype=np.int64)
+    return _knn_in(x, k, metric, [(every, every)])
+
+
+def _approx_knn(x: F32, k: int, metric: GraphMetric) -> tuple[npt.NDArray[np.int64], F32]:
+    """k-NN within each row's sub-cluster and the nearest others (:func:`_subclusters`)."""
+    return _knn_in(x, k, metric, _subclusters(x, metric))
 
 
 def _thin(idx: npt.NDArray[np.int64], dist: F32, size: int) -> tuple[npt.NDArray[np.int64], F32]:
@@ -177,40 +267,66 @@ def _thin(idx: npt.NDArray[np.int64], dist: F32, size: int) -> tuple[npt.NDArray
     return idx[:, cols], dist[:, cols]
 
 
-def _select(x: F32, idx: npt.NDArray[np.int64], dist: F32, m: int, degree: int, metric: GraphMetric
-            ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], F32]:
-    """HNSW's neighbour heuristic over each node's sorted candidates, then reverse links.
+def _heuristic(d: F32, cand: npt.NDArray[np.int64], dist: F32, m: int) -> npt.NDArray[np.bool_]:
+    """HNSW's neighbour heuristic (``select_neighbors_heuristic``) over each row's sorted candidates.
 
-    Up to ``m`` candidates are kept, each only if it is closer to the node than to every
-    neighbour kept before it (``select_neighbors_heuristic``), which keeps links between
-    clusters that a plain k-NN list drops; each kept link is also offered to the other end, as
-    insertion does, and a list over ``degree`` keeps its heuristic links first, then the
-    nearest reverse links.
-    Returns the edges as ``(source, target, distance)`` arrays.
+    ``cand`` are columns of the group's distance matrix ``d``. Up to ``m`` candidates are
+    kept, each only if it is closer to the row's node than to every candidate kept before it,
+    which keeps links between clusters that a plain k-NN list drops. The loop runs over
+    candidate ranks (vectorised over the rows); a kept candidate blocks the later ones it is
+    nearer to, read from ``d`` instead of recomputed from the vectors.
     """
-    n, c = idx.shape
-    keep = np.zeros((n, c), bool)
-    step = max(1, _BLOCK // max(c * c, 1))
-    for lo in range(0, n, step):  # blocks of nodes; the loop below runs over candidate ranks
-        ci = idx[lo:lo + step]
-        cd = dist[lo:lo + step]
-        cv = x[ci]  # [b, c, dim]
-        prod = np.matmul(cv, cv.transpose(0, 2, 1))  # batched BLAS (einsum would not use it)
-        if metric == "dot":
-            pair = 1.0 - prod
-        else:
-            sq = np.einsum("bid,bid->bi", cv, cv)
-            pair = sq[:, :, None] - 2.0 * prod + sq[:, None, :]
-        blocked = ~np.isfinite(cd)
-        count = np.zeros(ci.shape[0], np.int64)
-        for j in range(c):
-            ok = ~blocked[:, j] & (count < m)
-            keep[lo:lo + step, j] = ok
-            count += ok
-            blocked |= ok[:, None] & (pair[:, j, :] < cd)
-    src = np.repeat(np.arange(n), c)[keep.ravel()]
-    dst = idx.ravel()[keep.ravel()]
-    dd = dist.ravel()[keep.ravel()]
+    b, c = cand.shape
+    keep = np.zeros((b, c), bool)
+    blocked = ~np.isfinite(dist)
+    count = np.zeros(b, np.int64)
+    for j in range(c):
+        rows = np.flatnonzero(~blocked[:, j] & (count < m))
+        if rows.size == 0:
+            continue
+        keep[rows, j] = True
+        count[rows] += 1
+        if j + 1 < c:
+            near = d[cand[rows, j][:, None], cand[rows, j + 1:]] < dist[rows, j + 1:]
+            blocked[rows, j + 1:] |= near
+    return keep
+
+
+def _level_edges(x: F32, params: HnswParams, degree: int, metric: GraphMetric
+                 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], F32]:
+    """A level's links ``(source, target, distance)``: each node's heuristic choice, then reverse links.
+
+    Insertion links a node to the ``m`` neighbours the heuristic picks among
+    ``ef_construction`` candidates; here the candidates are the node's nearest nodes of the
+    level (:func:`_groups`), thinned to :data:`SELECT_POOL` (:func:`_thin`). Each kept link
+    is also offered to the other end, as insertion does, and a list over ``degree`` keeps its
+    heuristic links first, then the nearest reverse links.
+    """
+    n = x.shape[0]
+    pool = max(params.ef_construction, degree)
+    size = max(SELECT_POOL, degree)
+    srcs: list[npt.NDArray[np.int64]] = []
+    dsts: list[npt.NDArray[np.int64]] = []
+    dds: list[F32] = []
+    for rows, cand in _groups(x, metric):
+        k = min(pool, cand.size - 1)
+        if k <= 0:
+            continue
+        g = _Group(x, rows, cand, metric)
+        for lo, hi in g.blocks():
+            li, ld = _thin(*_nearest(g.dist(lo, hi), k), size)
+            keep = g.heuristic(li, ld, params.m)
+            srcs.append(np.broadcast_to(rows[lo:hi, None], li.shape)[keep])
+            dsts.append(cand[li[keep]])
+            dds.append(ld[keep])
+    if not srcs:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32)
+    return _with_reverse(n, np.concatenate(srcs), np.concatenate(dsts), np.concatenate(dds), degree)
+
+
+def _with_reverse(n: int, src: npt.NDArray[np.int64], dst: npt.NDArray[np.int64], dd: F32, degree: int
+                  ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], F32]:
+    """Forward links plus their reverses, per source: forward first, then nearest, at most ``degree``."""
     # reverse links come after forward ones (priority 1); duplicates keep the forward copy
     s_all = np.concatenate([src, dst])
     t_all = np.concatenate([dst, src])
@@ -254,13 +370,7 @@ def build_partition(x: F32, params: HnswParams, metric: GraphMetric, rng: np.ran
         if nodes.size:
             entry = int(nodes[0])
             degree = 2 * params.m if level == 0 else params.m
-            sub = x[nodes]
-            # insertion links a node to ``m`` chosen neighbours; reverse links fill up to the cap
-            pool = max(params.ef_construction, degree)
-            idx, dist = (_knn(sub, pool, metric) if nodes.size <= EXACT_LIMIT
-                         else _approx_knn(sub, pool, metric))
-            idx, dist = _thin(idx, dist, max(SELECT_POOL, degree))
-            src, dst, dd = _select(sub, idx, dist, params.m, degree, metric)
+            src, dst, dd = _level_edges(x[nodes], params, degree, metric)
             nb, ds = _lists(int(nodes.size), src, dst, dd, nodes)
             vids.append(nodes.astype(np.uint32))
             nbs.append(nb)
