@@ -251,16 +251,26 @@ class FullTextSearch:
         dropped fragment (a postfilter applies to the ranked rows anyway).
         """
         query = self.query
-        if (self._opts.limit is None or not isinstance(query, q.MatchQuery) or query.fuzziness
-                or query.operator != q.FullTextOperator.OR or self._opts.fragments is not None
-                or (self._opts.filter is not None and self._prefilter) or self._needs_live_check()):
+        plain = isinstance(query, q.MatchQuery) and not query.fuzziness and query.operator == q.FullTextOperator.OR
+        if (self._opts.limit is None or not (plain or isinstance(query, q.PhraseQuery))
+                or self._opts.fragments is not None or (self._opts.filter is not None and self._prefilter)
+                or self._needs_live_check()):
             return None
+        assert isinstance(query, (q.MatchQuery, q.PhraseQuery))
         corpus = corpora[str(query.column)]
         if corpus.excluded_fragments:
             return None
+        k = self._opts.limit + self._opts.offset
+        if isinstance(query, q.PhraseQuery):
+            pairs = corpus.analyzer.tokens_with_positions(query.query)
+            tokens = [t for t, _ in pairs]
+            corpus.prefetch(tokens, positions=True)
+            offs = [p - pairs[0][1] for _, p in pairs] if pairs else []
+            return topk.phrase_topk(corpus, tokens, offs, query.slop, k, _phrase_at)
+        assert isinstance(query, q.MatchQuery)
         tokens = corpus.analyzer.tokens(query.query)
         corpus.prefetch(tokens)
-        return topk.match_topk(corpus, tokens, float(query.boost), self._opts.limit + self._opts.offset)
+        return topk.match_topk(corpus, tokens, float(query.boost), k)
 
     def _ranked(self) -> Hits:
         corpora = {c: self._corpus(c) for c in self.columns}

@@ -42,6 +42,7 @@ class PostingBlocks:
     where: str
     first_doc: U32
     max_score: F32
+    _all: tuple[U32, U32, I64] | None = None
 
     @classmethod
     def read(cls, blocks: pa.Array, length: int, tail_codec: str, where: str) -> PostingBlocks:
@@ -96,8 +97,21 @@ class PostingBlocks:
         Raises:
             CorruptFileError: a block is damaged.
         """
-        full = self.length // BLOCK
         sel = np.asarray(sel, np.int64)
+        if self._all is None and 2 * sel.size > self.num_blocks:
+            # Most of the list: decode it whole once; later queries (the list stays in the
+            # opened segment) slice it.
+            self._all = self._decode(np.arange(self.num_blocks, dtype=np.int64))
+        if self._all is not None:
+            ids, freqs, owner = self._all
+            if sel.size == self.num_blocks:
+                return ids, freqs, owner
+            keep = np.flatnonzero(np.isin(owner, sel))
+            return ids[keep], freqs[keep], owner[keep]
+        return self._decode(sel)
+
+    def _decode(self, sel: I64) -> tuple[U32, U32, I64]:
+        full = self.length // BLOCK
         fsel = sel[sel < full]
         try:
             ids, freqs = encode.decode_full_at(self.data, self.starts[fsel])
@@ -116,3 +130,77 @@ class PostingBlocks:
         """Doc ids and frequencies of the whole list."""
         ids, freqs, _ = self.decode(np.arange(self.num_blocks, dtype=np.int64))
         return ids, freqs
+
+
+def positions_flat(stream: bytes, block_offsets: I64, freqs: U32, where: str = "positions") -> tuple[U32, I64]:
+    """The positions of every document of some posting blocks, decoded together.
+
+    ``block_offsets``: where each block's run starts in the token's position stream
+    (``_position_block_offset``); ``freqs``: the frequencies of all documents of those blocks, in
+    order. A run holds its documents' position deltas (a document's first absolute) in groups of
+    128 packed as ``BitPacker4x``, then the rest as LEB128 varints (see ``postings.decode_positions``,
+    the one-block-at-a-time reference). All packed groups are unpacked in one batch and all
+    varints at once.
+
+    Returns:
+        Every position, documents in order, and each document's start in it (``n + 1`` offsets).
+
+    Raises:
+        CorruptFileError: the stream is shorter than the frequencies say.
+    """
+    data = np.frombuffer(stream, np.uint8)
+    f = freqs.astype(np.int64)
+    nb = int(np.asarray(block_offsets).size)
+    offs = np.asarray(block_offsets, np.int64)
+    totals = np.bincount(np.arange(f.size) // BLOCK, weights=f, minlength=nb).astype(np.int64)[:nb]
+    ngroups, rest = totals // BLOCK, totals % BLOCK
+    gstarts: list[int] = []
+    tail_at = offs.copy()
+    try:
+        for b in np.flatnonzero(ngroups).tolist():  # groups follow each other: a few per block
+            at = int(offs[b])
+            for _ in range(int(ngroups[b])):
+                gstarts.append(at)
+                at += 1 + 16 * int(data[at])
+            tail_at[b] = at
+        gs = np.array(gstarts, np.int64)
+        if gs.size and int(gs.max()) >= data.size:
+            raise IndexError("group past the end")
+        packed = encode.unpack_many(data, gs + 1, data[gs].astype(np.int64)) if gs.size else np.zeros((0, BLOCK), np.uint32)
+        # Varints: a window of up to 5 bytes a value after each block's groups; the first ``rest``
+        # values of each window are the block's.
+        win = np.minimum(5 * rest, np.maximum(data.size - tail_at, 0))
+        seg = np.repeat(np.arange(nb), win)
+        first = np.cumsum(win) - win
+        idx = np.repeat(tail_at, win) + (np.arange(int(win.sum())) - np.repeat(first, win))
+        byt = data[idx].astype(np.int64)
+        term = byt < 0x80
+        ends_before = np.cumsum(term) - term
+        seg_base = np.r_[0, np.cumsum(term)][first][seg] if seg.size else np.zeros(0, np.int64)
+        k_val = ends_before - seg_base  # the value each byte belongs to, within its window
+        keep = k_val < rest[seg]
+        vid = (np.cumsum(rest) - rest)[seg[keep]] + k_val[keep]
+        if np.bincount(seg[keep & term], minlength=nb)[:nb].tolist() != rest.tolist():
+            raise IndexError("truncated varints")
+        kb = byt[keep]
+        run = np.flatnonzero(np.r_[True, vid[1:] != vid[:-1]]) if vid.size else np.zeros(0, np.int64)
+        shift = np.arange(vid.size) - np.repeat(run, np.diff(np.r_[run, vid.size]))
+        tail = np.bincount(vid, weights=(kb & 0x7F) * (2.0 ** (7 * shift)), minlength=int(rest.sum()))
+    except (IndexError, ValueError) as exc:
+        raise CorruptFileError(f"{where}: damaged position stream: {exc}") from exc
+    # Deltas in stream order: per block its groups, then its varints.
+    deltas = np.zeros(int(totals.sum()), np.int64)
+    bstart = np.cumsum(totals) - totals
+    gblock = np.repeat(np.arange(nb), ngroups)
+    gfirst = np.cumsum(ngroups) - ngroups
+    gdest = bstart[gblock] + BLOCK * (np.arange(gblock.size) - gfirst[gblock])
+    if gdest.size:
+        deltas[(gdest[:, None] + np.arange(BLOCK)).reshape(-1)] = packed.reshape(-1)
+    tblock = np.repeat(np.arange(nb), rest)
+    tfirst = np.cumsum(rest) - rest
+    deltas[bstart[tblock] + BLOCK * ngroups[tblock] + (np.arange(tblock.size) - tfirst[tblock])] = tail.astype(np.int64)
+    doc_start = np.r_[0, np.cumsum(f)]
+    cum = np.cumsum(deltas)
+    before = np.where(doc_start[:-1] > 0, cum[np.maximum(doc_start[:-1] - 1, 0)], 0)
+    pos = cum - np.repeat(before, f)
+    return pos.astype(np.uint32), doc_start.astype(np.int64)

@@ -271,16 +271,25 @@ def _positions(positions: U32, freq: U32, blk: I64, block_base: I64,
 
 
 def unpack_many(data: U8, at: I64, widths: I64) -> U32:
-    """``BitPacker4x.decompress`` of blocks packed at byte offsets ``at`` (after their width byte)."""
+    """``BitPacker4x.decompress`` of blocks packed at byte offsets ``at`` (after their width byte).
+
+    Lane ``l`` of a block is a little-endian bit stream of ``w`` 32-bit words (word ``k`` of
+    the four lanes stored together); its value ``j`` is bits ``[j * w, j * w + w)``: read as the
+    64-bit pair of the word holding its first bit and the next one, shifted and masked.
+    """
     out = np.zeros((at.size, BLOCK), dtype=np.uint32)
     for w in np.unique(widths).tolist():
         if w == 0:
             continue
         sel = np.flatnonzero(widths == w)
         raw = data[at[sel][:, None] + np.arange(16 * w)]  # (k, 16w): word j of lanes 0..3
-        lanes = raw.reshape(sel.size, w, 4, 4).transpose(0, 2, 1, 3).reshape(sel.size, 4, 4 * w)
-        bits = np.unpackbits(lanes, axis=2, bitorder="little").reshape(sel.size, 4, 32, w)
-        vals = (bits.astype(np.uint64) << np.arange(w, dtype=np.uint64)).sum(axis=3).astype(np.uint32)
+        words = np.ascontiguousarray(raw).view("<u4").reshape(sel.size, w, 4).transpose(0, 2, 1)
+        lanes = np.zeros((sel.size, 4, w + 1), np.uint64)
+        lanes[:, :, :w] = words
+        bit = np.arange(32, dtype=np.int64) * w
+        q, r = bit // 32, (bit % 32).astype(np.uint64)
+        pair = lanes[:, :, q] | (lanes[:, :, q + 1] << np.uint64(32))
+        vals = ((pair >> r) & np.uint64((1 << w) - 1)).astype(np.uint32)  # (k, lane, row)
         out[sel] = vals.transpose(0, 2, 1).reshape(sel.size, BLOCK)
     return out
 

@@ -18,12 +18,13 @@ at a time; numpy prefers whole intervals).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
-from lance_format.index.inverted.blocks import PostingBlocks
+from lance_format.index.inverted.blocks import PostingBlocks, positions_flat
 from lance_format.index.inverted.bm25 import Corpus, Hits, add, doc_weight, idf
 from lance_format.index.inverted.files import Partition
 
@@ -42,6 +43,7 @@ class _Term:
     """One query token in one partition."""
 
     slot: int  # the token's place in the query (repeats count again)
+    tid: int
     blocks: PostingBlocks
     weight: np.float32  # idf over the whole index
     bound: F32  # per block: no document of the block scores above this
@@ -74,7 +76,7 @@ def _parts(corpus: Corpus, tokens: list[str], boost: float) -> list[_Part] | Non
             if local <= 0.0:
                 return None  # a bound cannot be rescaled from a zero weight
             scale = float(weights[slot]) / local * stretch * boost * (1.0 + _SLACK)
-            terms.append(_Term(slot, blocks, weights[slot], (blocks.max_score.astype(np.float64) * scale
+            terms.append(_Term(slot, tid, blocks, weights[slot], (blocks.max_score.astype(np.float64) * scale
                                                               ).astype(np.float32)))
         if not terms:
             continue
@@ -242,3 +244,116 @@ def match_topk(corpus: Corpus, tokens: list[str], boost: float, k: int) -> Hits 
         ids.append(p.part.rows_of(d[keep]))
         scores.append(s[keep])
     return Hits(np.concatenate(ids).astype(np.uint64), np.concatenate(scores).astype(np.float32))
+
+
+def _intersect_part(p: _Part, corpus: Corpus) -> tuple[I64, F32, list[tuple[U32, U32, I64]]] | None:
+    """Documents of one partition holding every token, their scores, and per token the decoded blocks.
+
+    The token with the fewest blocks is decoded whole; of the others only the blocks that may
+    hold one of its documents.
+    """
+    if len(p.terms) != len({t.slot for t in p.terms}) or not p.terms:
+        return None
+    lens_all = p.part.num_tokens
+    rare = min(range(len(p.terms)), key=lambda i: p.terms[i].blocks.num_blocks)
+    decoded: list[tuple[U32, U32, I64] | None] = [None] * len(p.terms)
+    whole = p.terms[rare].blocks.decode(np.arange(p.terms[rare].blocks.num_blocks, dtype=np.int64))
+    decoded[rare] = whole
+    cand = whole[0].astype(np.int64)
+    for i, t in enumerate(p.terms):
+        if i == rare:
+            continue
+        b = np.searchsorted(t.blocks.first_doc.astype(np.int64), cand, side="right") - 1
+        some = t.blocks.decode(np.unique(b[b >= 0]))
+        decoded[i] = some
+        cand = np.intersect1d(cand, some[0].astype(np.int64), assume_unique=True)
+    parts: list[Hits] = []
+    for t, dec in zip(p.terms, decoded, strict=True):
+        assert dec is not None
+        ids, freqs, _ = dec
+        keep = np.isin(ids, cand.astype(np.uint32), assume_unique=True)
+        s = (t.weight * doc_weight(freqs[keep], lens_all[ids[keep]], corpus.avgdl)).astype(np.float32)
+        parts.append(Hits(ids[keep].astype(np.uint64), s))
+    summed = add(parts)
+    return summed.ids.astype(np.int64), summed.scores, [g for g in decoded if g is not None]
+
+
+def _doc_positions(p: _Part, i: int, got: tuple[U32, U32, I64], docs: I64) -> dict[int, U32]:
+    """Positions of term ``i`` in each of ``docs`` (which all hold it), decoding only their blocks."""
+    t = p.terms[i]
+    ids, freqs, owner = got
+    stream, offsets = p.part.position_source(int(t.tid))
+    where = np.searchsorted(ids, docs.astype(np.uint32))
+    blocks = np.unique(owner[where])
+    sel = np.flatnonzero(np.isin(owner, blocks))
+    allpos, start = positions_flat(stream, offsets[blocks], freqs[sel], f"{p.part.where} token id {t.tid}")
+    at = np.searchsorted(ids[sel], docs.astype(np.uint32))
+    a, b = start[at].tolist(), start[at + 1].tolist()
+    return {d: allpos[x:y] for d, x, y in zip(docs.tolist(), a, b, strict=True)}
+
+
+def phrase_topk(corpus: Corpus, tokens: list[str], offsets: list[int], slop: int, k: int,
+                matches: Callable[[list[U32], list[int], int], bool]) -> Hits | None:
+    """The top ``k`` documents holding the phrase (and all tied with the k-th), best scores checked first.
+
+    A phrase match scores as the sum of its distinct tokens' weights, so the documents holding
+    every token are ranked first and their positions read and checked (``matches``, pylance's
+    walk) in rank order, batch after batch, until ``k`` matches are found and the next
+    candidate scores below the k-th. Only the posting and position blocks of checked documents
+    are decoded, besides the rarest token's list. Returns None when this does not apply.
+    """
+    distinct = list(dict.fromkeys(tokens))
+    if k <= 0 or corpus.flat is not None or len(distinct) < 2:
+        return None
+    parts = _parts(corpus, distinct, 1.0)
+    if parts is None:
+        return None
+    found: list[tuple[_Part, I64, F32, list[tuple[U32, U32, I64]]]] = []
+    for p in parts:
+        if len(p.terms) != len(distinct):
+            continue  # a token the partition lacks: no document of it holds the phrase
+        got = _intersect_part(p, corpus)
+        if got is None:
+            return None
+        found.append((p, *got))
+    if not found:
+        return Hits.empty()
+    owner = np.concatenate([np.full(d.size, j, np.int64) for j, (_, d, _, _) in enumerate(found)])
+    docs = np.concatenate([d for _, d, _, _ in found])
+    scores = np.concatenate([s for _, _, s, _ in found])
+    order = np.argsort(-scores.astype(np.float64), kind="stable")
+    slot_of = {tok: i for i, tok in enumerate(distinct)}
+    hit = np.zeros(order.size, bool)
+    done = 0
+    batch = max(4 * k, 32)
+    while done < order.size:
+        stop = min(order.size, done + batch)
+        while stop < order.size and scores[order[stop]] == scores[order[stop - 1]]:
+            stop += 1  # a tie group is checked whole
+        for j, (p, _, _, dec) in enumerate(found):
+            sel = order[done:stop][owner[order[done:stop]] == j]
+            if sel.size == 0:
+                continue
+            want = np.sort(docs[sel])
+            term_of = {t.slot: i for i, t in enumerate(p.terms)}
+            pos = [_doc_positions(p, term_of[s], dec[term_of[s]], want) for s in range(len(distinct))]
+            for g in sel.tolist():
+                d = int(docs[g])
+                hit[g] = matches([pos[slot_of[tok]][d] for tok in tokens], offsets, slop)
+        done = stop
+        matched = scores[order[:done]][hit[order[:done]]]
+        if matched.size >= k:
+            kth = float(np.sort(matched)[::-1][k - 1])
+            if done >= order.size or float(scores[order[done]]) < kth:
+                break
+        batch *= 2
+    sel = np.flatnonzero(hit)
+    if sel.size >= k:
+        kth = float(np.sort(scores[sel])[::-1][k - 1])
+        sel = sel[scores[sel] >= kth]
+    ids = np.zeros(sel.size, np.uint64)
+    for j, (p, _, _, _) in enumerate(found):
+        mine = owner[sel] == j
+        if mine.any():
+            ids[mine] = p.part.rows_of(docs[sel[mine]])
+    return Hits(ids, scores[sel].astype(np.float32))
