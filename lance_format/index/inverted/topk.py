@@ -142,6 +142,8 @@ def _essential(p: _Part, theta: float, k: int, corpus: Corpus, boost: float) -> 
     below = np.cumsum(tmax[order]) < theta
     optional = set(order[below].tolist())
     essential = [i for i in range(len(p.terms)) if i not in optional]
+    if not essential:  # no document of the partition can reach ``theta``
+        return np.zeros(0, np.int64), np.zeros(0, np.float32)
     total = sum(t.blocks.num_blocks for t in p.terms)
     if not optional or 2 * sum(p.terms[i].blocks.num_blocks for i in essential) > total:
         return None
