@@ -32,6 +32,7 @@ from lance_format.index.rowset import RowDomain
 from lance_format.index.store import IndexDir
 from lance_format.index.zonemap import (
     NULL_BITMAP_KEY,
+    OPEN_READER_BYTES,
     cut_zones,
     null_rows_buffer,
     read_null_rows,
@@ -203,22 +204,28 @@ def filter_bytes(ndv: int, fpp: float) -> int:
     return 1 << min(max(high, _MIN_LOG2), _MAX_LOG2)
 
 
-def _block_and_bits(h: U64, blocks: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.uint32]]:
+def _block_and_positions(h: U64, blocks: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.uint32]]:
+    """Each hash's block and, for each of the block's eight words, which bit (0-31) it sets."""
     block = (((h >> np.uint64(32)) * np.uint64(blocks)) >> np.uint64(32)).astype(np.int64)
     low = (h & np.uint64(0xFFFFFFFF)).astype(np.uint32)
-    bits = (low[:, None] * _SALT[None, :]) >> np.uint32(27)
+    return block, (low[:, None] * _SALT[None, :]) >> np.uint32(27)
+
+
+def _block_and_bits(h: U64, blocks: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.uint32]]:
+    block, bits = _block_and_positions(h, blocks)
     return block, (np.uint32(1) << bits).astype(np.uint32)
 
 
 def build_filter(h: U64, nbytes: int) -> bytes:
     """A split-block bloom filter of ``nbytes`` bytes holding hashes ``h``."""
     blocks = nbytes // 32
-    words = np.zeros((blocks, 8), np.uint32)
+    bits = np.zeros(nbytes * 8, bool)
     if h.size:
-        block, masks = _block_and_bits(h, blocks)
-        for i in range(8):  # eight words per block: OR every hash's bit into its block's word i
-            np.bitwise_or.at(words[:, i], block, masks[:, i])
-    return words.astype("<u4").tobytes()
+        block, pos = _block_and_positions(h, blocks)
+        # bit b of little-endian word w is bit (w * 32 + b) of the filter read least significant first
+        which = pos.astype(np.int64) + 32 * np.arange(8, dtype=np.int64)[None, :] + 256 * block[:, None]
+        bits[which.ravel()] = True
+    return np.packbits(bits, bitorder="little").tobytes()
 
 
 def filter_contains(data: bytes, h: U64) -> npt.NDArray[np.bool_]:
@@ -308,8 +315,19 @@ class BloomFilterIndex:
         self.filters: list[bytes] = [b or b"" for b in cols["bloom_filter_data"].to_pylist()]
         if any(len(f) % 32 for f in self.filters):
             raise CorruptFileError(f"{self._where}: a bloom filter whose length is not a multiple of 32")
+        # Zones' filters stacked by size ([zones, blocks, 8] words), so a query probes them all at once.
+        sizes = np.array([len(f) for f in self.filters], np.int64)
+        self._stacks = [(np.flatnonzero(sizes == size),
+                         np.frombuffer(b"".join(f for f in self.filters if len(f) == size), "<u4")
+                         .reshape(-1, size // 32, 8))
+                        for size in np.unique(sizes[sizes > 0]).tolist()]
         self._reader = reader
         self._domain = domain
+
+    @property
+    def nbytes(self) -> int:
+        """Memory this object holds (zone table and stacked filters), for the session's index cache."""
+        return int(self.table.nbytes) + sum(int(w.nbytes) for _, w in self._stacks) + OPEN_READER_BYTES
 
     @property
     def path(self) -> str:
@@ -339,7 +357,11 @@ class BloomFilterIndex:
         if pa.types.is_floating(typ):  # -0.0 = 0.0 in SQL, but their bytes hash apart
             probe = pa.concat_arrays([probe, pc.negate(probe)])
         h = hashes(probe)
-        hit: npt.NDArray[np.bool_] = np.array([bool(filter_contains(f, h).any()) for f in self.filters], bool)
+        hit = np.zeros(len(self.filters), bool)
+        for zones, words in self._stacks:
+            block, masks = _block_and_bits(h, words.shape[1])
+            # [zones, hashes, 8]: a hash may be present where all eight of its bits are set
+            hit[zones] = np.all((words[:, block, :] & masks[None, :, :]) != 0, axis=2).any(axis=1)
         return hit
 
     def search(self, query: ValueQuery) -> U64:

@@ -38,6 +38,10 @@ from lance_format.table.index_metadata import IndexFile
 FILE = "ngram_postings.lance"
 U64 = npt.NDArray[np.uint64]
 U32 = npt.NDArray[np.uint32]
+#: Serialized posting lists an opened segment keeps for later queries.
+POSTING_CACHE_BYTES = 16 * 1024 * 1024
+#: What an opened segment holds besides its arrays (file reader, metadata), for cache accounting.
+OPEN_READER_BYTES = 64 * 1024
 #: Texts tokenized per vectorised pass.
 _CHUNK_ROWS = 65536
 SCHEMA = pa.schema([pa.field("tokens", pa.uint32()),
@@ -258,6 +262,15 @@ class NGramIndex:
             raise CorruptFileError(f"{self._where}: tokens are not sorted and distinct")
         self._lists = index_dir.reader(FILE, ["posting_list"])
         self._domain = domain
+        # Posting lists read by earlier queries (token position -> bitmap), up to POSTING_CACHE_BYTES
+        # of serialized lists: a long-lived process asks for the same trigrams again.
+        self._cached: dict[int, BitMap64] = {}
+        self._cached_bytes = 0
+
+    @property
+    def nbytes(self) -> int:
+        """Memory this object may hold (tokens and the posting-list cache at its limit)."""
+        return int(self.tokens.nbytes) + POSTING_CACHE_BYTES + OPEN_READER_BYTES
 
     @property
     def path(self) -> str:
@@ -269,18 +282,28 @@ class NGramIndex:
         """Distinct tokens (the null token included)."""
         return int(self.tokens.size)
 
-    def _bitmaps(self, which: npt.NDArray[np.int64]) -> list[BitMap64]:
-        """The posting lists of the tokens at positions ``which``, as read (roaring bitmaps)."""
+    def _bitmaps(self, which: npt.NDArray[np.int64], cache: bool = False) -> list[BitMap64]:
+        """The posting lists of the tokens at positions ``which`` (roaring bitmaps; callers do not modify them).
+
+        With ``cache`` (queries), lists read before are reused and new ones kept while the
+        cache has room.
+        """
         if which.size == 0:
             return []
-        blobs = self._lists.take_rows(which, batch_size=1 << 20).to_table().column("posting_list")
-        out: list[BitMap64] = []
-        for i, blob in zip(which.tolist(), blobs.to_pylist(), strict=True):
-            try:
-                out.append(BitMap64.deserialize(blob))
-            except (ValueError, TypeError, OverflowError) as exc:
-                raise CorruptFileError(f"{self._where}: unreadable posting list of token {i}: {exc}") from exc
-        return out
+        wanted = which.tolist()
+        missing = sorted({i for i in wanted if i not in self._cached}) if cache else wanted
+        got: dict[int, BitMap64] = {}
+        if missing:
+            blobs = self._lists.take_rows(np.array(missing, np.int64), batch_size=1 << 20).to_table()
+            for i, blob in zip(missing, blobs.column("posting_list").to_pylist(), strict=True):
+                try:
+                    got[i] = BitMap64.deserialize(blob)
+                except (ValueError, TypeError, OverflowError) as exc:
+                    raise CorruptFileError(f"{self._where}: unreadable posting list of token {i}: {exc}") from exc
+                if cache and self._cached_bytes + len(blob) <= POSTING_CACHE_BYTES:
+                    self._cached[i] = got[i]
+                    self._cached_bytes += len(blob)
+        return [got[i] if i in got else self._cached[i] for i in wanted]
 
     def postings(self, which: npt.NDArray[np.int64]) -> list[U64]:
         """Row ids of the tokens at positions ``which``."""
@@ -302,7 +325,7 @@ class NGramIndex:
             return np.empty(0, np.uint64)  # a trigram no row holds
         # Intersected as roaring bitmaps, smallest first: a frequent trigram's list can hold most
         # rows, and converting it to an array and sorting it again would cost far more.
-        lists = sorted(self._bitmaps(pos_c.astype(np.int64)), key=len)
+        lists = sorted(self._bitmaps(pos_c.astype(np.int64), cache=True), key=len)
         acc = lists[0]
         for other in lists[1:]:
             if not acc:

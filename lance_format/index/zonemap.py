@@ -37,6 +37,8 @@ ROWS_PER_ZONE_KEY = "rows_per_zone"
 NULL_BITMAP_KEY = "null_bitmap"
 #: ``ROWS_PER_ZONE_DEFAULT`` upstream.
 DEFAULT_ROWS_PER_ZONE = 8192
+#: What an opened segment holds besides its arrays (file reader, metadata), for cache accounting.
+OPEN_READER_BYTES = 64 * 1024
 
 U64 = npt.NDArray[np.uint64]
 I64 = npt.NDArray[np.int64]
@@ -220,6 +222,11 @@ class ZoneMapIndex:
     def path(self) -> str:
         """URI of ``zonemap.lance``."""
         return self._where
+
+    @property
+    def nbytes(self) -> int:
+        """Memory this object holds (the zone table), for the session's index cache."""
+        return int(self.table.nbytes) + OPEN_READER_BYTES
 
     @property
     def num_zones(self) -> int:

@@ -42,6 +42,11 @@ class BloomReader:
         """The segment's file."""
         return self.index.path
 
+    @property
+    def nbytes(self) -> int:
+        """Memory held, for the session's index cache (another handle on the same version reuses it)."""
+        return self.index.nbytes
+
     def search_values(self, query: IndexQuery) -> tuple[U64, pa.Array]:
         """Rows of every zone whose filter may hold a queried value, each with a null value."""
         if not isinstance(query, ValueQuery):

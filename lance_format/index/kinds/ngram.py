@@ -50,6 +50,11 @@ class NGramReader:
         """The segment's file."""
         return self.index.path
 
+    @property
+    def nbytes(self) -> int:
+        """Memory held at most (token list and cached posting lists), for the session's index cache."""
+        return self.index.nbytes
+
     def search_values(self, query: IndexQuery) -> tuple[U64, pa.Array]:
         """Candidate rows for ``contains``, each with a null value.
 

@@ -63,6 +63,11 @@ class ZoneReader:
         """The segment's file."""
         return self.index.path
 
+    @property
+    def nbytes(self) -> int:
+        """Memory held, for the session's index cache (another handle on the same version reuses it)."""
+        return self.index.nbytes
+
     def search_values(self, query: IndexQuery) -> tuple[U64, pa.Array]:
         """Rows of every zone that may match ``query``, each with a null value (zones hold no per-row value)."""
         if not isinstance(query, ValueQuery):
