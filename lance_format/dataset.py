@@ -71,7 +71,15 @@ from lance_format.session import Session
 from lance_format.storage import ObjectStore, check_storage_options, open_store, uri_text
 from lance_format.table import delete as _delete
 from lance_format.table import tags as _tags
-from lance_format.table.commit import DEFAULT_MAX_RETRIES, commit_transaction, register_after_commit
+from lance_format.table.auto_cleanup import AutoCleanupConfig
+from lance_format.table.commit import (
+    DEFAULT_MAX_RETRIES,
+    CommitLock,
+    check_commit_lock,
+    commit_transaction,
+    register_after_commit,
+)
+from lance_format.table.detached import commit_detached
 from lance_format.table.manifest import Manifest
 from lance_format.table.models import FragmentMetadata
 from lance_format.table.scan import filter_expression as _filter_expression
@@ -102,7 +110,7 @@ Filter = Union[str, pc.Expression, None]
 
 def dataset(uri: UriLike, version: int | str | None = None, *,
             storage_options: Mapping[str, str] | None = None, session: Session | None = None,
-            asof: dt.datetime | str | None = None) -> LanceDataset:
+            asof: dt.datetime | str | None = None, commit_lock: CommitLock | None = None) -> LanceDataset:
     """Open the Lance dataset at ``uri``.
 
     Args:
@@ -111,6 +119,8 @@ def dataset(uri: UriLike, version: int | str | None = None, *,
         storage_options: Backend options.
         session: Caches to use (see :mod:`lance_format.session`); the process-wide default
             session when ``None``.
+        commit_lock: pylance's ``CommitLock``, held around every commit made through this dataset
+            (and the versions checked out from it).
 
     Raises:
         DatasetNotFoundError: if there is no dataset at ``uri``.
@@ -118,7 +128,9 @@ def dataset(uri: UriLike, version: int | str | None = None, *,
             version before ``asof``: the newest version committed strictly before that time
             opens, compared as pylance compares, at ``versions()`` microseconds).
     """
+    lock = check_commit_lock(commit_lock)
     ds = LanceDataset(uri, version, storage_options=storage_options, session=session)
+    ds._root_store.commit_lock = ds._store.commit_lock = lock
     if asof is not None and version is None:
 
         return ds.checkout_version(version_asof(version_summaries(ds._store), asof, ds.uri))
@@ -872,10 +884,12 @@ class LanceDataset:
         base_uri: UriLike | LanceDataset,
         operation: LanceOperation.BaseOperation | Transaction,
         read_version: int | None = None,
-        *,
+        commit_lock: CommitLock | None = None,
         storage_options: Mapping[str, str] | None = None,
         enable_v2_manifest_paths: bool | None = None,
+        detached: bool | None = False,
         max_retries: int = DEFAULT_MAX_RETRIES,
+        *,
         commit_message: str | None = None,
     ) -> LanceDataset:
         """Commit an operation whose data files were written elsewhere (e.g. on Spark executors).
@@ -885,8 +899,12 @@ class LanceDataset:
             operation: An operation from :class:`LanceOperation`, or a :class:`Transaction`.
             read_version: Version the operation was built on (required except for
                 Overwrite and Restore).
+            commit_lock: pylance's ``CommitLock``: ``commit_lock(version)`` returns a context manager
+                held while that version's manifest is written.
             storage_options: Backend options.
             enable_v2_manifest_paths: V2 manifest names for a new dataset (default True).
+            detached: Commit a detached version: built on ``read_version``, never the latest, reached
+                only by checking out the returned dataset's (random, top-bit-set) version number.
             max_retries: Retries after lost races.
             commit_message: Stored in the transaction properties.
 
@@ -913,8 +931,12 @@ class LanceDataset:
             raise InvalidInputError(f"operation must be a LanceOperation or Transaction, got "
                                     f"{type(operation).__name__}")
         base = base_uri.manifest if isinstance(base_uri, LanceDataset) else None
-        manifest = commit_transaction(store, txn, max_retries=max_retries, base=base,
-                                      enable_v2_manifest_paths=enable_v2_manifest_paths is not False)
+        lock = check_commit_lock(commit_lock)
+        if detached:
+            manifest = commit_detached(store, txn, base=base, commit_lock=lock)
+        else:
+            manifest = commit_transaction(store, txn, max_retries=max_retries, base=base, commit_lock=lock,
+                                          enable_v2_manifest_paths=enable_v2_manifest_paths is not False)
         return LanceDataset._from_manifest(uri, store, manifest, storage_options)
 
     @staticmethod
@@ -922,14 +944,13 @@ class LanceDataset:
                      storage_options: Mapping[str, str] | None = None, enable_v2_manifest_paths: bool | None = None,
                      detached: bool | None = False, max_retries: int = 20) -> dict[str, Any]:
         """Commit ``Append`` transactions (one per worker) as one version: pylance's ``BulkCommitResult``
-        ``{"dataset": ..., "merged": Transaction}``. ``commit_lock`` and ``detached=True`` are not supported."""
+        ``{"dataset": ..., "merged": Transaction}``."""
 
         where = dest.uri if isinstance(dest, LanceDataset) else str(dest)
-        if commit_lock is not None or detached:
-            raise NotSupportedError(f"{where}: commit_batch(): commit_lock and detached commits are not supported")
         merged = merge_transactions(transactions, where)
-        ds = LanceDataset.commit(dest, merged, storage_options=storage_options,
-                                 enable_v2_manifest_paths=enable_v2_manifest_paths, max_retries=max_retries)
+        ds = LanceDataset.commit(dest, merged, commit_lock=commit_lock, storage_options=storage_options,
+                                 enable_v2_manifest_paths=enable_v2_manifest_paths, detached=detached,
+                                 max_retries=max_retries)
         return {"dataset": ds, "merged": merged}
 
 
@@ -980,7 +1001,7 @@ def _delete_rows(ds: LanceDataset, predicate: str | pc.Expression) -> tuple[Mani
     return _delete.delete_rows(ds._ctx, expr, predicate if isinstance(predicate, str) else str(predicate))
 
 
-__all__ = ["ColumnOrdering", "LanceDataset", "LanceOperation", "Tags", "Transaction", "dataset"]
+__all__ = ["AutoCleanupConfig", "ColumnOrdering", "LanceDataset", "LanceOperation", "Tags", "Transaction", "dataset"]
 
 
 def _one_column(ds: LanceDataset, column: str | Sequence[str], what: str) -> str:

@@ -26,6 +26,12 @@ from lance_format.maintenance.compaction import (
     execute_compaction_task,
     plan_compaction,
 )
+from lance_format.table.auto_cleanup import (
+    INTERVAL_KEY,
+    OLDER_THAN_KEY,
+    AutoCleanupConfig,
+    auto_cleanup_config_values,
+)
 
 T = TypeVar("T")
 
@@ -114,6 +120,15 @@ class Optimize:
         if result.manifest is not None:
             self._ds._set_manifest(result.manifest)
         return result
+
+    def enable_auto_cleanup(self, auto_cleanup_config: AutoCleanupConfig, **kwargs: object) -> None:
+        """Clean up old versions automatically from now on (pylance's method; one config commit)."""
+        self._ds.update_config(auto_cleanup_config_values(auto_cleanup_config, f"{self._ds.uri}: "
+                                                          "enable_auto_cleanup()"))
+
+    def disable_auto_cleanup(self, **kwargs: object) -> None:
+        """Stop automatic cleanup (removes the two config keys; one commit)."""
+        self._ds.delete_config_keys([INTERVAL_KEY, OLDER_THAN_KEY])
 
 
 def _or(value: T | None, default: T) -> T:

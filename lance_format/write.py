@@ -19,7 +19,8 @@ from lance_format.evolution.bases import DatasetBasePath, write_into_bases
 from lance_format.evolution.inputs import coerce_write_input
 from lance_format.storage import open_store
 from lance_format.table.apply import DEFAULT_DATA_STORAGE_VERSION
-from lance_format.table.commit import commit_transaction
+from lance_format.table.auto_cleanup import AutoCleanupConfig, auto_cleanup_config_values
+from lance_format.table.commit import CommitLock, check_commit_lock, commit_transaction
 from lance_format.table.discard import discard_fragment_files
 from lance_format.table.transaction import COMMIT_MESSAGE_KEY, LanceOperation, Transaction
 from lance_format.table.writing import (
@@ -58,6 +59,8 @@ def write_dataset(
     target_bases: Sequence[str] | None = None,
     data_cache_bytes: int | None = None,
     progress: Any = None,
+    commit_lock: CommitLock | None = None,
+    auto_cleanup_options: AutoCleanupConfig | None = None,
 ) -> LanceDataset:
     """Write ``data_obj`` as a Lance dataset at ``uri`` and return it at the new version.
 
@@ -89,6 +92,11 @@ def write_dataset(
             (default 8 MiB each); here it only decides when ``max_bytes_per_file`` sees bytes written.
         progress: A ``lance_format.progress.FragmentWriteProgress`` (pylance's protocol): ``begin``
             as each data file starts, ``complete`` as each but the last ends (as pylance calls it).
+        commit_lock: pylance's ``CommitLock``: ``commit_lock(version)`` returns a context manager held
+            while that version's manifest is written.
+        auto_cleanup_options: ``{"interval": n, "older_than_seconds": s}``: a new dataset cleans up
+            versions older than ``s`` seconds after every ``n``-th commit (ignored for an existing
+            dataset, as in pylance).
 
     Raises:
         DatasetAlreadyExistsError: ``mode="create"`` on an existing dataset.
@@ -121,6 +129,9 @@ def write_dataset(
                   max_bytes_per_file=max_bytes_per_file, data_storage_version=data_storage_version,
                   commit_message=commit_message, transaction_properties=transaction_properties)
     mode = _mode(mode)
+    lock = check_commit_lock(commit_lock)
+    cleanup = None if auto_cleanup_options is None else auto_cleanup_config_values(auto_cleanup_options,
+                                                                                     "write_dataset()")
     props = dict(transaction_properties or {})
     if commit_message is not None:
         props[COMMIT_MESSAGE_KEY] = commit_message
@@ -136,13 +147,13 @@ def write_dataset(
     op: LanceOperation.BaseOperation
     if mode == "append" and read_version:
         op = LanceOperation.Append(frags)
-    else:
-        op = LanceOperation.Overwrite(data_schema, frags)
+    else:  # the auto cleanup settings go into a new dataset's config only (as pylance)
+        op = LanceOperation.Overwrite(data_schema, frags, config_upsert_values=cleanup if not read_version else None)
     try:
         txn = Transaction(read_version, op, transaction_properties=props)
         manifest = commit_transaction(store, txn, enable_v2_manifest_paths=enable_v2_manifest_paths,
                                       data_storage_version=version, must_not_exist=(mode == "create"),
-                                      enable_stable_row_ids=enable_stable_row_ids, base=base,
+                                      enable_stable_row_ids=enable_stable_row_ids, base=base, commit_lock=lock,
                                       observed=(read_version, scheme) if base is not None and scheme else None)
     except BaseException:
         # A refused commit leaves the files unreferenced; an interrupt or a storage error may also

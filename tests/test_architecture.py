@@ -46,7 +46,7 @@ PROTOBUF_ALLOWED = (
 #: Layers, lowest first: (name, module prefixes or exact names).
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("base", ("lance_format.errors", "lance_format._pb", "lance_format._pb.", "lance_format.pbwire",
-              "lance_format.io_stats",
+              "lance_format.io_stats", "lance_format.rust_debug",
               "lance_format.session",
               # The Runner protocol (local threads, processes; Spark plugs in) has no lance_format
               # imports, so every layer that fans work out (index builds, compaction) may use it.
@@ -66,7 +66,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("maintenance", ("lance_format.maintenance", "lance_format.maintenance.",
                      "lance_format.evolution", "lance_format.evolution.")),
     ("facade", ("lance_format", "lance_format.dataset", "lance_format.write", "lance_format.debug",
-                "lance_format.fragment", "lance_format.optimize", "lance_format.cleanup")),
+                "lance_format.fragment", "lance_format.optimize", "lance_format.cleanup", "lance_format.progress")),
     ("spark", ("lance_format.spark", "lance_format.spark.")),
 )
 

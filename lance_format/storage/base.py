@@ -11,9 +11,10 @@ from __future__ import annotations
 import abc
 import datetime as dt
 import posixpath
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from lance_format.errors import LanceError, ObjectNotFoundError, PathEscapeError
 from lance_format.session import Session, default_session
@@ -70,6 +71,9 @@ class ObjectStore(abc.ABC):
     atomic_create: bool = True
     #: The external manifest store that arbitrates commits, if one is configured.
     external: ExternalManifestStore | None = None
+    #: pylance's ``commit_lock`` given to ``dataset()``: held around each manifest this store's
+    #: dataset commits (``lance_format.table.commit.commit_lock_held``); child stores share it.
+    commit_lock: Callable[[int], AbstractContextManager[Any]] | None = None
 
     @property
     def store_path(self) -> str:

@@ -191,6 +191,7 @@ class FsspecStore(ObjectStore):
         store = self._from_parts(self._fs, self._protocol, self._path(key), self.uri(key))
         store._session = self._session
         store.external = self.external
+        store.commit_lock = self.commit_lock
         return store
 
     @property

@@ -164,4 +164,5 @@ class LocalStore(ObjectStore):
         store = LocalStore(self._path(key))
         store._session = self._session
         store.external = self.external
+        store.commit_lock = self.commit_lock
         return store

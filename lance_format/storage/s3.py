@@ -373,6 +373,7 @@ class S3Store(ObjectStore):
             return self
         store = S3Store.__new__(S3Store)
         store.external = self.external
+        store.commit_lock = self.commit_lock
         store._bucket = self._bucket
         store._prefix = self._key(key)
         store._opts = self._opts

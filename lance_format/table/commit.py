@@ -13,11 +13,13 @@ import contextlib
 import random
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
+from contextlib import AbstractContextManager
+from typing import Any, cast
 
 from lance_format.errors import (
     CommitConflictError,
     DatasetAlreadyExistsError,
+    InvalidInputError,
     MissingVersionError,
     ObjectAlreadyExistsError,
     VersionNotFoundError,
@@ -131,6 +133,42 @@ def _backoff(attempt: int, unit: float) -> None:
     time.sleep(random.randrange(slots) * unit)
 
 
+#: pylance's ``CommitLock``: called with the version about to be committed, it returns a context
+#: manager held while that version's manifest is written (for stores without an atomic create).
+CommitLock = Callable[[int], AbstractContextManager[Any]]
+
+
+def check_commit_lock(lock: Any) -> CommitLock | None:
+    """``lock`` as a commit lock (``None`` allowed), refused as pylance refuses it.
+
+    Raises:
+        InvalidInputError: it is not callable (a ``TypeError``, as pylance's).
+    """
+    if lock is not None and not callable(lock):
+        raise InvalidInputError(f"commit_lock must be a function, got {type(lock)}")
+    return cast("CommitLock | None", lock)
+
+
+@contextlib.contextmanager
+def commit_lock_held(store: ObjectStore, lock: CommitLock | None, version: int) -> Iterator[None]:
+    """Hold ``lock`` (else the store's ``commit_lock``, set by ``dataset(commit_lock=)``) for ``version``.
+
+    Raises:
+        CommitConflictError: the lock could not be taken (pylance reports it as an ``OSError``).
+    """
+    lock = lock if lock is not None else store.commit_lock
+    if lock is None:
+        yield
+        return
+    with contextlib.ExitStack() as stack:
+        try:
+            stack.enter_context(lock(version))
+        except Exception as exc:
+            raise CommitConflictError(f"{store.uri('')}: the commit lock for version {version} failed: "
+                                      f"{type(exc).__name__}: {exc}") from exc
+        yield
+
+
 def commit_transaction(
     store: ObjectStore,
     txn: Transaction,
@@ -143,6 +181,7 @@ def commit_transaction(
     enable_stable_row_ids: bool = False,
     base: Manifest | None = None,
     observed: tuple[int, NamingScheme] | None = None,
+    commit_lock: CommitLock | None = None,
 ) -> Manifest:
     """Commit ``txn`` as the next version of the dataset in ``store``.
 
@@ -161,6 +200,8 @@ def commit_transaction(
         observed: ``(latest version, naming scheme)`` as the caller just saw them. The first
             attempt trusts it instead of looking again; put-if-absent of the next version
             is the arbiter, so a stale value only costs a retry (which looks properly).
+        commit_lock: Held around each manifest write (see :data:`CommitLock`); the store's
+            ``commit_lock`` when ``None``.
 
     Returns:
         The committed manifest.
@@ -247,7 +288,8 @@ def commit_transaction(
             data, decoded = encode_manifest_decoded(manifest, txn_bytes, session=store.session)
             key = manifest_key(latest + 1, scheme)
             try:
-                put_manifest(store, key, latest + 1, data)  # create-only, or the external store's seed protocol
+                with commit_lock_held(store, commit_lock, latest + 1):
+                    put_manifest(store, key, latest + 1, data)  # create-only, or the external store's seed protocol
             except ObjectAlreadyExistsError:
                 pass
             except BaseException:
@@ -286,5 +328,6 @@ def commit_transaction(
                 store.delete(txn_key)
 
 
-__all__ = ["DEFAULT_DATA_STORAGE_VERSION", "DEFAULT_MAX_RETRIES", "AfterCommit", "DeletionRebaser",
+__all__ = ["DEFAULT_DATA_STORAGE_VERSION", "DEFAULT_MAX_RETRIES", "AfterCommit", "CommitLock", "DeletionRebaser",
+           "check_commit_lock", "commit_lock_held",
            "MissingVersionError", "build_manifest", "check_transaction", "commit_transaction", "newer_transactions", "register_after_commit"]

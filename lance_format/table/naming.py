@@ -25,6 +25,14 @@ BRANCHES_DIR = "_refs/branches"
 HINT_KEY = f"{VERSIONS_DIR}/latest_version_hint.json"
 
 _U64_MAX = (1 << 64) - 1
+#: A detached version (``LanceDataset.commit(..., detached=True)``) has this bit set; its manifest
+#: is ``_versions/d{n}.manifest``, outside the main lineage (``rust/lance/src/dataset/write/commit.rs``).
+DETACHED_VERSION_MASK = 1 << 63
+
+
+def detached_manifest_key(version: int) -> str:
+    """The store key of detached version ``version``'s manifest."""
+    return f"{VERSIONS_DIR}/d{version}.manifest"
 _V2_NAME_LEN = 20 + len(".manifest")
 
 

@@ -22,9 +22,11 @@ from lance_format.table.codec.transaction import decode_transaction, operation_k
 from lance_format.table.external_commit import resolve_latest, resolve_version
 from lance_format.table.manifest import Manifest, check_feature_flags
 from lance_format.table.naming import (
+    DETACHED_VERSION_MASK,
     HINT_KEY,
     VERSIONS_DIR,
     NamingScheme,
+    detached_manifest_key,
     detect_scheme,
     manifest_key,
     parse_manifest_name,
@@ -112,6 +114,8 @@ def manifest_key_of(store: ObjectStore, version: int) -> str:
         VersionNotFoundError: if neither exists.
     """
     check_version_arg(store, version)
+    if version & DETACHED_VERSION_MASK and store.exists(detached_manifest_key(version)):
+        return detached_manifest_key(version)
     for scheme in (NamingScheme.V2, NamingScheme.V1):
         key = manifest_key(version, scheme)
         if store.exists(key):
