@@ -11,79 +11,18 @@ manifest without those sections. Map entries are sorted (Rust's hash maps print 
 from __future__ import annotations
 
 import dataclasses
-import json
-from collections.abc import Iterable, Mapping
 from typing import Any
+
+from lance_format.rust_debug import NONE as _NONE
+from lance_format.rust_debug import S as _S
+from lance_format.rust_debug import T as _T
+from lance_format.rust_debug import U as _U
+from lance_format.rust_debug import some as _some
+from lance_format.rust_debug import text as _text
 
 __all__ = ["format_fragment", "format_manifest", "format_schema", "list_transactions"]
 
 _ENCODINGS = {1: "Plain", 2: "VarBinary", 3: "Dictionary", 4: "RLE"}
-
-
-# -- Rust's pretty Debug layout -----------------------------------------------------------------
-
-
-@dataclasses.dataclass
-class _S:
-    """A struct: ``Name { field: value, ... }``."""
-
-    name: str
-    fields: list[tuple[str, Any]]
-
-
-@dataclasses.dataclass
-class _T:
-    """A tuple struct or enum variant with data: ``Name(value, ...)``."""
-
-    name: str
-    items: list[Any]
-
-
-@dataclasses.dataclass
-class _U:
-    """A unit variant or a value printed as is: ``None``, ``Plain``, ``V2_2``."""
-
-    text: str
-
-
-_NONE = _U("None")
-
-
-def _some(value: Any) -> Any:
-    return _NONE if value is None else _T("Some", [value])
-
-
-def _text(value: Any, indent: int) -> str:
-    pad, inner = " " * indent, " " * (indent + 4)
-    if isinstance(value, _U):
-        return value.text
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, (str, bytes)):
-        text = value.decode("utf-8", "replace") if isinstance(value, bytes) else value
-        return json.dumps(text, ensure_ascii=False)
-    if isinstance(value, _S):
-        if not value.fields:
-            return value.name
-        body = "".join(f"{inner}{k}: {_text(v, indent + 4)},\n" for k, v in value.fields)
-        return f"{value.name} {{\n{body}{pad}}}"
-    if isinstance(value, _T):
-        body = "".join(f"{inner}{_text(v, indent + 4)},\n" for v in value.items)
-        return f"{value.name}(\n{body}{pad})"
-    if isinstance(value, Mapping):
-        if not value:
-            return "{}"
-        body = "".join(f"{inner}{_text(k, indent + 4)}: {_text(v, indent + 4)},\n" for k, v in sorted(value.items()))
-        return f"{{\n{body}{pad}}}"
-    if isinstance(value, Iterable):
-        items = list(value)
-        if not items:
-            return "[]"
-        body = "".join(f"{inner}{_text(v, indent + 4)},\n" for v in items)
-        return f"[\n{body}{pad}]"
-    return repr(value)
 
 
 # -- our models as pylance's Rust structures --------------------------------------------------

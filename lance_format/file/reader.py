@@ -26,6 +26,7 @@ from lance_format.file.container import (
     read_file_metadata,
 )
 from lance_format.file.legacy.reader import LegacyFileDecoder
+from lance_format.file.metadata import LanceFileMetadata, LanceFileStatistics, file_statistics
 from lance_format.file.utf8 import check_utf8, string_columns
 from lance_format.file.v2_0 import FileDecoder20
 from lance_format.file.v2_0.buffers import gather_ranges
@@ -239,9 +240,14 @@ class LanceFileReader:
         """URI of the file."""
         return self._meta.path
 
-    def metadata(self) -> FileMetadata:
-        """Container metadata: versions, columns, pages, global buffers."""
-        return self._meta
+    def metadata(self) -> LanceFileMetadata:
+        """The file's metadata as pylance's ``LanceFileMetadata`` (schema, rows, byte counts, columns,
+        pages, global buffers); the parsed tail's own attributes read through it too."""
+        return LanceFileMetadata(self._meta, self.lance_schema.to_arrow())
+
+    def file_statistics(self) -> LanceFileStatistics:
+        """Pages and stored bytes of every column (pylance's ``file_statistics()``)."""
+        return file_statistics(self._meta)
 
     def read_global_buffer(self, index: int) -> bytes:
         """Return global buffer ``index`` (0 is the FileDescriptor)."""

@@ -55,7 +55,7 @@ def test_we_write_compressed_strings(tmp_path: Path, scheme: str) -> None:
         w.write_batch(t)
     meta = LanceFileReader(str(path)).metadata()
     enc = pb.ArrayEncoding()
-    enc.ParseFromString(meta.columns[0].pages[0].encoding)
+    enc.ParseFromString(meta.columns[0].pages[0].encoding_bytes)
     assert enc.binary.bytes.flat.compression.scheme == scheme
     assert len(meta.columns[0].pages) > 1
     assert _check_same(path).equals(t)

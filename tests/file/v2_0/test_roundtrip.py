@@ -193,7 +193,7 @@ def _page_kinds(path: Path) -> list[str]:
     kinds = []
     for col in LanceFileReader(str(path)).metadata().columns:
         enc = encodings_v2_0_pb2.ArrayEncoding()
-        enc.ParseFromString(col.pages[0].encoding)
+        enc.ParseFromString(col.pages[0].encoding_bytes)
         kinds.append(enc.WhichOneof("array_encoding"))
     return kinds
 
