@@ -16,6 +16,8 @@ The plan pylance 14.0.2 runs (its ``explain_plan``: ``MatchQuery`` over the inde
 from __future__ import annotations
 
 import dataclasses
+import threading
+import weakref
 from collections.abc import Iterator
 from typing import Any
 
@@ -319,7 +321,7 @@ class FullTextSearch:
             sel = np.flatnonzero(frag_of == fid)
             offs = (addrs[sel] & np.uint64(0xFFFFFFFF)).astype(np.uint64)
             order = np.argsort(offs, kind="stable")
-            batch = FragmentScan(self._ctx, frags[fid], cols).take(offs[order])
+            batch = _fragment_scan(self._ctx, frags[fid], cols).take(offs[order])
             pieces.append(pa.Table.from_batches([batch]))
             positions.append(sel[order])
         table = pa.concat_tables(pieces)
@@ -362,6 +364,31 @@ class FullTextSearch:
         if self._opts.filter is not None:
             lines.append(f"  {'Prefilter' if self._prefilter else 'Postfilter'}: {self._opts.filter}")
         return "\n".join(lines)
+
+
+#: Per dataset version (dropped with it): the fragment readers result rows were last taken through.
+_SCANS: weakref.WeakKeyDictionary[ReadContext, dict[tuple[int, tuple[str, ...]], FragmentScan]] = \
+    weakref.WeakKeyDictionary()
+_SCANS_LOCK = threading.Lock()
+#: Fragment readers kept per dataset version (each holds its files' page plans).
+_SCANS_KEPT = 64
+
+
+def _fragment_scan(ctx: ReadContext, frag: Any, cols: list[str]) -> FragmentScan:
+    """A reader of ``cols`` of ``frag``, kept for the next query of the same dataset version.
+
+    Taking the few result rows is most of a warm query: a kept reader has its files open and its
+    pages' chunk plans read, so the next take reads only the rows' chunks.
+    """
+    key = (int(frag.id), tuple(cols))
+    with _SCANS_LOCK:
+        held = _SCANS.setdefault(ctx, {})
+        scan = held.get(key)
+        if scan is None:
+            if len(held) >= _SCANS_KEPT:
+                held.pop(next(iter(held)))
+            scan = held[key] = FragmentScan(ctx, frag, cols)
+    return scan
 
 
 def _exact_phrase(corpus: Corpus, tokens: list[str], offs: list[int], candidates: U64) -> U64:
