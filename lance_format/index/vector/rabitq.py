@@ -227,16 +227,20 @@ def _ex_values(rot: F32, ex_bits: int) -> U8:
         with np.errstate(divide="ignore"):
             th = (steps[None, None, :] / a[:, :, None]).astype(np.float32)  # [m, dim, top]
         live = (steps[None, None, :] > cur[:, :, None]) & (th < t_end[:, None, None]) & (a[:, :, None] > 0)
-        th = np.where(live, th, np.float32(np.inf)).reshape(idx.size, -1)
+        m = idx.size
+        live = live.reshape(m, -1)
         # sort (threshold, event) pairs as one uint64 key: positive float32 bits order like the
-        # values, and np.sort of integers is far faster than an argsort of floats
-        keys = (th.view(np.uint32).astype(np.uint64) << np.uint64(32)) | np.arange(dim * top, dtype=np.uint64)
+        # values (+inf marks no event), and np.sort of integers is far faster than an argsort of
+        # floats; only the live events (a few per dimension) are kept after the sort
+        bits = np.where(live, th.reshape(m, -1), np.float32(np.inf)).view(np.uint32)
+        keys = (bits.astype(np.uint64) << np.uint64(32)) | np.arange(dim * top, dtype=np.uint64)
         keys.sort(axis=1)
+        keys = keys[:, :max(1, int(np.count_nonzero(live, axis=1).max()))]
         order = (keys & np.uint64(0xFFFFFFFF)).astype(np.int64)
         ths = (keys >> np.uint64(32)).astype(np.uint32).view(np.float32)
         valid = np.isfinite(ths)
         step_of = (order % top + 1).astype(np.float32)
-        a_of = np.take_along_axis(a, order // top, axis=1)
+        a_of = np.take_along_axis(a, np.minimum(order // top, dim - 1), axis=1)
         d_den = np.where(valid, 2 * step_of, np.float32(0))
         d_num = np.where(valid, a_of, np.float32(0))
         den = den0[:, None] + np.cumsum(d_den, axis=1, dtype=np.float32)
