@@ -16,6 +16,7 @@ damaged index can only be caught where the damage breaks such a rule.
 
 from __future__ import annotations
 
+import dataclasses
 import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -32,9 +33,11 @@ from lance_format.index.btree import same_values
 from lance_format.index.fastplan import FastAnd, FastExpr, FastLeaf, Unknown, plan_simple
 from lance_format.index.kind import ColumnIndex, IndexedColumns, ValueReader
 from lance_format.index.models import FRAG_REUSE_INDEX
+from lance_format.index.predicates import Range
 from lance_format.index.registry import stores_addresses
 from lance_format.index.rowset import RowDomain, fragment_of, offset_of
 from lance_format.index.store import IndexDir
+from lance_format.index.zonemap import intersect_ranges
 from lance_format.session import CacheKind
 from lance_format.table.index_metadata import IndexMetadata
 from lance_format.table.read import ROW_ADDR, ROW_ID, FragmentScan
@@ -246,6 +249,24 @@ class _Evaluator:
             return frozenset(covered) & self.live, parts[0]
         return frozenset(covered) & self.live, np.unique(np.concatenate(parts)) if parts else np.empty(0, np.uint64)
 
+    def _merged_ranges(self, children: Any) -> list[Any]:
+        """Ranges ANDed on one column of an inexact kind (ZONEMAP) as one leaf: one zone pass, no intersection."""
+        out: list[Any] = []
+        at: dict[tuple[str, str], int] = {}
+        for c in children:
+            key = (getattr(c, "column", ""), getattr(c, "index_name", ""))
+            if not (isinstance(getattr(c, "query", None), Range) and not self._exact(c)):
+                out.append(c)
+            elif key in at:
+                out[at[key]] = dataclasses.replace(out[at[key]], query=intersect_ranges(out[at[key]].query, c.query))
+            else:
+                at[key] = len(out)
+                out.append(c)
+        return out
+
+    def _exact(self, leaf: Any) -> bool:
+        return bool(next(c for c in self.indexed[leaf.column] if c.name == leaf.index_name).kind.exact)
+
     def eval(self, expr: IndexExpr | FastExpr) -> tuple[frozenset[int], U64]:
         if isinstance(expr, FastLeaf):
             return self.leaf(expr)
@@ -257,7 +278,8 @@ class _Evaluator:
             if isinstance(expr, Leaf):
                 return self.leaf(expr)
             conjunction = isinstance(expr, AndExpr)
-        results = [self.eval(c) for c in expr.children]
+        children = self._merged_ranges(expr.children) if conjunction else expr.children
+        results = [self.eval(c) for c in children]
         covered = frozenset.intersection(*(r[0] for r in results))
         keep = [r[1][np.isin(fragment_of(r[1]), np.fromiter(covered, np.uint64, len(covered)))] for r in results]
         if conjunction:

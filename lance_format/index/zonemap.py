@@ -314,6 +314,27 @@ def check_zones(fragment_id: U64, zone_start: U64, zone_length: U64, domain: Row
             raise CorruptFileError(f"{where}: a zone of fragment {frag} ends at row {end}, past its {rows} rows")
 
 
+def intersect_ranges(a: Range, b: Range) -> Range:
+    """One range whose candidate zones hold every zone both ``a`` and ``b`` pick (``a AND b`` on one column).
+
+    Each side takes the tighter bound when the two compare (equal bounds: inclusive only if
+    both are); otherwise (NaN) it keeps ``a``'s, which only widens the candidates. A conjunction of
+    two ranges on a ZONEMAP column is then one pass over the zones and no row-set intersection.
+    """
+    lo, lo_inc, hi, hi_inc = a.lo, a.lo_inclusive, a.hi, a.hi_inclusive
+    if b.lo is not None:
+        if lo is None or b.lo.as_py() > lo.as_py():
+            lo, lo_inc = b.lo, b.lo_inclusive
+        elif b.lo.as_py() == lo.as_py():
+            lo_inc = lo_inc and b.lo_inclusive
+    if b.hi is not None:
+        if hi is None or b.hi.as_py() < hi.as_py():
+            hi, hi_inc = b.hi, b.hi_inclusive
+        elif b.hi.as_py() == hi.as_py():
+            hi_inc = hi_inc and b.hi_inclusive
+    return Range(lo, lo_inc, hi, hi_inc)
+
+
 def remap_zones(table: pa.Table, translate: Callable[[U64], tuple[U64, npt.NDArray[np.bool_]]]) -> pa.Table:
     """A zone table (ZONEMAP or BLOOMFILTER rows) with its zones moved by a compaction.
 
