@@ -16,6 +16,7 @@ import lance_format.file.v2_1.decoder  # noqa: F401
 from lance_format.dataset import LanceDataset, LanceOperation, Tags, Transaction, dataset
 from lance_format.evolution.bases import DatasetBasePath
 from lance_format.evolution.scan_options import ColumnOrdering
+from lance_format.evolution.udf import BatchUDF, BatchUDFCheckpoint, batch_udf
 from lance_format.fragment import DataFile, DeletionFile, FragmentMetadata, LanceFragment, write_fragments
 from lance_format.io_stats import IOStats
 from lance_format.scanner import LanceScanner, ScanStatistics
@@ -28,6 +29,8 @@ from lance_format.write import write_dataset
 __version__ = "0.1.0"
 
 __all__ = [
+    "BatchUDF",
+    "BatchUDFCheckpoint",
     "DataFile",
     "DeletionFile",
     "FragmentMetadata",
@@ -47,6 +50,7 @@ __all__ = [
     "Tags",
     "Transaction",
     "__version__",
+    "batch_udf",
     "dataset",
     "json_to_schema",
     "schema_to_json",

@@ -19,6 +19,7 @@ from lance_format.evolution.arguments import integer
 from lance_format.evolution.fragment_ops import update_fragment_columns
 from lance_format.evolution.reading import merge_fragment
 from lance_format.evolution.take_columns import fragment_positions
+from lance_format.evolution.udf import BatchUDF  # noqa: F401 - pylance's lance.fragment.BatchUDF
 from lance_format.scanner import LanceScanner
 from lance_format.storage import open_store
 from lance_format.table import delete as _delete

@@ -65,7 +65,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("scan", ("lance_format.scanner", "lance_format.scan_stats", "lance_format.projection", "lance_format.search", "lance_format.search.")),
     ("maintenance", ("lance_format.maintenance", "lance_format.maintenance.",
                      "lance_format.evolution", "lance_format.evolution.")),
-    ("facade", ("lance_format", "lance_format.dataset", "lance_format.write", "lance_format.debug",
+    ("facade", ("lance_format", "lance_format.dataset", "lance_format.write", "lance_format.debug", "lance_format.udf",
                 "lance_format.fragment", "lance_format.optimize", "lance_format.cleanup", "lance_format.progress")),
     ("spark", ("lance_format.spark", "lance_format.spark.")),
 )

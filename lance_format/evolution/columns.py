@@ -34,6 +34,7 @@ from lance_format.errors import (
 )
 from lance_format.evolution.arguments import U32_MAX, optional_integer, string, string_list, string_map
 from lance_format.evolution.sqlexpr import compile_expressions, evaluate, value_expression
+from lance_format.evolution.udf import checkpoint_of, checkpointed_batches, save_files, saved_files
 from lance_format.scanner import FragmentScan, referenced_columns
 from lance_format.schema import LanceField, LanceSchema
 from lance_format.table.commit import commit_transaction
@@ -256,8 +257,8 @@ def _add_computed(ds: LanceDataset, fn: Callable[[pa.RecordBatch], pa.RecordBatc
 
     def results(frag: FragmentMetadata) -> Iterator[pa.RecordBatch]:
         nonlocal out_schema
-        for batch in _physical_batches(ds, frag, cols, step):
-            res = fn(batch)
+        # a batch_udf with a checkpoint reuses the results saved by an earlier attempt (evolution/udf.py)
+        for batch, res in checkpointed_batches(fn, frag.id, _physical_batches(ds, frag, cols, step)):
             if isinstance(res, pa.Table):
                 res = res.combine_chunks().to_batches()[0] if res.num_rows else \
                     pa.RecordBatch.from_pylist([], schema=res.schema)
@@ -269,17 +270,29 @@ def _add_computed(ds: LanceDataset, fn: Callable[[pa.RecordBatch], pa.RecordBatc
             yield res if res.schema.equals(out_schema) else res.select(out_schema.names).cast(out_schema)
 
     def one(frag: FragmentMetadata) -> FragmentMetadata:
-        nonlocal lance_new
-        stream = results(frag)
-        first = next(stream, None)
-        assert first is not None and out_schema is not None  # fragments hold at least one row
-        if lance_new is None:
+        nonlocal lance_new, out_schema
+        done = saved_files(fn, frag.id)
+        if done is not None and lance_new is None and getattr(fn, "output_schema", None) is not None:
+            out_schema = fn.output_schema  # type: ignore[attr-defined]
             _check_new_names(ds, out_schema.names)
             lance_new = LanceSchema.from_arrow(out_schema, start_id=next_field_id(ds))
-        written = write_fragment_files(ds._store, lance_new.to_arrow(), _chain(first, stream), lance_new,
-                                       max_rows_per_file=2**62, data_storage_version=ds.data_storage_version)
-        keys.extend(data_file_key(df.path) for w in written for df in w.files)
-        new_frag = dataclasses.replace(frag, files=frag.files + tuple(df for w in written for df in w.files))
+        if done is not None and lance_new is not None:  # written by an earlier attempt: kept as is
+            new_files = done
+        else:
+            stream = results(frag)
+            first = next(stream, None)
+            assert first is not None and out_schema is not None  # fragments hold at least one row
+            if lance_new is None:
+                _check_new_names(ds, out_schema.names)
+                lance_new = LanceSchema.from_arrow(out_schema, start_id=next_field_id(ds))
+            written = write_fragment_files(ds._store, lance_new.to_arrow(), _chain(first, stream), lance_new,
+                                           max_rows_per_file=2**62, data_storage_version=ds.data_storage_version)
+            new_files = tuple(df for w in written for df in w.files)
+            if checkpoint_of(fn) is None:
+                keys.extend(data_file_key(df.path) for df in new_files)
+            else:  # the checkpoint owns the files now: a failure later keeps them for the next attempt
+                save_files(fn, frag, new_files)
+        new_frag = dataclasses.replace(frag, files=frag.files + new_files)
         if stable:  # every row of the fragment now has new values (as pylance records it)
             new_frag = dataclasses.replace(new_frag, last_updated_at_version_meta=encode_uniform_versions(
                 frag.physical_rows, ds.version + 1))
@@ -309,6 +322,9 @@ def _add_computed(ds: LanceDataset, fn: Callable[[pa.RecordBatch], pa.RecordBatc
         raise
     schema = LanceSchema(ds.lance_schema.fields + lance_new.fields, ds.lance_schema.metadata)
     _commit(ds, LanceOperation.Merge(frags, schema, preserves_nullability=True), keys, properties)
+    checkpoint = checkpoint_of(fn)
+    if checkpoint is not None:  # committed: nothing left to resume
+        checkpoint.cleanup()
 
 
 def _nullable(schema: pa.Schema) -> pa.Schema:
