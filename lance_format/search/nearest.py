@@ -21,6 +21,7 @@ Columns are the projection, then ``_distance`` (float32), then ``_rowid`` / ``_r
 
 from __future__ import annotations
 
+import math
 import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -104,6 +105,15 @@ def _int(d: Mapping[str, Any], key: str, minimum: int) -> int | None:
     return int(v)
 
 
+def _effort(v: Any) -> float | None:
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) \
+            or not math.isfinite(float(v)) or not 0.0 <= float(v) <= 1.0:
+        raise InvalidInputError(f"nearest['search_effort'] must be finite and in [0, 1], got {v!r}")
+    return float(v)
+
+
 def parse_nearest(nearest: Mapping[str, Any], schema: pa.Schema) -> NearestQuery:
     """Check ``nearest=`` as pylance's ``_build_vector_search_query`` does.
 
@@ -140,17 +150,22 @@ def parse_nearest(nearest: Mapping[str, Any], schema: pa.Schema) -> NearestQuery
     if qa.size != dim:
         raise InvalidInputError(f"query vector size {qa.size} does not match index column size {dim} ({column!r})")
     k = _int(nearest, "k", 1)
-    nprobes = _int(nearest, "nprobes", 1)
+    effort = _effort(nearest.get("search_effort"))
+    nprobes = _int(nearest, "nprobes", 1 if effort is None else 0)  # ignored when search_effort is given
     lo_p, hi_p = _int(nearest, "minimum_nprobes", 0), _int(nearest, "maximum_nprobes", 0)
     if lo_p is not None and hi_p is not None and lo_p > hi_p:
         raise InvalidInputError("minimum_nprobes must be <= maximum_nprobes")
-    probe = Probe(nprobes, nprobes, exact=True) if nprobes is not None else Probe(lo_p or 1, hi_p)
+    # As pylance: nprobes fixes the count unless search_effort is given, which ignores nprobes;
+    # otherwise the first round is pylance's Auto count (lance_format.index.vector.probes).
+    k = 10 if k is None else k
+    probe = Probe(nprobes, nprobes, exact=True, k=k) if nprobes is not None and effort is None \
+        else Probe(lo_p or 1, hi_p, effort=effort, k=k)
     metric = nearest.get("metric")
     rng = nearest.get("distance_range")
     if rng is not None and len(rng) != 2:
         raise InvalidInputError("distance_range must be a tuple of (lower_bound, upper_bound)")
     lo, hi = (None, None) if rng is None else rng
-    return NearestQuery(column, qa, 10 if k is None else k, None if metric is None else metric_name(metric), probe,
+    return NearestQuery(column, qa, k, None if metric is None else metric_name(metric), probe,
                         _int(nearest, "refine_factor", 1), bool(nearest.get("use_index", True)), _int(nearest, "ef", 1),
                         (None if lo is None else float(lo), None if hi is None else float(hi)))
 

@@ -2,5 +2,6 @@
 
 * :mod:`.layout`: ``index.idx`` / ``auxiliary.idx`` to and from :class:`~.layout.IvfSegment`;
 * :mod:`.distance`: the metrics in pylance's ``_distance`` units;
-* :mod:`.search`: probing partitions and scoring their storage.
+* :mod:`.search`: probing partitions and scoring their storage;
+* :mod:`.probes`: how many partitions a query without ``nprobes`` probes (pylance's Auto).
 """

@@ -30,6 +30,7 @@ from lance_format.errors import NotSupportedError
 from lance_format.index.vector import rabitq
 from lance_format.index.vector.distance import F32, Metric, centroid_distances, distances, normalize
 from lance_format.index.vector.layout import FlatStorage, IvfSegment, PQStorage, RQStorage, SQStorage
+from lance_format.index.vector.probes import initial_probes
 
 U64 = npt.NDArray[np.uint64]
 BoolMask = npt.NDArray[np.bool_]
@@ -37,8 +38,6 @@ BoolMask = npt.NDArray[np.bool_]
 Allowed = Callable[[npt.NDArray[np.int64]], BoolMask]
 #: ``score(partitions, rows)``: distances of the rows of the probed partitions (one array per partition).
 Scorer = Callable[[npt.NDArray[np.int64], list[npt.NDArray[np.int64]]], F32]
-#: pylance's default ``search_effort``: the first round probes ``min * (P / min) ** 0.5`` partitions.
-SEARCH_EFFORT = 0.5
 
 
 @dataclass(frozen=True)
@@ -48,23 +47,33 @@ class Probe:
 
     minimum: int = 1
     maximum: int | None = None
-    #: Probe exactly ``minimum`` first (``nprobes=`` given), else start from the search effort.
+    #: Probe exactly ``minimum`` first (``nprobes=`` given), else start from pylance's Auto count.
     exact: bool = False
+    #: ``search_effort`` (``None``: Auto), see :func:`lance_format.index.vector.probes.initial_probes`.
+    effort: float | None = None
+    #: The query's k before any refine factor: pylance picks the Auto rule and stops widening by
+    #: it (``None``: the k asked of the segment).
+    k: int | None = None
 
 
-def first_round(probe: Probe, num_partitions: int) -> int:
+def first_round(probe: Probe, metric: Metric, k: int, sorted_dists: F32) -> int:
     """Partitions probed before checking whether enough candidates were found."""
-    top = num_partitions if probe.maximum is None else min(probe.maximum, num_partitions)
-    low = max(1, min(probe.minimum, top))
-    if probe.exact or top <= low:
-        return low
-    return min(top, max(low, int(round(low * (top / low) ** SEARCH_EFFORT))))
+    parts = int(sorted_dists.size)
+    if probe.exact:
+        top = parts if probe.maximum is None else min(probe.maximum, parts)
+        return max(1, min(probe.minimum, top))
+    return initial_probes(metric, k, sorted_dists, probe.minimum, probe.maximum, probe.effort)
 
 
 def rank_partitions(seg: IvfSegment, q: npt.NDArray[np.generic]) -> npt.NDArray[np.int64]:
     """Partitions in probe order (nearest centroid first, ties by partition id)."""
-    d = centroid_distances(seg.metric, seg.centroids, q)
-    return np.lexsort((np.arange(d.size), np.nan_to_num(d, nan=np.inf))).astype(np.int64)
+    return _ranked(seg, q)[0]
+
+
+def _ranked(seg: IvfSegment, q: npt.NDArray[np.generic]) -> tuple[npt.NDArray[np.int64], F32]:
+    d = np.nan_to_num(centroid_distances(seg.metric, seg.centroids, q), nan=np.inf)
+    order = np.lexsort((np.arange(d.size), d)).astype(np.int64)
+    return order, d[order]
 
 
 def _score_pq(seg: IvfSegment, st: PQStorage, q: npt.NDArray[np.floating], parts: npt.NDArray[np.int64],
@@ -177,11 +186,12 @@ def search_segment(seg: IvfSegment, q: npt.NDArray[np.generic], k: int, probe: P
         score: Scores the rows of probed partitions instead of the segment's storage (the caller
             may read exact vectors, e.g. for IVF_RQ, whose codes we cannot score).
     """
-    order = rank_partitions(seg, q)
+    order, ranked = _ranked(seg, q)
     offsets = seg.offsets.astype(np.int64)
     lengths = seg.lengths.astype(np.int64)
     top = order.size if probe.maximum is None else min(probe.maximum, order.size)
-    n = first_round(probe, order.size)
+    enough = k if probe.k is None else min(k, probe.k)
+    n = first_round(probe, seg.metric, enough, ranked)
     done = 0
     best_rows = np.empty(0, np.int64)
     best_dist = np.empty(0, np.float32)
@@ -202,6 +212,25 @@ def search_segment(seg: IvfSegment, q: npt.NDArray[np.generic], k: int, probe: P
             pick = top_k(best_dist, seg.row_ids[best_rows], k)
             best_rows, best_dist = best_rows[pick], best_dist[pick]
         done = n
-        if best_rows.size >= k or done >= top:
+        if best_rows.size >= enough or done >= top:
             return best_rows, best_dist
-        n = min(top, done + max(1, done))  # widen geometrically while short of k
+        n = _widen(order, offsets, lengths, done, top, enough - best_rows.size, k, allowed)
+
+
+def _widen(order: npt.NDArray[np.int64], offsets: npt.NDArray[np.int64], lengths: npt.NDArray[np.int64],
+           done: int, top: int, short: int, k: int, allowed: Allowed | None) -> int:
+    """Where the next round stops: pylance probes further partitions one at a time, in rank order,
+    until k candidates were found; the partitions that takes are counted here at once (each
+    partition yields at most k rows: those ``allowed``)."""
+    rest = order[done:top]
+    counts = lengths[rest]
+    if allowed is not None:
+        rows = [np.arange(offsets[p], offsets[p] + lengths[p], dtype=np.int64) for p in rest.tolist()]
+        ok = allowed(np.concatenate(rows) if rows else np.empty(0, np.int64))
+        running = np.concatenate([[0], np.cumsum(ok, dtype=np.int64)])
+        ends = np.cumsum(counts)
+        counts = running[ends] - running[ends - counts]
+    found = np.cumsum(np.minimum(counts, k))
+    # A distance range can still leave the round short; the caller then widens again.
+    need = int(np.searchsorted(found, short, side="left")) + 1
+    return min(top, done + need)
