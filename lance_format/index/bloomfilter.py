@@ -171,6 +171,10 @@ def hashes(values: pa.Array) -> U64:
     return xxh64(data, starts, np.full(len(raw), width, np.int64))
 
 
+#: ``ln(k!)`` for k = 749 down to 0, the Poisson terms ``_fpp`` sums (computed once).
+_LOG_FACTORIALS = np.array([math.lgamma(k + 1) for k in range(749, -1, -1)])
+
+
 def _fpp(ndv: int, log2_bytes: int) -> float:
     """Estimated false-positive rate of a filter of ``2**log2_bytes`` bytes holding ``ndv`` values."""
     nbytes = float(1 << log2_bytes)
@@ -181,7 +185,7 @@ def _fpp(ndv: int, log2_bytes: int) -> float:
     lam = 8 * 32.0 / ((nbytes * 8) / ndv)
     loglam = math.log(lam)
     i = np.arange(749, -1, -1, dtype=np.float64)  # summed from the largest term down, as upstream
-    logp = i * loglam - lam - np.array([math.lgamma(k + 1) for k in range(749, -1, -1)])
+    logp = i * loglam - lam - _LOG_FACTORIALS
     with np.errstate(divide="ignore"):
         logf = 8.0 * np.log(1.0 - (1.0 - 1.0 / 32.0) ** i)
     total = 0.0
