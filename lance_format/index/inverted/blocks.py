@@ -106,7 +106,9 @@ class PostingBlocks:
             ids, freqs, owner = self._all
             if sel.size == self.num_blocks:
                 return ids, freqs, owner
-            keep = np.flatnonzero(np.isin(owner, sel))
+            # Block b holds documents [128 b, 128 b + 128) of the list (the tail fewer).
+            keep = (sel[:, None] * BLOCK + np.arange(BLOCK)).reshape(-1)
+            keep = keep[keep < ids.size]
             return ids[keep], freqs[keep], owner[keep]
         return self._decode(sel)
 

@@ -27,6 +27,7 @@ import pyarrow as pa
 from pyroaring import BitMap
 
 from lance_format.errors import CorruptFileError, NotSupportedError
+from lance_format.file.reader import LanceFileReader
 from lance_format.index.inverted import fst
 from lance_format.index.inverted.blocks import PostingBlocks
 from lance_format.index.inverted.postings import U32, decode_positions
@@ -85,6 +86,7 @@ class Partition:
     token_bytes: bytes
     _row_ids: U64 | None = None
     _num_tokens: U32 | None = None
+    _docs_reader: LanceFileReader | None = None
     _tokens: dict[str, int] | None = None
     _postings: pa.ListArray | None = None
     _positions: pa.Table | None = None
@@ -99,35 +101,27 @@ class Partition:
         """Documents (rows with at least one token) in the partition."""
         return self.doc_count
 
-    def _load_docs(self) -> None:
-        if self._row_ids is None or self._num_tokens is None:
-            reader = self.src.reader(docs_file(self.id))
-            docs = reader.read_all(batch_size=max(1, reader.num_rows)).to_table().combine_chunks()
-            if docs.num_rows != self.doc_count:
-                raise CorruptFileError(f"{self.where}: document file holds {docs.num_rows} rows, "
-                                       f"its footer said {self.doc_count}")
-            num_tokens = docs.column("_num_tokens").chunk(0).to_numpy().astype(np.uint32)
-            row_ids = docs.column("_rowid").chunk(0).to_numpy().astype(np.uint64)
-            with _LOCK:
-                if self._num_tokens is None:
-                    self._num_tokens = num_tokens
-                if self._row_ids is None:
-                    self._row_ids = row_ids
+    def _load_docs(self, column: str) -> npt.NDArray[Any]:
+        """One column of the document file, decoded whole (each is loaded on first need only)."""
+        reader = self.src.reader(docs_file(self.id), columns=[column])
+        docs = reader.read_all(batch_size=max(1, reader.num_rows)).to_table()
+        if docs.num_rows != self.doc_count:
+            raise CorruptFileError(f"{self.where}: document file holds {docs.num_rows} rows, "
+                                   f"its footer said {self.doc_count}")
+        return np.asarray(docs.column(0).combine_chunks().to_numpy())
 
     @property
     def row_ids(self) -> U64:
         """``_rowid`` of every document (decoded on first use)."""
         if self._row_ids is None:
-            self._load_docs()
-        assert self._row_ids is not None
+            self._row_ids = self._load_docs("_rowid").astype(np.uint64)
         return self._row_ids
 
     @property
     def num_tokens(self) -> U32:
         """Token count of every document (decoded on first use)."""
         if self._num_tokens is None:
-            self._load_docs()
-        assert self._num_tokens is not None
+            self._num_tokens = self._load_docs("_num_tokens").astype(np.uint32)
         return self._num_tokens
 
     def rows_of(self, doc_ids: npt.NDArray[np.integer]) -> U64:
@@ -137,7 +131,10 @@ class Partition:
         if doc_ids.size == 0:
             return np.zeros(0, np.uint64)
         order = np.argsort(doc_ids, kind="stable")
-        got = self.src.reader(docs_file(self.id), columns=["_rowid"]).take_rows(doc_ids[order].tolist()).to_table()
+        reader = self._docs_reader
+        if reader is None:  # kept: its page plans make the next query's take a read of a few chunks
+            reader = self._docs_reader = self.src.reader(docs_file(self.id), columns=["_rowid"])
+        got = reader.take_rows(doc_ids[order].tolist()).to_table()
         out = np.empty(doc_ids.size, np.uint64)
         out[order] = got.column(0).combine_chunks().to_numpy().astype(np.uint64)
         return out
