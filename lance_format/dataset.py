@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_format import io_stats as _io_stats
+from lance_format.dataset_types import Branch, Tag, Version, VersionRef  # noqa: F401 - pylance's names
 from lance_format.errors import (
     DatasetNotFoundError,
     InvalidInputError,
@@ -41,9 +42,10 @@ from lance_format.evolution.merge_insert import MergeInsertBuilder
 from lance_format.evolution.reading import merge_dataset, sample, take_projected, take_row_ids, version_asof
 from lance_format.evolution.scan_options import ColumnOrdering, check_unsupported, normalize_order_by
 from lance_format.evolution.take_columns import names_row_columns, take_with_row_columns
+from lance_format.evolution.udf import BatchUDF, BatchUDFCheckpoint, batch_udf  # noqa: F401 - pylance's names
 from lance_format.evolution.update import update
 from lance_format.fragment import LanceFragment
-from lance_format.index.api import DatasetStats, describe_indices, list_indices
+from lance_format.index.api import describe_indices, list_indices
 from lance_format.index.build import (
     IndexChange,
     build_change,
@@ -52,6 +54,7 @@ from lance_format.index.build import (
     drop_index,
     plan_index_build,
 )
+from lance_format.io_stats import IOStats  # noqa: F401 - pylance's lance.dataset.IOStats
 from lance_format.maintenance.cleanup import auto_cleanup, cleanup_old_versions
 from lance_format.optimize import Optimize
 from lance_format.projection import ProjectedScanner, plan
@@ -60,6 +63,7 @@ from lance_format.scanner import (
     LanceScanner,
     ReadContext,
     ScanOptions,
+    ScanStatistics,  # noqa: F401 - pylance's lance.dataset.ScanStatistics
     configure_scan,
     referenced_columns,
     take_rows,
@@ -68,6 +72,8 @@ from lance_format.schema import LanceSchema
 from lance_format.search.fulltext import FullTextSearch
 from lance_format.search.nearest import nearest_scanner, without_distance
 from lance_format.session import Session
+from lance_format.stats import DatasetStatsDict as DatasetStats  # noqa: F401 - pylance's dataset_stats() dict
+from lance_format.stats import DataStatistics, FieldStatistics, LanceStats  # noqa: F401 - pylance's names
 from lance_format.storage import ObjectStore, check_storage_options, open_store, uri_text
 from lance_format.table import delete as _delete
 from lance_format.table import tags as _tags
@@ -749,10 +755,9 @@ class LanceDataset:
         return self
 
     @property
-    def stats(self) -> Any:
-        """Index statistics (``ds.stats.index_stats(name)``, as pylance)."""
-
-        return DatasetStats(self)
+    def stats(self) -> LanceStats:
+        """``dataset_stats()``, ``data_stats()`` and ``index_stats(name)``, as pylance's (lance_format.stats)."""
+        return LanceStats(self)
 
     # -- writing --------------------------------------------------------------------
 
