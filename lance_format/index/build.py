@@ -112,14 +112,32 @@ def _column_of(ds: LanceDataset, field_id: int) -> str | None:
 
 
 def _sample(ds: LanceDataset, column: str, frag_ids: Sequence[int], n: int, by_address: bool) -> TrainingData:
-    """Up to ``n`` live rows of ``frag_ids`` drawn at random (all of them when fewer)."""
-    frags = [ds.get_fragment(i) for i in frag_ids]
+    """Up to ``n`` live rows of ``frag_ids`` drawn at random (all of them when fewer).
+
+    Only the drawn rows are read: ``n`` distinct positions among the fragments' live rows
+    (seeded by :data:`SAMPLE_SEED`, so every build of the same version trains the same model,
+    whichever runner encodes), sorted, mapped to dataset-wide live positions and read with the
+    dataset's ``take`` (one read per fragment). The encode tasks read the whole column once
+    more; a scan here too would read it twice.
+    """
     col = "_rowaddr" if by_address else "_rowid"
-    table = ds.scanner([column], fragments=frags, with_row_id=not by_address, with_row_address=by_address,
-                       batch_size=1 << 17).to_table()
-    if table.num_rows > n:
-        pick = np.sort(np.random.default_rng(SAMPLE_SEED).choice(table.num_rows, n, replace=False))
-        table = table.take(pa.array(pick))
+    wanted = set(frag_ids)
+    frags = ds.manifest.fragments
+    live = np.array([f.num_rows for f in frags], np.int64)
+    starts = np.cumsum(live) - live  # dataset-wide live position of each fragment's first row
+    mine = np.array([f.id in wanted for f in frags], bool)
+    counts, firsts = live[mine], starts[mine]
+    total = int(counts.sum())
+    if total <= n:  # every row is in the sample: one scan
+        table = ds.scanner([column], fragments=[ds.get_fragment(f.id) for f in frags if f.id in wanted],
+                           with_row_id=not by_address, with_row_address=by_address,
+                           batch_size=1 << 17).to_table()
+    else:
+        pick = np.sort(np.random.default_rng(SAMPLE_SEED).choice(total, n, replace=False))
+        ends = np.cumsum(counts)
+        which = np.searchsorted(ends, pick, side="right")
+        positions = pick - (ends - counts)[which] + firsts[which]
+        table = ds.take(positions, columns=[column, col])
     return TrainingData(table.column(column).combine_chunks(),
                         table.column(col).to_numpy().astype(np.uint64, copy=False))
 
