@@ -55,7 +55,8 @@ from lance_format.index.build import (
     plan_index_build,
 )
 from lance_format.io_stats import IOStats  # noqa: F401 - pylance's lance.dataset.IOStats
-from lance_format.maintenance.cleanup import auto_cleanup, cleanup_old_versions
+from lance_format.maintenance.cleanup import CleanupStats, auto_cleanup, cleanup_old_versions
+from lance_format.maintenance.compaction_models import CompactionMetrics
 from lance_format.optimize import Optimize
 from lance_format.projection import ProjectedScanner, plan
 from lance_format.scanner import (
@@ -88,6 +89,7 @@ from lance_format.table.commit import (
 from lance_format.table.detached import commit_detached
 from lance_format.table.manifest import Manifest
 from lance_format.table.models import FragmentMetadata
+from lance_format.table.results import DeleteResult, UpdateResult
 from lance_format.table.scan import filter_expression as _filter_expression
 from lance_format.table.transaction import COMMIT_MESSAGE_KEY, LanceOperation, Transaction
 from lance_format.table.versions import (
@@ -104,10 +106,8 @@ if TYPE_CHECKING:
     from lance_format.evolution.bases import DatasetBasePath
     from lance_format.evolution.branches import Branches
     from lance_format.evolution.merge_insert import MergeInsertBuilder
-    from lance_format.evolution.update import UpdateResult
 
 if TYPE_CHECKING:  # maintenance facades (imported lazily by the methods below)
-    from lance_format.maintenance.cleanup import CleanupStats
     from lance_format.optimize import Optimize
 
 UriLike = Union[str, Path]
@@ -761,11 +761,11 @@ class LanceDataset:
 
     # -- writing --------------------------------------------------------------------
 
-    def delete(self, predicate: str | pc.Expression, *, conflict_retries: int = 10) -> dict[str, int]:
+    def delete(self, predicate: str | pc.Expression, *, conflict_retries: int = 10) -> DeleteResult:
         """Delete the rows matching ``predicate``; this handle moves to the new version.
 
         Returns:
-            ``{"num_deleted_rows": n}``.
+            ``{"num_deleted_rows": n}`` (a dict, as pylance's; also ``.num_deleted_rows``).
         """
         conflict_retries = _arg.integer(conflict_retries, "delete(): conflict_retries", maximum=_arg.U32_MAX)
         for attempt in range(conflict_retries + 1):
@@ -777,7 +777,7 @@ class LanceDataset:
                     raise
                 continue
             self._set_manifest(manifest)
-            return {"num_deleted_rows": n}
+            return DeleteResult(n)
         raise AssertionError("unreachable")
 
     # -- table evolution (lance_format.evolution) -------------------------------------
@@ -1006,7 +1006,8 @@ def _delete_rows(ds: LanceDataset, predicate: str | pc.Expression) -> tuple[Mani
     return _delete.delete_rows(ds._ctx, expr, predicate if isinstance(predicate, str) else str(predicate))
 
 
-__all__ = ["AutoCleanupConfig", "ColumnOrdering", "LanceDataset", "LanceOperation", "Tags", "Transaction", "dataset"]
+__all__ = ["AutoCleanupConfig", "CleanupStats", "ColumnOrdering", "CompactionMetrics", "DeleteResult", "LanceDataset", "LanceOperation", "Tags", "Transaction",
+           "UpdateResult", "dataset"]
 
 
 def _one_column(ds: LanceDataset, column: str | Sequence[str], what: str) -> str:

@@ -8,8 +8,7 @@ version. ``fields_for_preserving_frag_bitmap`` lists the updated fields.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -21,37 +20,12 @@ from lance_format.evolution.arguments import U32_MAX, integer, string_map
 from lance_format.evolution.sqlexpr import evaluate, value_expression
 from lance_format.projection import row_versions
 from lance_format.table.read import ROW_ADDR, ROW_ID
+from lance_format.table.results import UpdateResult
 from lance_format.table.scan import ScanOptions, filter_expression
 
 if TYPE_CHECKING:
     from lance_format.dataset import LanceDataset
 
-_KEYS = ("num_rows_updated",)
-
-
-@dataclass(frozen=True, eq=False)
-class UpdateResult(Mapping[str, int]):
-    """Rows an ``update`` rewrote; also readable as pylance's ``{"num_rows_updated": n}``."""
-
-    num_rows_updated: int
-
-    def __getitem__(self, key: str) -> int:
-        if key not in _KEYS:
-            raise KeyError(key)
-        return self.num_rows_updated
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(_KEYS)
-
-    def __len__(self) -> int:
-        return 1
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Mapping):
-            return NotImplemented
-        return dict(self.items()) == dict(other.items())
-
-    __hash__ = None  # type: ignore[assignment]
 
 
 def update(ds: LanceDataset, updates: Mapping[str, str], where: str | pc.Expression | None = None, *,

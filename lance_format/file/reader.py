@@ -162,6 +162,13 @@ def clear_metadata_cache() -> None:
     default_session().metadata_cache.clear()
 
 
+class RowCount(int):
+    """A row count that can also be called (``reader.num_rows()``, pylance's method) and returns itself."""
+
+    def __call__(self) -> int:
+        return int(self)
+
+
 class LanceFileReader:
     """Reader of one Lance data file (versions 2.0, 2.1 and 2.2).
 
@@ -221,9 +228,10 @@ class LanceFileReader:
 
     # -- properties --------------------------------------------------------------------------
     @property
-    def num_rows(self) -> int:
-        """Rows in the file."""
-        return self._meta.num_rows
+    def num_rows(self) -> RowCount:
+        """Rows in the file: call it, ``reader.num_rows()``, as pylance's method (reading it as a
+        number, our older property, still works)."""
+        return RowCount(self._meta.num_rows)
 
     @property
     def data_bytes_per_row(self) -> int:
@@ -291,7 +299,7 @@ class LanceFileReader:
             batch_readahead: Accepted for pylance compatibility; reads are synchronous.
         """
         batch_size = self._check_batch_size(batch_size)
-        return ReaderResults(self.schema, self._stream(0, self.num_rows, batch_size))
+        return ReaderResults(self.schema, self._stream(0, self.num_rows(), batch_size))
 
     def read_range(
         self, start: int, num_rows: int, *, batch_size: int = 1024, batch_readahead: int = 16
@@ -302,9 +310,9 @@ class LanceFileReader:
             InvalidInputError: the range reaches past the end of the file.
         """
         batch_size = self._check_batch_size(batch_size)
-        if start < 0 or num_rows < 0 or start + num_rows > self.num_rows:
+        if start < 0 or num_rows < 0 or start + num_rows > self.num_rows():
             raise InvalidInputError(
-                f"{self.path}: range [{start}, {start + num_rows}) outside the file's {self.num_rows} rows"
+                f"{self.path}: range [{start}, {start + num_rows}) outside the file's {self.num_rows()} rows"
             )
         return ReaderResults(self.schema, self._stream(start, start + num_rows, batch_size))
 
@@ -321,8 +329,8 @@ class LanceFileReader:
             idx = np.asarray(indices, dtype=np.int64).reshape(-1)
         except (TypeError, ValueError, OverflowError) as exc:
             raise InvalidInputError(f"{self.path}: row indices must be integers") from exc
-        if idx.size and (int(idx.min()) < 0 or int(idx.max()) >= self.num_rows):
-            raise InvalidInputError(f"{self.path}: row index out of range (file has {self.num_rows} rows)")
+        if idx.size and (int(idx.min()) < 0 or int(idx.max()) >= self.num_rows()):
+            raise InvalidInputError(f"{self.path}: row index out of range (file has {self.num_rows()} rows)")
 
         def gen() -> Iterator[pa.RecordBatch]:
             chunk = self._chunk_rows(batch_size)

@@ -142,6 +142,7 @@ class CleanupStats:
         index_files_removed: Index files removed.
         keys: The removed keys, relative to the dataset root.
         dry_run: Whether nothing was actually deleted.
+        failed_deletes: Keys that could not be deleted (pylance's count; the cleanup logs why).
     """
 
     bytes_removed: int = 0
@@ -152,6 +153,7 @@ class CleanupStats:
     index_files_removed: int = 0
     keys: tuple[str, ...] = ()
     dry_run: bool = False
+    failed_deletes: int = 0
 
 
 def _shown(uri: str, options: dict[str, str] | None) -> str:
@@ -538,7 +540,9 @@ def finish_cleanup(plan: CleanupPlan, deleted: Iterable[Sequence[str]], manifest
     gone = set(manifests_deleted)
     for keys in deleted:
         gone.update(keys)
-    return _stats((f for f in (*plan.manifests, *plan.files) if f.key in gone), False)
+    tried = [*plan.manifests, *(f for f in plan.files if f.key not in plan.protected)]
+    stats = _stats((f for f in tried if f.key in gone), False)
+    return replace(stats, failed_deletes=sum(f.key not in gone for f in tried))
 
 
 def cleanup_old_versions(ds: LanceDataset, older_than: dt.timedelta | None = None,

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from json import loads as _json_loads  # DeletionFile.from_json's parameter is named json
 from typing import Any, Literal
 
-from lance_format.errors import PathEscapeError
+from lance_format.errors import InvalidInputError, PathEscapeError
 from lance_format.storage import normalize_key
 from lance_format.table.naming import DATA_DIR, data_file_key, deletion_file_key
 
@@ -86,9 +86,23 @@ class DeletionFile:
     base_id: int | None = None
     unknown_fields: bytes = dataclasses.field(default=b"", repr=False)
 
-    def path(self, fragment_id: int) -> str:
-        """Return the store key relative to the dataset root (or to its base path)."""
-        return deletion_file_key(fragment_id, self.read_version, self.id, self.file_type)
+    def path(self, fragment_id: int, base_uri: str | None = None) -> str:
+        """Return the store key relative to the dataset root (or to its base path).
+
+        With ``base_uri`` (a dataset's local path), the key below it as an object-store path
+        (no leading ``/``), as pylance's ``DeletionFile.path(fragment_id, base_uri=)``.
+
+        Raises:
+            InvalidInputError: ``base_uri`` has an empty path segment (a ``scheme://`` URI, as
+                pylance refuses it).
+        """
+        key = deletion_file_key(fragment_id, self.read_version, self.id, self.file_type)
+        if base_uri is None:
+            return key
+        parts = str(base_uri).strip("/").split("/")
+        if "" in parts:
+            raise InvalidInputError(f"Invalid base URI: {base_uri}: the path contains an empty segment")
+        return "/".join([*parts, key])
 
     def asdict(self) -> dict[str, Any]:
         """The fields as pylance's ``DeletionFile.asdict()`` (same keys, same order)."""

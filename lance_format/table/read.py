@@ -81,7 +81,7 @@ class ReadContext:
 
                 df = frag.files[0]
                 rows = LanceFileReader(None, store=self.data_store(df), key=df.path,
-                                       file_size=df.file_size_bytes or None).num_rows
+                                       file_size=df.file_size_bytes or None).num_rows()
                 frag = dataclasses.replace(frag, physical_rows=rows)
                 changed = True
             d = frag.deletion_file
