@@ -22,6 +22,8 @@ from lance_format.io_stats import IOStats
 from lance_format.scanner import LanceScanner, ScanStatistics
 from lance_format.schema_json import json_to_schema, schema_to_json
 from lance_format.session import Session
+from lance_format.stats import DataStatistics, FieldStatistics
+from lance_format.table.blobs import BlobFile
 from lance_format.table.index_metadata import IndexDetails, IndexFile, IndexMetadata
 from lance_format.table.transaction import Index
 from lance_format.write import write_dataset
@@ -31,6 +33,9 @@ __version__ = "0.1.0"
 __all__ = [
     "BatchUDF",
     "BatchUDFCheckpoint",
+    "BlobFile",
+    "DataStatistics",
+    "FieldStatistics",
     "DataFile",
     "DeletionFile",
     "FragmentMetadata",

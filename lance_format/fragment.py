@@ -171,6 +171,18 @@ class LanceFragment:
         return self.scanner(columns, filter, limit, offset, with_row_id=with_row_id,
                             with_row_address=with_row_address, order_by=order_by).to_table()
 
+    def to_pandas(self, columns: Sequence[str] | None = None, filter: str | pc.Expression | None = None,
+                  limit: int | None = None, offset: int | None = None, batch_size: int | None = None,
+                  with_row_id: bool = False, with_row_address: bool = False, blob_mode: str = "lazy",
+                  order_by: Sequence[Any] | None = None, **kwargs: Any) -> Any:
+        """This fragment's rows as a pandas DataFrame (``to_table(...).to_pandas(**kwargs)``).
+
+        Blob columns come back as their descriptors (pylance's ``blob_mode="descriptions"``).
+        """
+        table = self.scanner(columns, filter, limit, offset, with_row_id=with_row_id or None,
+                             with_row_address=with_row_address or None, order_by=order_by).to_table()
+        return table.to_pandas(**kwargs)
+
     def take(self, indices: Sequence[int] | pa.Array | Any,
              columns: Sequence[str] | Mapping[str, str] | None = None) -> pa.Table:
         """Rows at this fragment's live positions ``indices`` (pylance's ``LanceFragment.take``)."""

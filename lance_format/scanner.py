@@ -129,6 +129,14 @@ class LanceScanner(Scan):
                 timer.rows += batch.num_rows
         return format_analysis(self.explain_plan(), timer.stop(), count_rows, counted)
 
+    def take(self, indices: Any) -> pa.Table:
+        """Not implemented in pylance either (its scanner raises ``NotImplementedError("take")``).
+
+        Raises:
+            NotSupportedError: always; use ``LanceDataset.take``.
+        """
+        raise NotSupportedError("take: use LanceDataset.take (pylance's scanner does not implement it either)")
+
     def to_pandas(self, **kwargs: Any) -> Any:
         """The result as a pandas DataFrame (``to_table().to_pandas(**kwargs)``)."""
         return self.to_table().to_pandas(**kwargs)

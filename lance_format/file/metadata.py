@@ -141,14 +141,47 @@ class LanceFileMetadata:
 
     def __init__(self, meta: FileMetadata, schema: pa.Schema) -> None:
         self._meta = meta
-        self.schema = schema
-        self.num_rows = int(meta.num_rows)
-        self.major_version = meta.major_version
-        self.minor_version = meta.minor_version
-        self.global_buffers = [LanceBufferDescriptor(int(p), int(n)) for p, n in meta.global_buffers]
-        self.num_global_buffer_bytes = sum(b.size for b in self.global_buffers)
-        self.num_data_bytes = meta.num_data_bytes
-        self.num_column_metadata_bytes = _metadata_bytes(meta) if meta.legacy is None else 0
+        self._schema = schema
+
+    @property
+    def schema(self) -> pa.Schema:
+        """The file's Arrow schema."""
+        return self._schema
+
+    @property
+    def num_rows(self) -> int:
+        """Rows in the file."""
+        return int(self._meta.num_rows)
+
+    @property
+    def major_version(self) -> int:
+        """Footer major version."""
+        return self._meta.major_version
+
+    @property
+    def minor_version(self) -> int:
+        """Footer minor version (0.3 for 2.0 files)."""
+        return self._meta.minor_version
+
+    @property
+    def num_data_bytes(self) -> int:
+        """Bytes of pages and column buffers (before global buffer 0)."""
+        return self._meta.num_data_bytes
+
+    @property
+    def num_column_metadata_bytes(self) -> int:
+        """Bytes of column metadata and the column offset table."""
+        return _metadata_bytes(self._meta) if self._meta.legacy is None else 0
+
+    @property
+    def global_buffers(self) -> list[LanceBufferDescriptor]:
+        """Every global buffer (0 is the file descriptor)."""
+        return [LanceBufferDescriptor(int(p), int(n)) for p, n in self._meta.global_buffers]
+
+    @property
+    def num_global_buffer_bytes(self) -> int:
+        """Bytes of all global buffers."""
+        return sum(b.size for b in self.global_buffers)
 
     @property
     def columns(self) -> list[LanceColumnMetadata]:
