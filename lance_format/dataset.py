@@ -942,6 +942,8 @@ class LanceDataset:
         else:
             manifest = commit_transaction(store, txn, max_retries=max_retries, base=base, commit_lock=lock,
                                           enable_v2_manifest_paths=enable_v2_manifest_paths is not False)
+        if lock is not None:  # the returned dataset commits under the same lock (as pylance's)
+            store.commit_lock = lock
         return LanceDataset._from_manifest(uri, store, manifest, storage_options)
 
     @staticmethod

@@ -160,6 +160,8 @@ def write_dataset(
         # strike after the manifest landed, so they go only if no newer version references them.
         discard_fragment_files(store, frags, unless_committed_after=read_version)
         raise
+    if lock is not None:  # the returned dataset commits under the same lock (as pylance's)
+        store.commit_lock = lock
     return LanceDataset._from_manifest(str(uri), store, manifest, storage_options)
 
 

@@ -137,3 +137,18 @@ def test_detached_commits_need_v2_manifest_paths(tmp_path: Path, lib: Any) -> No
     lib.write_dataset(T, uri, enable_v2_manifest_paths=False)
     with pytest.raises(OSError if lib is lance else NotImplementedError, match="(?i)v1 manifest paths"):
         lib.LanceDataset.commit(uri, lib.LanceOperation.Append([]), read_version=1, detached=True)
+
+
+def _kept_lock_versions(lib: Any, uri: Path) -> list[int]:
+    lock = _Recorder(uri)
+    ds = lib.write_dataset(T, str(uri), commit_lock=lock)
+    ds.delete("x < 2")  # the returned dataset commits under the lock it was written with
+    more = lib.LanceDataset.commit(ds, lib.LanceOperation.Append([]), read_version=ds.version, commit_lock=lock)
+    more.delete("x < 4")
+    lib.write_dataset(T, lib.dataset(str(uri), commit_lock=lock), mode="append")  # a dataset target: its lock
+    return [version for what, version, _ in lock.calls if what == "enter"]
+
+
+def test_a_dataset_keeps_the_commit_lock_it_was_written_with(tmp_path: Path) -> None:
+    ours, theirs = _kept_lock_versions(lance_format, tmp_path / "ours"), _kept_lock_versions(lance, tmp_path / "py")
+    assert ours == theirs == [1, 2, 3, 4, 5]
