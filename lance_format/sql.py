@@ -35,6 +35,7 @@ this module keeps strict three-valued logic.
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from collections.abc import Callable
 from typing import Any
@@ -48,7 +49,7 @@ from sqlglot.errors import SqlglotError
 from sqlglot.tokenizer_core import Token, TokenType
 
 from lance_format.errors import InvalidInputError
-from lance_format.sql_core import Semantics, _clip, _is_string
+from lance_format.sql_core import Semantics, _clip, _const, _is_string
 from lance_format.sql_core import _Val as _Val  # re-exported: lance_format.evolution.sqlexpr builds on it
 from lance_format.sql_fast import parse_simple
 from lance_format.sql_lists import LIST_FUNCTIONS, array_has, array_has_some, list_arguments
@@ -61,6 +62,7 @@ class _LanceSql(Dialect):
 
     class Tokenizer(tokens.Tokenizer):
         IDENTIFIERS = ["`", '"']
+        HEX_STRINGS = [("X'", "'"), ("x'", "'")]  # binary literals, as DataFusion reads them
 
 
 #: Most terms one AND/OR chain may have (see ``_Translator._logic``).
@@ -238,6 +240,10 @@ class _Translator(Semantics):
             exp.NullSafeNEQ: self._null_safe,
             exp.Coalesce: self._coalesce,
             exp.Anonymous: self._anonymous,
+            exp.HexString: lambda n: _const(pa.scalar(bytes.fromhex(str(n.this)), pa.binary())),
+            exp.Bracket: self._bracket,
+            # DataFusion's current_date is the UTC date when the query runs
+            exp.CurrentDate: lambda n: _const(pa.scalar(dt.datetime.now(dt.UTC).date(), pa.date32())),
             exp.ArrayContains: lambda n: self._list_fn("array_has", [n.this, n.expression]),
             exp.ArrayContainsAll: lambda n: self._list_fn("array_has_all", [n.this, n.expression]),
         }
@@ -385,7 +391,26 @@ class _Translator(Semantics):
             return self._call("match_substring_regex", [subject], pattern=pattern)
         if name in LIST_FUNCTIONS:
             return self._list_fn(LIST_FUNCTIONS[name], list(node.expressions))
+        if name == "arrow_cast" and len(node.expressions) == 2:
+            target = self._pattern(node.expressions[1], name)
+            arrow = arrow_type_named(target)
+            if arrow is None:
+                raise self.fail(f"arrow_cast(): unsupported Arrow type name {target!r}")
+            return self._cast_val(self.visit(node.expressions[0]), arrow)
         raise self.fail(f"unsupported function {name}()")
+
+    def _bracket(self, node: exp.Bracket) -> _Val:
+        """``list[i]``: the ``i``-th item, counting from 1 (DataFusion's), NULL past the end."""
+        if len(node.expressions) != 1 or not isinstance(node.expressions[0], exp.Literal):
+            raise self.fail(f"unsupported subscript {node.sql()!r}: use one integer literal")
+        index = int(str(node.expressions[0].this))
+        subject = self.visit(node.this)
+        if not (pa.types.is_list(subject.type) or pa.types.is_large_list(subject.type)
+                or pa.types.is_fixed_size_list(subject.type)) or index < 1:
+            raise self.fail(f"unsupported subscript {node.sql()!r}: a list column and an index from 1")
+        # a one-item fixed-size slice is padded with NULL where the list is shorter
+        item = self._call("list_slice", [subject], start=index - 1, stop=index, return_fixed_size_list=True)
+        return self._call("list_element", [item, self.number("0")])
 
     def _list_fn(self, name: str, args: list[exp.Expr]) -> _Val:
         """``array_has`` / ``array_has_any`` / ``array_has_all`` (:mod:`lance_format.sql_lists`)."""
@@ -408,6 +433,13 @@ class _Translator(Semantics):
 
     def _arrow_type(self, dtype: exp.DataType) -> pa.DataType:
         kind = dtype.this
+        if kind in (exp.DataType.Type.DATETIME, exp.DataType.Type.TIMESTAMP) and dtype.expressions:
+            # DATETIME(n) / TIMESTAMP(n): n fractional digits pick the unit (lance's SQL dialect)
+            digits = int(dtype.expressions[0].this.this)
+            unit = {0: "s", 3: "ms", 6: "us", 9: "ns"}.get(digits)
+            if unit is None:
+                raise self.fail(f"unsupported timestamp precision {digits} (use 0, 3, 6 or 9)")
+            return pa.timestamp(unit)
         if kind == exp.DataType.Type.DECIMAL:
             params = [int(p.this.this) for p in dtype.expressions]
             precision, scale = {0: (38, 10), 1: (*params, 0)}.get(len(params), tuple(params[:2]))
@@ -415,6 +447,28 @@ class _Translator(Semantics):
         if kind not in _DTYPES:
             raise self.fail(f"unsupported CAST target {dtype.sql()}")
         return _DTYPES[kind]
+
+
+_ARROW_NAMES = {
+    "Null": pa.null(), "Boolean": pa.bool_(), "Int8": pa.int8(), "Int16": pa.int16(), "Int32": pa.int32(),
+    "Int64": pa.int64(), "UInt8": pa.uint8(), "UInt16": pa.uint16(), "UInt32": pa.uint32(),
+    "UInt64": pa.uint64(), "Float16": pa.float16(), "Float32": pa.float32(), "Float64": pa.float64(),
+    "Utf8": pa.string(), "LargeUtf8": pa.large_string(), "Binary": pa.binary(), "LargeBinary": pa.large_binary(),
+    "Date32": pa.date32(), "Date64": pa.date64(),
+}
+_TS_NAME = re.compile(r'Timestamp\((Second|Millisecond|Microsecond|Nanosecond),\s*(None|Some\("([^"]*)"\))\)')
+_UNITS = {"Second": "s", "Millisecond": "ms", "Microsecond": "us", "Nanosecond": "ns"}
+
+
+def arrow_type_named(name: str) -> pa.DataType | None:
+    """The Arrow type DataFusion's ``arrow_cast`` names (``Int8``, ``Utf8``, ``Timestamp(Microsecond, None)``)."""
+    name = name.strip()
+    if name in _ARROW_NAMES:
+        return _ARROW_NAMES[name]
+    m = _TS_NAME.fullmatch(name)
+    if m is not None:
+        return pa.timestamp(_UNITS[m.group(1)], m.group(3))
+    return None
 
 
 def _like_regex(pattern: str) -> str:
