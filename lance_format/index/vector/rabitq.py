@@ -25,7 +25,9 @@ remap steps of :mod:`lance_format.index.vector.build` treat it like PQ codes.
 
 from __future__ import annotations
 
+import functools
 import json
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -454,6 +456,7 @@ def payload_of(st: RQStorage, lengths: npt.NDArray[np.integer]) -> U8:
 
 # -- estimated distances (search) -----------------------------------------------------------------
 
+@functools.lru_cache(maxsize=64)
 def _ex_bit_positions(dim: int, ex_bits: int) -> npt.NDArray[np.int64]:
     """``[dim, ex_bits]``: where bit ``b`` of dimension ``d``'s extended code lands in a blocked row
     (found by packing one-hot rows, so unpacking is a gather for every width)."""
@@ -462,6 +465,7 @@ def _ex_bit_positions(dim: int, ex_bits: int) -> npt.NDArray[np.int64]:
         eye = (np.eye(dim, dtype=np.uint8) << b).astype(np.uint8)
         bits = np.unpackbits(_pack_blocked(eye, ex_bits), axis=1, bitorder="little")
         pos[:, b] = np.argmax(bits, axis=1)
+    pos.flags.writeable = False
     return pos
 
 
@@ -479,9 +483,44 @@ def ex_values_of(blocked: U8, dim: int, ex_bits: int) -> U8:
 _NIBBLE_BITS = ((np.arange(16)[:, None] >> np.arange(4)[None, :]) & 1).astype(np.float32)
 
 
-def _floats(t: pa.Table, name: str, lo: int, n: int) -> F32:
-    out: F32 = t.column(name).slice(lo, n).to_numpy().astype(np.float32)
-    return out
+@dataclass(frozen=True)
+class _Decoded:
+    """A segment's codes ready for scoring: nibbles ``[n, dim / 4]``, extended codes ``[n, dim]``
+    (``None`` for one bit) and the factors used by the estimate."""
+
+    nibbles: npt.NDArray[np.uint8]
+    ex: U8 | None
+    add: F32
+    scale: F32
+
+
+#: Decoded storages by ``id``, dropped with their storage (segments are cached by the search side).
+_DECODED: dict[int, tuple[weakref.ref[RQStorage], _Decoded]] = {}
+
+
+def _decoded(st: RQStorage, lengths: npt.NDArray[np.integer]) -> _Decoded:
+    hit = _DECODED.get(id(st))
+    if hit is not None and hit[0]() is st:
+        return hit[1]
+    model = model_of(st)
+    pay = payload_of(st, lengths)
+    n, cb = pay.shape[0], model.code_bytes
+    codes = pay[:, :cb]
+    nibbles = np.stack([codes & 15, codes >> 4], axis=2).reshape(n, -1)
+
+    def f32(at: int) -> F32:
+        out: F32 = np.ascontiguousarray(pay[:, at:at + 4]).view("<f4").reshape(n).astype(np.float32)
+        return out
+
+    if model.ex_bits:
+        at = cb + 12
+        ex = ex_values_of(np.ascontiguousarray(pay[:, at:at + model.ex_bytes]), model.dim, model.ex_bits)
+        dec = _Decoded(nibbles, ex, f32(at + model.ex_bytes), f32(at + model.ex_bytes + 4))
+    else:
+        dec = _Decoded(nibbles, None, f32(cb), f32(cb + 4))
+    key = id(st)
+    _DECODED[key] = (weakref.ref(st, lambda _: _DECODED.pop(key, None)), dec)
+    return dec
 
 
 def estimate(st: RQStorage, q: npt.NDArray[np.floating], metric: Metric, centroids: F32,
@@ -496,6 +535,7 @@ def estimate(st: RQStorage, q: npt.NDArray[np.floating], metric: Metric, centroi
     gives the distance (pylance's final ``_distance`` for IVF_RQ without refine).
     """
     model = model_of(st)
+    dec = _decoded(st, lengths)
     qf = np.asarray(q, np.float32)
     if metric == "cosine":
         qf = (qf / np.float32(np.linalg.norm(qf) or 1.0)).astype(np.float32)
@@ -505,39 +545,27 @@ def estimate(st: RQStorage, q: npt.NDArray[np.floating], metric: Metric, centroi
     qmin, qmax = np.float32(table.min()), np.float32(table.max())
     span = np.float32(qmax - qmin)
     quant = np.rint((table - qmin) * (np.float32(255.0) / span)) if span > 0 else np.zeros_like(table)
-    step = span / np.float32(255.0)
-    ntab = np.arange(table.shape[0])
-    cb = model.code_bytes
-    t = st.columns
-    out = []
-    for p in parts.tolist():
+    quant = (quant * (span / np.float32(255.0)) + qmin).astype(np.float32)  # each entry as it dequantizes
+    groups = np.arange(table.shape[0])
+    scale = np.float32(1 << model.ex_bits)
+    bias = np.float32((1 << model.ex_bits) - 0.5) * sum_q
+    pieces = []
+    for p in parts.tolist():  # a few probed partitions, each a contiguous slice of the segment
         lo, n = int(offsets[p]), int(lengths[p])
         if n == 0:
             continue
-        raw = t.column("_rabit_codes").slice(lo, n).combine_chunks()
-        codes = raw.flatten().to_numpy(zero_copy_only=False).astype(np.uint8).reshape(n, cb)
-        if st.metadata.get("packed", False):
-            codes = unpack_partition(codes)
-        nib = np.stack([codes & 15, codes >> 4], axis=2).reshape(n, -1).astype(np.int64)  # [n, dim / 4]
-        ip = table[ntab, nib].sum(axis=1, dtype=np.float32)
-        full = n // BATCH * BATCH
-        if full:
-            ip[:full] = quant[ntab, nib[:full]].sum(axis=1) * step + np.float32(table.shape[0]) * qmin
-        if metric == "dot":
-            q_factor = np.float32(-(qf @ centroids[p]))
+        hi, full = lo + n, n // BATCH * BATCH  # rows in whole blocks are quantized by the SIMD scan
+        nib = dec.nibbles[lo:hi].astype(np.intp)
+        ip = np.concatenate([quant[groups, nib[:full]].sum(axis=1, dtype=np.float32),
+                             table[groups, nib[full:]].sum(axis=1, dtype=np.float32)])
+        c = centroids[p]
+        q_factor = np.float32(-(c @ qf)) if metric == "dot" else np.float32((qf - c) @ (qf - c))
+        if dec.ex is not None:
+            full_dot = scale * ip + dec.ex[lo:hi].astype(np.float32) @ qr - bias
+            d = full_dot * dec.scale[lo:hi] + dec.add[lo:hi] + q_factor
         else:
-            diff = qf - centroids[p]
-            q_factor = np.float32(diff @ diff)
-
-        if model.ex_bits:
-            blocked = t.column("__blocked_ex_codes").slice(lo, n).combine_chunks()
-            ex = ex_values_of(blocked.flatten().to_numpy(zero_copy_only=False).astype(np.uint8).reshape(n, -1),
-                              model.dim, model.ex_bits)
-            full_dot = (np.float32(1 << model.ex_bits) * ip + (ex.astype(np.float32) @ qr)
-                        - np.float32((1 << model.ex_bits) - 0.5) * sum_q)
-            d = full_dot * _floats(t, "__scale_factors_ex", lo, n) + _floats(t, "__add_factors_ex", lo, n) + q_factor
-        else:
-            d = (ip - np.float32(0.5) * sum_q) * _floats(t, "__scale_factors", lo, n) + _floats(t, "__add_factors", lo, n) + q_factor
-        out.append(d.astype(np.float32))
-    res: F32 = np.concatenate(out) if out else np.zeros(0, np.float32)
-    return res
+            d = (ip - np.float32(0.5) * sum_q) * dec.scale[lo:hi] + dec.add[lo:hi] + q_factor
+        pieces.append(d.astype(np.float32))
+    d = np.concatenate(pieces) if pieces else np.zeros(0, np.float32)
+    out: F32 = d.astype(np.float32)
+    return out
