@@ -99,3 +99,23 @@ def test_kinds_pylance_refuses_are_refused_with_its_error_class(tmp_path: Path, 
         lance_format.dataset(uri).create_index("vec", kind, num_partitions=4, metric=metric, **extra)
     assert isinstance(ours.value, type(theirs.value))
     assert lance.dataset(uri).list_indices() == []  # nothing half-written
+
+
+def test_hamming_index_survives_compaction_and_grows_by_a_delta(tmp_path: Path) -> None:
+    uri = fresh(tmp_path / "ds")
+    lance_format.dataset(uri).create_index("vec", "IVF_FLAT", num_partitions=8, metric="hamming")
+    lance.dataset(uri).delete("id % 10 = 0")
+    lance_format.dataset(uri).optimize.compact_files(target_rows_per_fragment=4000)
+    pl = lance.dataset(uri)
+    assert {f.fragment_id for f in pl.get_fragments()} <= set().union(*(set(i["fragment_ids"])
+                                                                         for i in pl.list_indices()))
+    assert "ANNSubIndex" in str(pl.scanner(nearest={"column": "vec", "q": QUERIES[0], "k": 10}).explain_plan())
+    extra = pa.table({"id": np.arange(N, N + 500),
+                      "vec": pa.FixedSizeListArray.from_arrays(pa.array(CODES[:500].ravel()), BYTES)})
+    lance_format.write_dataset(extra, uri, mode="append")
+    lance_format.dataset(uri).optimize.optimize_indices()
+    stats = lance.dataset(uri).stats.index_stats("vec_idx")
+    assert stats["num_indices"] == 2 and stats["num_unindexed_rows"] == 0
+    nearest = {"column": "vec", "q": QUERIES[1], "k": 10, "nprobes": 8}
+    assert (lance_format.dataset(uri).to_table(nearest=nearest)["_distance"].to_pylist()
+            == lance.dataset(uri).to_table(nearest=nearest)["_distance"].to_pylist())
