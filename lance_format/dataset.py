@@ -39,6 +39,7 @@ from lance_format.evolution.columns import add_columns, alter_columns, drop_colu
 from lance_format.evolution.inspection import recent_transactions as recent_transactions_of
 from lance_format.evolution.inspection import validate as validate_dataset
 from lance_format.evolution.merge_insert import MergeInsertBuilder
+from lance_format.evolution.reader_columns import add_columns_from_reader, is_reader_like
 from lance_format.evolution.reading import merge_dataset, sample, take_projected, take_row_ids, version_asof
 from lance_format.evolution.scan_options import ColumnOrdering, check_unsupported, normalize_order_by
 from lance_format.evolution.take_columns import names_row_columns, take_with_row_columns
@@ -802,15 +803,20 @@ class LanceDataset:
 
         return update(self, updates, where, conflict_retries=conflict_retries)
 
-    def add_columns(self, transforms: Any, read_columns: Sequence[str] | None = None, *,
-                    batch_size: int | None = None, transaction_properties: Mapping[str, str] | None = None) -> None:
-        """Add columns: ``{name: SQL}``, a function over record batches, or Arrow fields (all null).
+    def add_columns(self, transforms: Any, read_columns: Sequence[str] | None = None,
+                    reader_schema: pa.Schema | None = None, batch_size: int | None = None, *,
+                    transaction_properties: Mapping[str, str] | None = None) -> None:
+        """Add columns: ``{name: SQL}``, a function over record batches (``batch_udf``), Arrow fields
+        (all null), or a reader / iterator of batches (``reader_schema=``) holding the new values of the
+        live rows in order (lance_format.evolution.reader_columns).
 
         An all-null struct field named like an existing struct adds its new children to it, as
         pylance merges the schemas. Existing data files are kept; each fragment gets one new data file (one ``Merge`` commit)
         whose transaction carries ``transaction_properties``.
         """
-
+        if is_reader_like(transforms):
+            add_columns_from_reader(self, transforms, reader_schema, properties=transaction_properties)
+            return
         add_columns(self, transforms, read_columns, batch_size=batch_size,
                     transaction_properties=transaction_properties)
 
