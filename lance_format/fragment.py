@@ -156,20 +156,36 @@ class LanceFragment:
         d = self._meta.deletion_file
         return None if d is None else d.path(self._meta.id)
 
-    def scanner(self, columns: Sequence[str] | None = None, filter: str | pc.Expression | None = None,
-                limit: int | None = None, offset: int | None = None, *, with_row_id: bool | None = None,
-                with_row_address: bool | None = None, batch_size: int | None = None,
-                order_by: Sequence[Any] | None = None) -> LanceScanner:
-        """A scanner restricted to this fragment (``order_by``: names or ``ColumnOrdering`` values)."""
-        return self._ds.scanner(columns, filter, limit, offset, batch_size=batch_size, fragments=[self._meta],
-                                with_row_id=with_row_id, with_row_address=with_row_address, order_by=order_by)
+    def scanner(self, columns: Sequence[str] | Mapping[str, str] | None = None,
+                filter: str | pc.Expression | None = None, limit: int | None = None, offset: int | None = None,
+                *, batch_size: int | None = None, with_row_id: bool = False, with_row_address: bool = False,
+                batch_readahead: int = 16, blob_handling: str | None = None, order_by: Sequence[Any] | None = None,
+                use_scalar_index: bool | None = None, io_buffer_size: int | None = None,
+                late_materialization: Any = None, include_deleted_rows: bool | None = None,
+                batch_size_bytes: int | None = None, strict_batch_size: bool | None = None) -> LanceScanner:
+        """A scanner restricted to this fragment: ``LanceDataset.scanner``'s options (pylance's keywords;
+        ``order_by``: names or ``ColumnOrdering`` values; ``include_deleted_rows`` with ``with_row_id``)."""
+        return self._ds.scanner(columns, filter, limit, offset,  # type: ignore[arg-type]  # {name: SQL} works too
+                                batch_size=batch_size, fragments=[self._meta], with_row_id=with_row_id, with_row_address=with_row_address, order_by=order_by,
+                                batch_readahead=batch_readahead, blob_handling=blob_handling,
+                                use_scalar_index=use_scalar_index, io_buffer_size=io_buffer_size,
+                                late_materialization=late_materialization,
+                                include_deleted_rows=include_deleted_rows, batch_size_bytes=batch_size_bytes,
+                                strict_batch_size=strict_batch_size)
 
-    def to_table(self, columns: Sequence[str] | None = None, filter: str | pc.Expression | None = None,
-                 limit: int | None = None, offset: int | None = None, *, with_row_id: bool | None = None,
-                 with_row_address: bool | None = None, order_by: Sequence[Any] | None = None) -> pa.Table:
+    def to_table(self, columns: Sequence[str] | Mapping[str, str] | None = None,
+                 filter: str | pc.Expression | None = None, limit: int | None = None, offset: int | None = None,
+                 with_row_id: bool = False, with_row_address: bool = False, blob_handling: str | None = None,
+                 order_by: Sequence[Any] | None = None, use_scalar_index: bool | None = None,
+                 io_buffer_size: int | None = None, late_materialization: Any = None,
+                 include_deleted_rows: bool | None = None, batch_size_bytes: int | None = None,
+                 strict_batch_size: bool | None = None) -> pa.Table:
         """Read this fragment's live rows (sorted by ``order_by`` before ``offset``/``limit``)."""
         return self.scanner(columns, filter, limit, offset, with_row_id=with_row_id,
-                            with_row_address=with_row_address, order_by=order_by).to_table()
+                            with_row_address=with_row_address, blob_handling=blob_handling, order_by=order_by,
+                            use_scalar_index=use_scalar_index, io_buffer_size=io_buffer_size,
+                            late_materialization=late_materialization, include_deleted_rows=include_deleted_rows,
+                            batch_size_bytes=batch_size_bytes, strict_batch_size=strict_batch_size).to_table()
 
     def to_pandas(self, columns: Sequence[str] | None = None, filter: str | pc.Expression | None = None,
                   limit: int | None = None, offset: int | None = None, batch_size: int | None = None,
@@ -179,8 +195,8 @@ class LanceFragment:
 
         Blob columns come back as their descriptors (pylance's ``blob_mode="descriptions"``).
         """
-        table = self.scanner(columns, filter, limit, offset, with_row_id=with_row_id or None,
-                             with_row_address=with_row_address or None, order_by=order_by).to_table()
+        table = self.scanner(columns, filter, limit, offset, batch_size=batch_size, with_row_id=with_row_id,
+                             with_row_address=with_row_address, order_by=order_by).to_table()
         return table.to_pandas(**kwargs)
 
     def take(self, indices: Sequence[int] | pa.Array | Any,
@@ -188,10 +204,21 @@ class LanceFragment:
         """Rows at this fragment's live positions ``indices`` (pylance's ``LanceFragment.take``)."""
         return self._ds.take(fragment_positions(self._ds, self._meta.id, self._meta.num_rows, indices), columns)
 
-    def to_batches(self, columns: Sequence[str] | None = None, filter: str | pc.Expression | None = None,
-                   batch_size: int | None = None) -> Iterator[pa.RecordBatch]:
-        """Stream this fragment's live rows."""
-        return self.scanner(columns, filter, batch_size=batch_size).to_batches()
+    def to_batches(self, columns: Sequence[str] | Mapping[str, str] | None = None,
+                   filter: str | pc.Expression | None = None, batch_size: int | None = None, *,
+                   limit: int | None = None, offset: int | None = None, with_row_id: bool = False,
+                   with_row_address: bool = False, batch_readahead: int = 16, blob_handling: str | None = None,
+                   order_by: Sequence[Any] | None = None, use_scalar_index: bool | None = None,
+                   io_buffer_size: int | None = None, late_materialization: Any = None,
+                   include_deleted_rows: bool | None = None, batch_size_bytes: int | None = None,
+                   strict_batch_size: bool | None = None) -> Iterator[pa.RecordBatch]:
+        """Stream this fragment's live rows (the options of :meth:`scanner`)."""
+        return self.scanner(columns, filter, limit, offset, batch_size=batch_size, with_row_id=with_row_id,
+                            with_row_address=with_row_address, batch_readahead=batch_readahead,
+                            blob_handling=blob_handling, order_by=order_by, use_scalar_index=use_scalar_index,
+                            io_buffer_size=io_buffer_size, late_materialization=late_materialization,
+                            include_deleted_rows=include_deleted_rows, batch_size_bytes=batch_size_bytes,
+                            strict_batch_size=strict_batch_size).to_batches()
 
     def head(self, num_rows: int) -> pa.Table:
         """First ``num_rows`` live rows."""

@@ -105,3 +105,16 @@ def test_scanner_dataset_schema_and_to_pandas(uri: str) -> None:
     t_sc, o_sc = lance.dataset(uri).scanner(columns=["id"]), lance_format.dataset(uri).scanner(columns=["id"])
     assert o_sc.dataset_schema == t_sc.dataset_schema
     assert o_sc.to_pandas().equals(t_sc.to_pandas())
+
+
+@pytest.mark.parametrize("options", [{"include_deleted_rows": True, "with_row_id": True},
+                                     {"limit": 7, "offset": 3, "with_row_address": True},
+                                     {"columns": ["id"], "filter": "id > 3", "include_deleted_rows": True,
+                                      "with_row_id": True}])
+def test_fragment_reads_take_pylances_options(uri: str, options: dict[str, Any]) -> None:
+    t_frag = lance.dataset(uri).get_fragments()[0]
+    o_frag = lance_format.dataset(uri).get_fragments()[0]
+    assert o_frag.to_table(**options).equals(t_frag.to_table(**options))
+    t_rows = pa.Table.from_batches(list(t_frag.to_batches(**options)))
+    o_rows = pa.Table.from_batches(list(o_frag.to_batches(**options)))
+    assert o_rows.equals(t_rows)
