@@ -41,8 +41,10 @@ from lance_format.index.vector.distance import F32, Metric, distances, metric_na
 from lance_format.index.vector.layout import IvfSegment, RQStorage, read_segment
 from lance_format.index.vector.search import Probe, Scorer, search_segment, top_k
 from lance_format.scanner import LanceScanner
+from lance_format.search.prefilter import RowMask, prefilter_mask
+from lance_format.search.rows import take_addresses
 from lance_format.table.index_metadata import IndexMetadata
-from lance_format.table.read import ROW_ADDR, ROW_ID, FragmentScan, ReadContext
+from lance_format.table.read import ROW_ADDR, ROW_ID, ReadContext
 from lance_format.table.scan import Scan, ScanOptions, apply_filter, referenced_columns
 
 U64 = npt.NDArray[np.uint64]
@@ -59,13 +61,14 @@ class _VersionState:
     """What repeated searches of one dataset version (one ``ReadContext``) share.
 
     Everything here follows from the immutable manifest, so it is computed once per version:
-    open fragment readers for the result rows' take (opening a data file costs more than
-    reading ten rows from it), each segment's row addresses with the rows still usable (live,
-    in a covered fragment), and the deferred-remap entries.
+    each segment's row addresses with the rows still usable (live, in a covered fragment), and
+    the deferred-remap entries. (The result rows' readers are kept by :mod:`.rows`.)
     """
 
-    scans: dict[tuple[int, tuple[str, ...]], FragmentScan] = field(default_factory=dict)
     usable: dict[tuple[str, tuple[int, ...]], tuple[U64, npt.NDArray[np.bool_]]] = field(default_factory=dict)
+    positions: dict[tuple[str, tuple[int, ...]], npt.NDArray[np.int64]] = field(default_factory=dict)
+    plans: dict[tuple[str, bool, Metric | None], tuple[list[IndexMetadata], Metric, frozenset[int]]] = \
+        field(default_factory=dict)
     reuse: tuple[frag_reuse.ReuseVersion, ...] | None = None
 
 
@@ -212,28 +215,6 @@ def _addresses(ctx: ReadContext, ids: U64) -> tuple[U64, npt.NDArray[np.bool_]]:
     return np.where(found, v[pos] if k.size else ids, 0).astype(np.uint64), found
 
 
-def take_addresses(ctx: ReadContext, addrs: U64, columns: list[str]) -> pa.Table:
-    """Rows at row addresses ``addrs`` (any order, kept), with ``columns``."""
-    schema = pa.schema([ctx.arrow_schema.field(c) for c in columns])
-    if addrs.size == 0:
-        return schema.empty_table()
-    order = np.argsort(addrs, kind="stable")
-    sorted_addrs = addrs[order]
-    frag_of = sorted_addrs >> np.uint64(32)
-    scans = _state(ctx).scans
-    parts = []
-    for fid in np.unique(frag_of).tolist():
-        scan = scans.get((int(fid), tuple(columns)))
-        if scan is None:  # kept per version: its open readers serve the next query's take too
-            frag = ctx.manifest.fragment(int(fid))
-            assert frag is not None  # candidates only come from live fragments
-            scan = scans[(int(fid), tuple(columns))] = FragmentScan(ctx, frag, columns)
-        offs = sorted_addrs[frag_of == fid] & np.uint64(0xFFFFFFFF)
-        parts.append(pa.Table.from_batches([scan.take(offs)], schema=schema))
-    table = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
-    return table.take(pa.array(np.argsort(order, kind="stable")))
-
-
 def _stable_ids(ctx: ReadContext, addrs: U64) -> U64:
     """The stable row id of each row address."""
     out = np.zeros(addrs.size, np.uint64)
@@ -254,15 +235,6 @@ def _vectors(col: pa.ChunkedArray | pa.Array, dim: int) -> npt.NDArray[Any]:
     if arr.null_count:
         out = out.astype(np.float64 if out.dtype == np.float64 else np.float32)
         out[np.asarray(arr.is_null())] = np.nan  # null vectors have no distance and are dropped
-    return out
-
-
-def _in_sorted(sorted_values: U64, x: U64) -> npt.NDArray[np.bool_]:
-    """Which of ``x`` occur in ``sorted_values`` (binary search; no sort of ``x`` as ``np.isin`` does)."""
-    if sorted_values.size == 0:
-        return np.zeros(x.size, bool)
-    pos = np.minimum(np.searchsorted(sorted_values, x), sorted_values.size - 1)
-    out: npt.NDArray[np.bool_] = sorted_values[pos] == x
     return out
 
 
@@ -316,7 +288,16 @@ class NearestScanner(LanceScanner):
 
     # -- planning ------------------------------------------------------------------------------
     def _index(self) -> tuple[list[IndexMetadata], Metric, frozenset[int]]:
-        """Segments to search, the metric, and the live fragments they cover."""
+        """Segments to search, the metric, and the live fragments they cover (once per version)."""
+        query = self._query
+        cache = _state(self._ctx).plans
+        key = (query.column, query.use_index, query.metric)
+        hit = cache.get(key)
+        if hit is None:
+            hit = cache[key] = self._plan_index()
+        return hit
+
+    def _plan_index(self) -> tuple[list[IndexMetadata], Metric, frozenset[int]]:
         query = self._query
         segs = _vector_segments(self._ctx, query.column) if query.use_index else []
         if segs:
@@ -346,13 +327,6 @@ class NearestScanner(LanceScanner):
 
     def _frags(self) -> list[Any]:
         return self._opts.fragments if self._opts.fragments is not None else list(self._ctx.manifest.fragments)
-
-    def _filtered_addresses(self, frags: list[Any]) -> U64:
-        """Row addresses of live rows of ``frags`` the filter keeps (the prefilter's allow list)."""
-        opts = ScanOptions([], self._opts.filter, with_row_address=True, fragments=frags,
-                           filter_sql=self._opts.filter_sql)
-        parts = [b.column(ROW_ADDR).to_numpy() for b in Scan(self._ctx, opts).to_batches()]
-        return np.sort(np.concatenate(parts)).astype(np.uint64) if parts else np.empty(0, np.uint64)
 
     def _live(self, addrs: U64, frags: list[Any]) -> npt.NDArray[np.bool_]:
         """Which addresses are live rows of ``frags``."""
@@ -385,19 +359,28 @@ class NearestScanner(LanceScanner):
         cache[key] = (addrs, ok)
         return addrs, ok
 
+    def _positions(self, meta: IndexMetadata, addrs: U64, mask: RowMask) -> npt.NDArray[np.int64]:
+        """Where each segment row sits in a prefilter mask's layout (once per version and segment)."""
+        cache = _state(self._ctx).positions
+        key = (meta.uuid, mask.fragments)
+        hit = cache.get(key)
+        if hit is None:
+            hit = cache[key] = mask.positions(addrs)
+        return hit
+
     # -- execution ------------------------------------------------------------------------------
     def _ann(self, segs: list[IndexMetadata], covered: frozenset[int], k: int) -> tuple[U64, F32]:
         query = self._query
         frags = [f for f in self._frags() if f.id in covered]
-        passed = None  # sorted addresses the prefilter keeps, read once for every segment
+        mask = None  # the rows the prefilter keeps, evaluated once per fragment and version
         if self._prefilter and self._opts.filter is not None:
-            passed = self._filtered_addresses(frags)
+            mask = prefilter_mask(self._ctx, frags, self._opts.filter, self._opts.filter_sql)
         out_a, out_d = [], []
         for meta in segs:
             seg = _segment(self._ctx, meta)
             addrs, ok = self._segment_rows(meta, seg, frags)
-            if passed is not None:
-                ok = ok & _in_sorted(passed, addrs)
+            if mask is not None:  # rows outside ``frags`` (position -1) are not ``ok`` already
+                ok = ok & mask.flags[np.maximum(self._positions(meta, addrs, mask), 0)]
             exact = isinstance(seg.storage, RQStorage) and seg.metric == "dot"  # no dot estimate (search.py)
             score = self._exact_scorer(addrs, ok) if exact else None
             rows, dist = search_segment(seg, query.q, k, query.probe, ok.__getitem__, query.distance_range, score)

@@ -20,6 +20,7 @@ partitions, so recall is equal to or better than pylance's graph walk for the sa
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -76,6 +77,39 @@ def _ranked(seg: IvfSegment, q: npt.NDArray[np.generic]) -> tuple[npt.NDArray[np
     return order, d[order]
 
 
+@dataclass(frozen=True)
+class _Prepared:
+    """Arrays derived once per opened segment, so warm queries only gather and add.
+
+    Attributes:
+        codes_t: PQ codes with one contiguous row per sub-vector (``[m, n]``): a sub-vector's
+            codes of the candidate rows are one gather instead of a strided column.
+        sq_norms: ``||code||²`` of each SQ row, exact in float32 (integers below 2**24 for dim <= 128).
+    """
+
+    codes_t: npt.NDArray[np.uint8] | None = None
+    sq_norms: F32 | None = None
+
+
+_PREPARED: dict[int, _Prepared] = {}
+
+
+def _prepared(seg: IvfSegment) -> _Prepared:
+    key = id(seg)
+    hit = _PREPARED.get(key)
+    if hit is None:
+        st = seg.storage
+        if isinstance(st, PQStorage):
+            hit = _Prepared(codes_t=np.ascontiguousarray(st.codes.T))
+        elif isinstance(st, SQStorage) and st.codes.shape[1] <= 128:
+            hit = _Prepared(sq_norms=np.einsum("ij,ij->i", st.codes, st.codes, dtype=np.float32))
+        else:
+            hit = _Prepared()
+        _PREPARED[key] = hit
+        weakref.finalize(seg, _PREPARED.pop, key, None)  # ids are reused once the segment is gone
+    return hit
+
+
 def _score_pq(seg: IvfSegment, st: PQStorage, q: npt.NDArray[np.floating], parts: npt.NDArray[np.int64],
               rows: list[npt.NDArray[np.int64]]) -> F32:
     m, k, sd = st.codebook.shape
@@ -83,25 +117,27 @@ def _score_pq(seg: IvfSegment, st: PQStorage, q: npt.NDArray[np.floating], parts
     flat_rows = np.concatenate(rows) if rows else np.empty(0, np.int64)
     if flat_rows.size == 0:
         return np.empty(0, np.float32)
-    codes = st.codes[flat_rows]
+    codes_t = _prepared(seg).codes_t
+    assert codes_t is not None
+    codes = codes_t[:, flat_rows]  # [m, n]: each sub-vector's codes contiguous
     if seg.metric == "dot":  # one table: dot does not use residuals
-        table = 1 - np.einsum("sd,skd->sk", q.reshape(m, sd), cb)
-        gathered = table.reshape(-1)[codes.astype(np.intp) + np.arange(m) * k]
-        dot: F32 = (gathered.sum(axis=1) - (m - 1)).astype(np.float32)
-        return dot
-    # One lookup table per probed partition, all built at once: [partitions, m, k] squared l2
-    # between each residual sub-query and each codeword.
-    resid = (q[None, :] - seg.centroids[parts].astype(np.float32)).reshape(parts.size, m, 1, sd)
-    diff = cb[None] - resid
-    tables = np.einsum("pskd,pskd->spk", diff, diff)  # [m, partitions, k]: one contiguous block per sub-vector
-    base = np.repeat(np.arange(parts.size, dtype=np.intp) * k, [r.size for r in rows])
-    # Gathered one sub-vector at a time into one [n, m] block (small index temporaries), then
-    # summed along the row as before, so the float32 rounding does not change.
-    gathered = np.empty((flat_rows.size, m), np.float32)
-    for s in range(m):  # m sub-vectors (16-96), each a vectorised gather over every candidate row
-        gathered[:, s] = tables[s].reshape(-1)[base + codes[:, s]]
-    l2: F32 = gathered.sum(axis=1).astype(np.float32)
-    return l2
+        tables = (1 - np.einsum("sd,skd->sk", q.reshape(m, sd), cb))[:, None, :]  # [m, 1, k]
+        base = np.zeros(flat_rows.size, np.intp)
+    else:
+        # One lookup table per probed partition, all built at once: [m, partitions, k] squared l2
+        # between each residual sub-query and each codeword.
+        resid = (q[None, :] - seg.centroids[parts].astype(np.float32)).reshape(parts.size, m, 1, sd)
+        diff = cb[None] - resid
+        tables = np.einsum("pskd,pskd->spk", diff, diff)
+        base = np.repeat(np.arange(parts.size, dtype=np.intp) * k, [r.size for r in rows])
+    # Summed one sub-vector after the other (as pylance adds the table entries), each a gather
+    # over every candidate row; no [n, m] temporary.
+    acc = np.zeros(flat_rows.size, np.float32)
+    for s in range(m):  # m sub-vectors (16-96)
+        acc += tables[s].reshape(-1)[base + codes[s]]
+    if seg.metric == "dot":
+        acc -= np.float32(m - 1)
+    return acc
 
 
 def _score_sq(seg: IvfSegment, st: SQStorage, q: npt.NDArray[np.floating], rows: npt.NDArray[np.int64]) -> F32:
@@ -118,9 +154,11 @@ def _score_sq(seg: IvfSegment, st: SQStorage, q: npt.NDArray[np.floating], rows:
         qc = qc.astype(np.int64).astype(np.float32)
     # ||c - qc||² = ||c||² - 2 c·qc + ||qc||² in float32 (one BLAS product, no int64 copy): every term
     # and partial sum is an integer below 2 · 255² · dim < 2**24 for dim <= 128, so float32 holds it exactly.
-    c = st.codes[rows].astype(np.float32)
-    if c.shape[1] <= 128:
-        raw = np.einsum("ij,ij->i", c, c) - 2 * (c @ qc) + np.float32(qc @ qc)
+    # The products are einsum, not BLAS: a multi-threaded sgemv is many times slower on a busy machine.
+    c = st.codes[rows]
+    norms = _prepared(seg).sq_norms
+    if norms is not None:
+        raw = norms[rows] - 2 * np.einsum("ij,j->i", c, qc) + np.float32(qc @ qc)
     else:  # wider vectors could round: the exact integer path
         diff = c.astype(np.int64) - qc.astype(np.int64)[None, :]
         raw = np.einsum("ij,ij->i", diff, diff).astype(np.float32)

@@ -1,0 +1,138 @@
+"""The rows a ``nearest=`` search returns, fetched by row address.
+
+A search returns a handful of rows spread over many fragments. Decoding one row of a column
+through the file decoder costs a whole mini-block chunk and the Python around it, about the
+same as decoding the fragment's column once. So fixed-width columns small enough
+(:data:`COLUMN_LIMIT` per fragment) are decoded whole on their first take and kept, keyed by
+data file: data files never change, so the copy serves every later query and version. Other
+columns (strings, lists, large vectors) are taken through the fragment's open readers, which
+are kept per dataset version.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+
+from lance_format.errors import InvalidInputError
+from lance_format.table.read import FragmentScan, ReadContext
+
+U64 = npt.NDArray[np.uint64]
+#: Decoded bytes of one fragment's column above which the column is taken row by row instead.
+COLUMN_LIMIT = 16 << 20
+#: Decoded bytes of all kept columns (least recently used dropped first).
+COLUMN_BUDGET = 256 << 20
+
+
+@dataclass
+class _Columns:
+    arrays: OrderedDict[tuple[str, int, str, str], pa.Array] = field(default_factory=OrderedDict)
+    nbytes: int = 0
+
+
+_KEPT = _Columns()
+#: Per dataset version: the key of each (fragment, column) in ``_KEPT`` (``None``: not kept).
+_KEYS: weakref.WeakKeyDictionary[ReadContext, dict[tuple[int, str], tuple[str, int, str, str] | None]] = \
+    weakref.WeakKeyDictionary()
+#: Per dataset version: open fragment readers for the columns that are not kept whole.
+_SCANS: weakref.WeakKeyDictionary[ReadContext, dict[tuple[int, tuple[str, ...]], FragmentScan]] = \
+    weakref.WeakKeyDictionary()
+
+
+def _row_bytes(typ: pa.DataType) -> int | None:
+    """Bytes per row of a fixed-width type (vectors included), ``None`` for the others."""
+    if pa.types.is_fixed_size_list(typ):
+        inner = _row_bytes(typ.value_type)
+        return None if inner is None else inner * typ.list_size
+    if pa.types.is_boolean(typ):
+        return 1
+    if isinstance(typ, pa.ExtensionType) or pa.types.is_dictionary(typ) or pa.types.is_null(typ):
+        return None
+    try:
+        bits = int(typ.bit_width)
+    except ValueError:  # variable width
+        return None
+    return max(1, bits // 8)
+
+
+def kept_column(ctx: ReadContext, frag: Any, column: str) -> pa.Array | None:
+    """The whole decoded column of a fragment (decoded on first use), or ``None`` when it does
+    not qualify (variable width, too large, or not stored in any data file of the fragment)."""
+    keys = _KEYS.setdefault(ctx, {})
+    memo = (int(frag.id), column)
+    if memo not in keys:  # which data file holds the column: once per version
+        keys[memo] = _column_key(ctx, frag, column)
+    key = keys[memo]
+    if key is None:
+        return None
+    kept = _KEPT.arrays.get(key)
+    if kept is not None:
+        _KEPT.arrays.move_to_end(key)
+        return kept
+    arr = FragmentScan(ctx, frag, [column]).read(0, frag.physical_rows).column(0)
+    _KEPT.arrays[key] = arr
+    _KEPT.nbytes += arr.nbytes
+    while _KEPT.nbytes > COLUMN_BUDGET and len(_KEPT.arrays) > 1:
+        _, old = _KEPT.arrays.popitem(last=False)
+        _KEPT.nbytes -= old.nbytes
+    return arr
+
+
+def _column_key(ctx: ReadContext, frag: Any, column: str) -> tuple[str, int, str, str] | None:
+    width = _row_bytes(ctx.arrow_schema.field(column).type)
+    if width is None or frag.physical_rows * width > COLUMN_LIMIT:
+        return None
+    try:
+        path = FragmentScan(ctx, frag, [column]).data_file_of(column).path
+    except InvalidInputError:  # absent from this fragment: read as nulls by the take path
+        return None
+    return (ctx.store.uri(""), int(frag.id), path, column)
+
+
+def _fragment_rows(ctx: ReadContext, fid: int, offsets: U64, columns: list[str], schema: pa.Schema) -> pa.Table:
+    frag = ctx.manifest.fragment(fid)
+    assert frag is not None  # candidates only come from live fragments
+    arrays: dict[str, pa.Array] = {}
+    idx = pa.array(offsets.astype(np.int64))
+    for c in columns:
+        whole = kept_column(ctx, frag, c)
+        if whole is not None:
+            arrays[c] = whole.take(idx)
+    rest = [c for c in columns if c not in arrays]
+    if rest:
+        scans = _SCANS.setdefault(ctx, {})
+        scan = scans.get((fid, tuple(rest)))
+        if scan is None:  # kept per version: its open readers serve the next query's take too
+            scan = scans[(fid, tuple(rest))] = FragmentScan(ctx, frag, rest)
+        batch = scan.take(offsets)
+        arrays.update(zip(rest, batch.columns, strict=True))
+    return pa.Table.from_arrays([arrays[c] for c in columns], schema=schema)
+
+
+def empty_rows(n: int) -> pa.Table:
+    """A table of ``n`` rows and no columns (a search asked only for ``_distance`` / row ids)."""
+    return pa.table({"_": pa.nulls(n)}).drop_columns(["_"])
+
+
+def take_addresses(ctx: ReadContext, addrs: U64, columns: Sequence[str]) -> pa.Table:
+    """Rows at row addresses ``addrs`` (any order, kept), with ``columns``."""
+    cols = list(columns)
+    if not cols:
+        return empty_rows(int(addrs.size))
+    schema = pa.schema([ctx.arrow_schema.field(c) for c in cols])
+    if addrs.size == 0:
+        return schema.empty_table()
+    order = np.argsort(addrs, kind="stable")
+    sorted_addrs = addrs[order]
+    frag_of = sorted_addrs >> np.uint64(32)
+    parts = [_fragment_rows(ctx, int(fid), sorted_addrs[frag_of == fid] & np.uint64(0xFFFFFFFF), cols, schema)
+             for fid in np.unique(frag_of).tolist()]
+    table = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+    return table.take(pa.array(np.argsort(order, kind="stable")))
