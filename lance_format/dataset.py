@@ -661,10 +661,10 @@ class LanceDataset:
         new = _WRITER(data, self, mode=mode, **kwargs)
         self._set_manifest(new.manifest)
 
-    def merge(self, data_obj: Any, left_on: str, right_on: str | None = None) -> None:
-        """Add the other columns of ``data_obj``, left-joined on ``left_on`` = ``right_on`` (one ``Merge``)."""
-
-        merge_dataset(self, data_obj, left_on, right_on)
+    def merge(self, data_obj: Any, left_on: str, right_on: str | None = None, schema: pa.Schema | None = None) -> None:
+        """Add the other columns of ``data_obj``, left-joined on ``left_on`` = ``right_on`` (one ``Merge``);
+        ``schema`` is that of an iterator of batches (pylance's)."""
+        merge_dataset(self, data_obj, left_on, right_on, schema)
 
     # -- indices (lance_format.index) ----------------------------------------------
 

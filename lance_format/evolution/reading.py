@@ -204,10 +204,11 @@ _MERGE_POS = "__lf_merge_pos"
 
 
 def _merge_right(ds: LanceDataset, data: Any, left_on: str, right_on: str | None,
-                 start_field_id: int | None) -> _MergeRight:
+                 start_field_id: int | None, schema: pa.Schema | None = None) -> _MergeRight:
 
     right_on = right_on or left_on
-    schema, batches = to_batch_stream(data)
+    # ``schema``: pylance's merge(schema=), the schema of an iterator of batches (or a cast target)
+    schema, batches = to_batch_stream(data, schema)
     right = pa.Table.from_batches(list(batches), schema=schema)
     if left_on not in ds.schema.names or right_on not in right.column_names:
         raise SchemaError(f"{ds.uri}: merge join columns {left_on!r} / {right_on!r} are missing")
@@ -264,10 +265,11 @@ def merge_fragment(ds: LanceDataset, frag: FragmentMetadata, data: Any, left_on:
     return _merge_one(ds, frag, left_on, _merge_right(ds, data, left_on, right_on, start_field_id))
 
 
-def merge_dataset(ds: LanceDataset, data: Any, left_on: str, right_on: str | None = None) -> None:
+def merge_dataset(ds: LanceDataset, data: Any, left_on: str, right_on: str | None = None,
+                  schema: pa.Schema | None = None) -> None:
     """pylance's ``LanceDataset.merge``: add the columns of ``data`` joined on a key, one ``Merge`` commit."""
 
-    prepared = _merge_right(ds, data, left_on, right_on, None)  # once, not per fragment
+    prepared = _merge_right(ds, data, left_on, right_on, None, schema)  # once, not per fragment
     frags: list[FragmentMetadata] = []
     keys: list[str] = []
     final: LanceSchema | None = None

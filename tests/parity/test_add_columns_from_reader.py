@@ -54,3 +54,14 @@ def test_pylance_reads_columns_we_added(tmp_path: Path) -> None:
     ds = _dataset("lance_format", tmp_path)
     ds.add_columns(pa.table({"b": list(range(8))}).to_reader())
     assert lance.dataset(str(tmp_path / "lance_format")).to_table().equals(ds.to_table())
+
+
+def test_merge_takes_an_iterator_with_its_schema(tmp_path: Path) -> None:
+    right = pa.table({"a": [1, 3, 5, 7], "b": ["x", "y", "z", "w"]})
+    results = {}
+    for package, lib in LIBS.items():
+        ds = lib.write_dataset(pa.table({"a": list(range(6))}), str(tmp_path / f"m_{package}"), max_rows_per_file=4)
+        ds.merge(iter(right.to_batches(max_chunksize=2)), "a", schema=right.schema)
+        results[package] = (ds.version, ds.to_table())
+    assert results["lance_format"][0] == results["lance"][0]
+    assert results["lance_format"][1].equals(results["lance"][1])
