@@ -149,12 +149,18 @@ def write_dataset(
         op = LanceOperation.Append(frags)
     else:  # the auto cleanup settings go into a new dataset's config only (as pylance)
         op = LanceOperation.Overwrite(data_schema, frags, config_upsert_values=cleanup if not read_version else None)
+    observed = (read_version, scheme) if base is not None and scheme else None
+    built_on = read_version
+    if given is not None and 0 < given.version < read_version:
+        # As pylance: a write to a dataset object is built on the version it has checked out, so
+        # what landed since is checked for conflicts (an Append over a Restore or Overwrite fails).
+        built_on, base = given.version, given.manifest
     try:
-        txn = Transaction(read_version, op, transaction_properties=props)
+        txn = Transaction(built_on, op, transaction_properties=props)
         manifest = commit_transaction(store, txn, enable_v2_manifest_paths=enable_v2_manifest_paths,
                                       data_storage_version=version, must_not_exist=(mode == "create"),
                                       enable_stable_row_ids=enable_stable_row_ids, base=base, commit_lock=lock,
-                                      observed=(read_version, scheme) if base is not None and scheme else None)
+                                      observed=observed)
     except BaseException:
         # A refused commit leaves the files unreferenced; an interrupt or a storage error may also
         # strike after the manifest landed, so they go only if no newer version references them.

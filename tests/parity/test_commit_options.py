@@ -152,3 +152,28 @@ def _kept_lock_versions(lib: Any, uri: Path) -> list[int]:
 def test_a_dataset_keeps_the_commit_lock_it_was_written_with(tmp_path: Path) -> None:
     ours, theirs = _kept_lock_versions(lance_format, tmp_path / "ours"), _kept_lock_versions(lance, tmp_path / "py")
     assert ours == theirs == [1, 2, 3, 4, 5]
+
+
+def _stale_write(lib: Any, uri: Path, first: str, mode: str) -> Any:
+    stale = lib.write_dataset(T, str(uri))
+    if first == "append":
+        lib.write_dataset(T, str(uri), mode="append")
+    elif first == "overwrite":
+        lib.write_dataset(T, str(uri), mode="overwrite")
+    elif first == "restore":
+        lib.dataset(str(uri)).restore()
+    else:
+        lib.dataset(str(uri)).delete("x < 3")
+    try:
+        done = lib.write_dataset(T, stale, mode=mode)
+    except OSError as exc:
+        return "retry" if "retry" in str(exc).lower() else "conflict"
+    return done.version, done.count_rows()
+
+
+@pytest.mark.parametrize("first", ["append", "overwrite", "restore", "delete"])
+@pytest.mark.parametrize("mode", ["append", "overwrite"])
+def test_a_write_to_a_dataset_object_is_built_on_its_version(tmp_path: Path, first: str, mode: str) -> None:
+    """write_dataset(data, ds) reads at ds.version: what landed since is checked for conflicts."""
+    theirs = _stale_write(lance, tmp_path / "pylance", first, mode)
+    assert _stale_write(lance_format, tmp_path / "ours", first, mode) == theirs
