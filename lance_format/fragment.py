@@ -16,6 +16,7 @@ import pyarrow.compute as pc
 
 from lance_format.errors import InvalidInputError
 from lance_format.evolution.arguments import integer
+from lance_format.evolution.fragment_columns import merge_fragment_columns
 from lance_format.evolution.fragment_ops import update_fragment_columns
 from lance_format.evolution.reading import merge_fragment
 from lance_format.evolution.take_columns import fragment_positions
@@ -229,6 +230,20 @@ class LanceFragment:
         if filter is None:
             return self._meta.num_rows
         return self.scanner(filter=filter).count_rows()
+
+    def merge_columns(self, value_func: Any, columns: Sequence[str] | None = None, batch_size: int | None = None,
+                      reader_schema: pa.Schema | None = None) -> tuple[FragmentMetadata, Any]:
+        """Compute new columns for this fragment (``{name: SQL}`` or a function / ``batch_udf`` over
+        ``columns``) and write them as one data file; nothing is committed (commit every fragment's
+        result with ``LanceOperation.Merge(fragments, schema)``, as pylance).
+
+        ``reader_schema`` is accepted for pylance's signature; readers of values are taken by
+        ``LanceDataset.add_columns`` (per dataset), not here.
+
+        Returns:
+            ``(new fragment metadata, the dataset's new LanceSchema)``.
+        """
+        return merge_fragment_columns(self._ds, self._meta, value_func, columns, batch_size)
 
     def merge(self, data_obj: Any, left_on: str, right_on: str | None = None,
               schema: pa.Schema | None = None) -> tuple[FragmentMetadata, Any]:

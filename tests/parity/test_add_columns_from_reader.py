@@ -65,3 +65,21 @@ def test_merge_takes_an_iterator_with_its_schema(tmp_path: Path) -> None:
         results[package] = (ds.version, ds.to_table())
     assert results["lance_format"][0] == results["lance"][0]
     assert results["lance_format"][1].equals(results["lance"][1])
+
+
+def test_fragment_merge_columns_then_one_merge_commit(tmp_path: Path) -> None:
+    import pyarrow.compute as pc
+
+    tables = {}
+    for package, lib in LIBS.items():
+        uri = str(tmp_path / f"mc_{package}")
+        ds = lib.write_dataset(pa.table({"a": list(range(6)), "z": list(range(6))}), uri, max_rows_per_file=4)
+        ds.delete("a = 1")
+        frags = ds.get_fragments()
+        first, schema = frags[0].merge_columns(
+            lambda b: pa.record_batch([pc.multiply(b.column("a"), 2)], names=["b"]), columns=["a"])
+        second, schema2 = frags[1].merge_columns({"b": "a * 2"})
+        assert list(first.files[-1].fields) == list(second.files[-1].fields) == [2]
+        op = lib.LanceOperation.Merge([first, second], schema)
+        tables[package] = lib.LanceDataset.commit(uri, op, read_version=ds.version).to_table()
+    assert tables["lance_format"].equals(tables["lance"])
