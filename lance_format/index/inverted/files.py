@@ -29,8 +29,8 @@ from pyroaring import BitMap
 from lance_format.errors import CorruptFileError, NotSupportedError
 from lance_format.file.reader import LanceFileReader
 from lance_format.index.inverted import fst
-from lance_format.index.inverted.blocks import PostingBlocks
-from lance_format.index.inverted.postings import U32, decode_positions
+from lance_format.index.inverted.blocks import PostingBlocks, positions_flat
+from lance_format.index.inverted.postings import U32
 from lance_format.index.inverted.tokenizer import AnalyzerParams
 from lance_format.index.store import IndexDir
 from lance_format.session import CacheKind
@@ -257,7 +257,9 @@ class Partition:
         if held is not None:
             return held
         stream, offsets = self.position_source(tid)
-        out = decode_positions(stream, offsets, got[1], f"{self.where} token {token!r}")
+        allpos, start = positions_flat(stream, offsets, got[1], f"{self.where} token {token!r}")
+        bounds = start.tolist()
+        out = [allpos[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
         self._remember(self._pos_cache, tid, out)
         return out
 
