@@ -590,6 +590,33 @@ class LanceDataset:
         return self.scanner(columns, filter, limit, offset, batch_size=batch_size, with_row_id=with_row_id,
                             with_row_address=with_row_address, **kwargs).to_batches()
 
+    def to_pandas(self, columns: Sequence[str] | Mapping[str, str] | None = None, filter: Filter = None,
+                  limit: int | None = None, offset: int | None = None, nearest: Any = None,
+                  batch_size: int | None = None, batch_readahead: int | None = None,
+                  fragment_readahead: int | None = None, scan_in_order: bool | None = None, *,
+                  prefilter: bool | None = None, with_row_id: bool | None = None,
+                  with_row_address: bool | None = None, use_stats: bool | None = None,
+                  fast_search: bool | None = None, full_text_query: Any = None, io_buffer_size: int | None = None,
+                  late_materialization: Any = None, blob_mode: str = "lazy", use_scalar_index: bool | None = None,
+                  include_deleted_rows: bool | None = None, order_by: Sequence[Any] | None = None,
+                  disable_scoring_autoprojection: bool | None = None, **kwargs: Any) -> Any:
+        """The scan as a pandas DataFrame (``scanner(...).to_table().to_pandas(**kwargs)``); blob columns
+        come back as their descriptors (pylance's ``blob_mode="descriptions"``)."""
+        scan = self.scanner(columns, filter, limit, offset, nearest=nearest, batch_size=batch_size,  # type: ignore[arg-type]
+                            batch_readahead=batch_readahead, fragment_readahead=fragment_readahead,
+                            scan_in_order=scan_in_order, prefilter=prefilter, with_row_id=with_row_id,
+                            with_row_address=with_row_address, use_stats=use_stats, fast_search=fast_search,
+                            full_text_query=full_text_query, io_buffer_size=io_buffer_size,
+                            late_materialization=late_materialization, use_scalar_index=use_scalar_index,
+                            include_deleted_rows=include_deleted_rows, order_by=order_by,
+                            disable_scoring_autoprojection=disable_scoring_autoprojection)
+        return scan.to_table().to_pandas(**kwargs)
+
+    @property
+    def has_index(self) -> bool:
+        """Whether the dataset has any index."""
+        return len(self.list_indices()) > 0
+
     def head(self, num_rows: int, **kwargs: Any) -> pa.Table:
         """The first ``num_rows`` rows."""
         kwargs["limit"] = _arg.integer(num_rows, "head(): num_rows")

@@ -118,3 +118,10 @@ def test_fragment_reads_take_pylances_options(uri: str, options: dict[str, Any])
     t_rows = pa.Table.from_batches(list(t_frag.to_batches(**options)))
     o_rows = pa.Table.from_batches(list(o_frag.to_batches(**options)))
     assert o_rows.equals(t_rows)
+
+
+def test_dataset_to_pandas_and_has_index(uri: str) -> None:
+    t_ds, o_ds = lance.dataset(uri), lance_format.dataset(uri)
+    options: dict[str, Any] = {"columns": ["s"], "filter": "id < 20", "limit": 9, "with_row_id": True}
+    assert o_ds.to_pandas(**options).equals(t_ds.to_pandas(**options))
+    assert o_ds.has_index is t_ds.has_index is False
