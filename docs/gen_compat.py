@@ -101,9 +101,6 @@ REASONS: list[tuple[str, str]] = [
                            "io_stats_incremental() and scan_stats_callback report ours"),
     ("lance.io", "pylance's native I/O counter module; lance_format.io_stats holds ours"),
     # -- blob columns: 2.0/2.1 blobs (lance-encoding:blob) read and write; blob v2 is read-only ----------
-    ("lance.dataset.BlobFile", "import it from lance_format (lance_format.BlobFile); take_blobs returns it"),
-    ("lance.BlobFile", "lance_format.BlobFile is the same file-like handle (take_blobs returns it)"),
-    ("lance.blob.BlobFile", "lance_format.BlobFile is the same file-like handle (take_blobs returns it)"),
     ("lance.blob.LanceBlobFile", "the native handle behind BlobFile; lance_format.BlobFile reads the bytes "
                                  "itself"),
     ("lance.blob.BlobIterator", "iterates native blob handles; iterate over take_blobs(...)"),
@@ -141,7 +138,6 @@ REASONS: list[tuple[str, str]] = [
     ("lance.dataset.LanceDataset.prewarm_index", "index files are read on first use and kept in the "
                                                  "session's cache; there is no separate prewarm step"),
     ("lance.dataset.LanceDataset.index_statistics", "use ds.stats.index_stats(name) (same values)"),
-    ("lance.dataset.LanceDataset.has_index", "use bool(ds.list_indices())"),
     ("lance.query.*", "full-text queries are dicts or lance_format.search.fts_query values (MatchQuery, "
                       "PhraseQuery, BooleanQuery ... live there)"),
     ("lance.dataset.*Query*", "vector / full-text queries go through scanner(nearest=, full_text_query=); SQL "
@@ -218,13 +214,11 @@ REASONS: list[tuple[str, str]] = [
     ("lance.dataset.LanceDataset.sort_by", "pyarrow.dataset protocol method; use to_table(order_by=)"),
     ("lance.dataset.LanceDataset.slice", "pyarrow.dataset protocol method; use to_table(offset=, limit=)"),
     ("lance.dataset.LanceDataset.fragment_ids", "use [f.fragment_id for f in ds.get_fragments()]"),
-    ("lance.dataset.LanceDataset.to_pandas", "use to_table().to_pandas()"),
     ("lance.dataset.LanceDataset.from_pydantic_model", "pydantic schema conversion is not implemented; "
                                                        "build the pyarrow schema"),
     ("lance.dataset.model_to_dict", "pydantic schema conversion is not implemented"),
     ("lance.dataset.LanceDataset.get_version", "use checkout_version(v).version / versions()"),
     ("lance.dataset.LanceDataset.version_refs", "use versions() and tags.list()"),
-    ("lance.dataset.LanceDataset.initial_storage_options", "storage options are kept on the store"),
     ("lance.dataset.Tags.list_ordered", "tags.list() returns every tag; sort by version"),
     ("lance.dataset.Branches.list_ordered", "branches.list() returns every branch; sort by version"),
     ("*.replace_metadata", "tag and branch metadata (14.x) are not written"),
@@ -249,7 +243,6 @@ REASONS: list[tuple[str, str]] = [
     ("lance.fragment.LanceFragment.create_from_file", "not implemented: register an existing data file with "
                                                       "write_fragments / LanceOperation.Append"),
     ("lance.fragment.LanceFragment.delete_rows", "not implemented per fragment: ds.delete(predicate)"),
-    ("lance.fragment.LanceFragment.merge_columns", "not implemented per fragment: ds.add_columns / merge"),
     ("lance.fragment.LanceFragment.physical_schema", "fragment.schema is the dataset schema its files store"),
     ("lance.fragment.LanceFragment.validate", "ds.validate() checks every fragment"),
     ("lance.fragment.FragmentMetadata.data_files", "use FragmentMetadata.files"),
