@@ -312,8 +312,10 @@ class PartitionRows:
 
 
 #: Rows one graph task aims at: consecutive partitions are grouped up to this size (a larger
-#: partition is a task of its own), so a runner spreads the graphs over its workers.
-GRAPH_TASK_ROWS = 100_000
+#: partition is a task of its own), so a runner spreads the graphs over its workers. Small
+#: enough that 100k rows make several tasks: local threads then build graphs side by side
+#: (numpy releases the GIL in the matrix products, partitions and gathers that dominate).
+GRAPH_TASK_ROWS = 16_384
 
 
 def graph_tasks(chunks: Sequence[VectorChunk], model: VectorModel) -> list[tuple[PartitionRows, VectorModel]]:
