@@ -211,7 +211,6 @@ def _ex_values(rot: F32, ex_bits: int) -> U8:
     out = np.zeros((n, dim), np.uint8)
     norm_sq = np.einsum("ij,ij->i", rot, rot).astype(np.float32)
     ok = np.isfinite(norm_sq) & (norm_sq > np.finfo(np.float32).eps)
-    steps = np.arange(1, top + 1, dtype=np.float32)
     step_rows = max(1, _CHUNK_EVENTS // max(1, dim * top))
     for lo in np.arange(0, n, step_rows):
         idx = np.flatnonzero(ok[lo:lo + step_rows]) + lo
@@ -226,16 +225,22 @@ def _ex_values(rot: F32, ex_bits: int) -> U8:
         cur[a <= 0] = 0
         den0 = np.float32(dim * 0.25) + (cur * cur + cur).sum(axis=1, dtype=np.float32)
         num0 = ((cur + 0.5) * a).sum(axis=1, dtype=np.float32)
-        with np.errstate(divide="ignore"):
-            th = (steps[None, None, :] / a[:, :, None]).astype(np.float32)  # [m, dim, top]
-        live = (steps[None, None, :] > cur[:, :, None]) & (th < t_end[:, None, None]) & (a[:, :, None] > 0)
+        # a dimension's code can only step up from cur + 1 while k / a < t_end: enumerate those
+        # (a few per dimension) instead of every code value
+        reach = np.minimum(np.float32(top), np.ceil(t_end[:, None] * a)) - cur  # >= the live steps per dim
+        width = max(1, int(reach.max()))
+        k = cur[:, :, None] + np.arange(1, width + 1, dtype=np.float32)[None, None, :]  # [m, dim, width]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            th = (k / a[:, :, None]).astype(np.float32)
+        live = (k <= top) & (th < t_end[:, None, None]) & (a[:, :, None] > 0)
         m = idx.size
         live = live.reshape(m, -1)
         # sort (threshold, event) pairs as one uint64 key: positive float32 bits order like the
         # values (+inf marks no event), and np.sort of integers is far faster than an argsort of
-        # floats; only the live events (a few per dimension) are kept after the sort
+        # floats; only the live events are kept after the sort. An event is dim * top + k - 1.
         bits = np.where(live, th.reshape(m, -1), np.float32(np.inf)).view(np.uint32)
-        keys = (bits.astype(np.uint64) << np.uint64(32)) | np.arange(dim * top, dtype=np.uint64)
+        event = (np.arange(dim, dtype=np.int64)[None, :, None] * top + np.minimum(k, top).astype(np.int64) - 1)
+        keys = (bits.astype(np.uint64) << np.uint64(32)) | event.reshape(m, -1).astype(np.uint64)
         keys.sort(axis=1)
         keys = keys[:, :max(1, int(np.count_nonzero(live, axis=1).max()))]
         order = (keys & np.uint64(0xFFFFFFFF)).astype(np.int64)
