@@ -14,7 +14,8 @@ is the median of ``--repeat`` processes with the ratio ours / pylance.
 
 * ``build IVF_PQ`` (``num_partitions`` 256, or 64 in quick mode; 16 sub-vectors) and
   ``build IVF_HNSW_SQ`` (same partitions): ``create_index`` on a fresh copy of the data.
-* queries at k=10, ``columns=["id"]``, 50 query vectors near the data: ``first`` is the
+* queries at k=10, ``columns=["id"]``, 50 query vectors near the data, nprobes 1/10/50 and
+  ``auto`` (no nprobes: pylance's adaptive default, which ours follows): ``first`` is the
   first query of a fresh process (import, dataset open and index load included), ``warm`` the median
   of the 50 queries on the same dataset object. ``first`` includes importing the engine: ``import lance``
   loads pandas and pyarrow.compute, ours loads them (and sqlglot for filters) on first use, so
@@ -145,8 +146,9 @@ def child_build(engine: str, src: str, dst: str, index_type: str, params: dict[s
     return {"seconds": time.perf_counter() - t0}
 
 
-def child_query(engine: str, path: str, nprobes: int, filtered: bool, queries: str) -> dict[str, Any]:
-    """The first query of a fresh process (open included), then every query warm."""
+def child_query(engine: str, path: str, nprobes: int | None, filtered: bool, queries: str) -> dict[str, Any]:
+    """The first query of a fresh process (open included), then every query warm (``nprobes``
+    ``None``: each engine's default, pylance's Auto probing)."""
     qs = np.load(queries)
     t0 = time.perf_counter()  # the import is part of the first query: pylance loads pandas there, we lazily
     _import(engine)
@@ -261,8 +263,8 @@ def main() -> None:
 
     if "query" not in skip:
         truth, truth_f = exact_ids(base, qs)
-        lines = [("IVF_PQ", 1, False), ("IVF_PQ", 10, False), ("IVF_PQ", 50, False), ("IVF_PQ", 10, True),
-                 ("IVF_HNSW_SQ", 10, False)]
+        lines = [("IVF_PQ", 1, False), ("IVF_PQ", 10, False), ("IVF_PQ", 50, False), ("IVF_PQ", None, False),
+                 ("IVF_PQ", 10, True), ("IVF_HNSW_SQ", 10, False)]
         for kind, nprobes, filtered in lines:
             # (engine, whose index): ours on ours, pylance on pylance, ours on pylance's
             runs = {("ours", "ours"): [], ("pylance", "pylance"): [], ("ours", "pylance"): []}  # type: ignore[var-annotated]
@@ -271,7 +273,7 @@ def main() -> None:
                     acc.append(_child("query", engine=e, path=built[(idx, kind)], nprobes=nprobes,
                                       filtered=filtered, queries=qpath))
             ref = truth_f if filtered else truth
-            label = f"{kind} nprobes={nprobes}" + (f" {FILTER} (prefilter)" if filtered else "")
+            label = f"{kind} nprobes={nprobes or 'auto'}" + (f" {FILTER} (prefilter)" if filtered else "")
             rec = {key: (recall(r[0]["ids"], ref) if r and "ids" in r[0] else None) for key, r in runs.items()}
             for part in ("first", "warm"):
                 o, t = _median(runs[("ours", "ours")], part), _median(runs[("pylance", "pylance")], part)
