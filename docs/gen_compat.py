@@ -249,7 +249,6 @@ REASONS: list[tuple[str, str]] = [
     ("lance.fragment.DataFile.create", "construct DataFile(path, fields, column_indices, ...)"),
     ("lance.fragment.DataFile.field_ids", "use DataFile.fields"),
     ("lance.commit.CommitConflictError", "lance_format.errors.CommitConflictError"),
-    ("*CleanupStats", "lance_format.maintenance.cleanup.CleanupStats (cleanup_old_versions returns it)"),
 ]
 
 DEFAULT_REASON = "not implemented yet"

@@ -13,7 +13,7 @@ from __future__ import annotations
 import lance_format.file.reader
 import lance_format.file.v2_0.decoder
 import lance_format.file.v2_1.decoder  # noqa: F401
-from lance_format.dataset import LanceDataset, LanceOperation, Tags, Transaction, dataset
+from lance_format.dataset import CleanupStats, LanceDataset, LanceOperation, Tags, Transaction, dataset
 from lance_format.evolution.bases import DatasetBasePath
 from lance_format.evolution.scan_options import ColumnOrdering
 from lance_format.evolution.udf import BatchUDF, BatchUDFCheckpoint, batch_udf
@@ -34,6 +34,7 @@ __all__ = [
     "BatchUDF",
     "BatchUDFCheckpoint",
     "BlobFile",
+    "CleanupStats",
     "DataStatistics",
     "FieldStatistics",
     "DataFile",
