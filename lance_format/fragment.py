@@ -31,7 +31,7 @@ from lance_format.table.writing import (
     DEFAULT_MAX_ROWS_PER_FILE,
     DEFAULT_MAX_ROWS_PER_GROUP,
     prepare_write,
-    write_fragment_files,
+    write_input_files,
 )
 
 if TYPE_CHECKING:
@@ -49,6 +49,9 @@ def write_fragments(
     max_bytes_per_file: int = DEFAULT_MAX_BYTES_PER_FILE,
     data_storage_version: str | None = None,
     storage_options: Mapping[str, str] | None = None,
+    data_cache_bytes: int | None = None,
+    max_page_bytes: int | None = None,
+    progress: Any = None,
 ) -> list[FragmentMetadata]:
     """Write data files for ``data`` without committing; returns their fragment metadata.
 
@@ -68,6 +71,10 @@ def write_fragments(
         max_bytes_per_file: Soft cap on a data file's size.
         data_storage_version: Lance file version (default: the table's, else the library default).
         storage_options: Backend options.
+        data_cache_bytes: As :func:`lance_format.write_dataset`'s (where ``max_bytes_per_file``
+            sees bytes written).
+        max_page_bytes: Passed to the file writer.
+        progress: A ``lance_format.progress.FragmentWriteProgress``, called as ``write_dataset`` calls it.
 
     Returns:
         Uncommitted fragments with id 0 (ids are assigned at commit).
@@ -82,9 +89,10 @@ def write_fragments(
     effective = "overwrite" if mode == "create" else mode
     target, batches, data_schema, _full, _read_version, version = prepare_write(
         data, store, schema=schema, mode=effective, data_storage_version=data_storage_version)
-    return write_fragment_files(store, target, batches, data_schema, max_rows_per_file=max_rows_per_file,
-                                max_rows_per_group=max_rows_per_group, max_bytes_per_file=max_bytes_per_file,
-                                data_storage_version=version)
+    return write_input_files(store, target, batches, data_schema, max_rows_per_file=max_rows_per_file,
+                             max_rows_per_group=max_rows_per_group, max_bytes_per_file=max_bytes_per_file,
+                             data_storage_version=version, max_page_bytes=max_page_bytes, progress=progress,
+                             data_cache_bytes=data_cache_bytes, from_python=True)
 
 
 class LanceFragment:

@@ -10,11 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import lance
+import lance.fragment
 import numpy as np
 import pyarrow as pa
 import pytest
 
 import lance_format
+import lance_format.fragment
 
 LIBS = {"pylance": lance, "ours": lance_format}
 
@@ -89,3 +91,15 @@ def test_compaction_ends_files_where_pylance_does(tmp_path: Path, version: str) 
                      metrics.fragments_removed, metrics.fragments_added)
     assert got["ours"] == got["pylance"]
     assert len(got["ours"][0]) == 3
+
+
+def test_write_fragments_ends_files_where_pylance_does(tmp_path: Path) -> None:
+    got = {}
+    for name, lib in LIBS.items():
+        schema = next(_batches(1, 1, True)).schema
+        reader = pa.RecordBatchReader.from_batches(schema, _batches(60, 1000, True))
+        writer = lance.fragment.write_fragments if lib is lance else lance_format.fragment.write_fragments
+        frags = writer(reader, str(tmp_path / name), max_bytes_per_file=1, data_cache_bytes=300_000,
+                       max_rows_per_file=25_000, mode="create")
+        got[name] = [f.physical_rows for f in frags]
+    assert got["ours"] == got["pylance"] and len(got["ours"]) > 1

@@ -7,11 +7,13 @@ from pathlib import Path
 from typing import Any
 
 import lance
+import lance.fragment
 import lance.progress
 import pyarrow as pa
 import pytest
 
 import lance_format
+import lance_format.fragment
 import lance_format.progress
 
 T = pa.table({"a": pa.array(range(2500), pa.int64())})
@@ -54,3 +56,23 @@ def test_file_system_progress_leaves_the_last_file_in_progress(tmp_path: Path) -
 def test_noop_progress_is_accepted(tmp_path: Path) -> None:
     ds = lance_format.write_dataset(T, str(tmp_path / "t"), progress=lance_format.progress.NoopFragmentWriteProgress())
     assert ds.count_rows() == 2500
+
+
+def test_write_fragments_reports_progress_as_pylance(tmp_path: Path) -> None:
+    got = {}
+    for name, (lib, mod) in MODULES.items():
+        class Recorder(mod.FragmentWriteProgress):  # type: ignore[misc,name-defined]
+            def __init__(self) -> None:
+                self.events: list[tuple[str, int]] = []
+
+            def begin(self, fragment: Any, **kw: Any) -> None:
+                self.events.append(("begin", fragment.id))
+
+            def complete(self, fragment: Any, **kw: Any) -> None:
+                self.events.append(("complete", fragment.physical_rows))
+
+        rec = Recorder()
+        writer = lance.fragment.write_fragments if lib is lance else lance_format.fragment.write_fragments
+        frags = writer(T, str(tmp_path / name), max_rows_per_file=1000, progress=rec)
+        got[name] = (rec.events, [f.physical_rows for f in frags])
+    assert got["ours"] == got["pylance"]
