@@ -317,8 +317,9 @@ def assign_batched(data: F32, centroids: F32, *, distances: bool = True) -> tupl
     return labels, dists
 
 
-def _means_batched(data: F32, labels: I32, k: int) -> tuple[F32, npt.NDArray[np.int64]]:
-    """Per-problem cluster means (empty clusters zero) and counts: ``[m, k, sub]``, ``[m, k]``."""
+def _means_batched(data: F32, labels: I32, k: int) -> tuple[F32, npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+    """Per-problem cluster means (empty clusters zero), counts and sums: ``[m, k, sub]``, ``[m, k]``,
+    ``[m, k, sub]`` (float64)."""
     m, n, sd = data.shape
     flat = (labels + (np.arange(m, dtype=np.int64) * k)[:, None]).ravel()
     counts = np.bincount(flat, minlength=m * k)
@@ -327,7 +328,21 @@ def _means_batched(data: F32, labels: I32, k: int) -> tuple[F32, npt.NDArray[np.
     for j in range(sd):  # one bincount per sub-vector dimension (a handful), each over every row
         sums[:, j] = np.bincount(flat, weights=rows[:, j], minlength=m * k)
     means = (sums / np.maximum(counts, 1)[:, None]).astype(np.float32).reshape(m, k, sd)
-    return means, counts.reshape(m, k)
+    return means, counts.reshape(m, k), sums.reshape(m, k, sd)
+
+
+def _loss_batched(x_sq: npt.NDArray[np.float64], centroids: F32, counts: npt.NDArray[np.int64],
+                  sums: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """Each problem's total squared distance of its rows to the centroids they are assigned to.
+
+    ``Σ‖x − c‖² = Σ‖x‖² − 2 Σ_c c·S_c + Σ_c n_c ‖c‖²`` with ``S_c``/``n_c`` the members' sum and
+    count, which the mean update computes anyway: the assignment then needs only the labels,
+    not a gather of every row's distance (a quarter of the time of a Lloyd step).
+    """
+    c = centroids.astype(np.float64)
+    loss = x_sq - 2.0 * np.einsum("mkd,mkd->m", c, sums) + np.einsum("mk,mk->m", counts, np.einsum("mkd,mkd->mk", c, c))
+    out: npt.NDArray[np.float64] = np.maximum(loss, 0.0)
+    return out
 
 
 def train_kmeans_batched(data: F32, k: int, *, max_iters: int = MAX_ITERS, tolerance: float = TOLERANCE,
@@ -360,26 +375,32 @@ def train_kmeans_batched(data: F32, k: int, *, max_iters: int = MAX_ITERS, toler
     rng = np.random.default_rng(seed)
     starts = seed_rows(x, k, rng, init)
     centroids = np.take_along_axis(x, starts[:, :, None], axis=1)
-    labels, dists = assign_batched(x, centroids)
+    labels, _ = assign_batched(x, centroids, distances=False)
+    x_sq = np.einsum("mnd,mnd->m", x, x, dtype=np.float64)
+    loss = np.zeros(m)
     prev = np.full(m, np.inf)
     active = np.ones(m, bool)
-    for _ in range(max(1, max_iters)):
+    steps = max(1, max_iters)
+    for step in range(steps + 1):
         act = np.flatnonzero(active)
         xs = x if act.size == m else x[act]
-        means, counts = _means_batched(xs, labels[act], k)
+        means, counts, sums = _means_batched(xs, labels[act], k)
+        now = _loss_batched(x_sq[act], centroids[act], counts, sums)  # of the labels the centroids gave
+        loss[act] = now
+        old = prev[act]
+        done = np.isfinite(old) & (np.abs(old - now) <= tolerance * np.maximum(np.abs(old), 1e-30))
+        prev[act] = now
+        active[act[done]] = False
+        if step == steps or not active.any():
+            break
+        going = ~done
+        means, counts = means[going], counts[going]
         for i in np.flatnonzero((counts == 0).any(axis=1)):  # only problems with an empty cluster
             _split_empty(means[i], counts[i])
+        act = act[going]
         centroids[act] = means
-        lab, dd = assign_batched(xs, means)
-        labels[act], dists[act] = lab, dd
-        loss = dd.sum(axis=1, dtype=np.float64)
-        old = prev[act]
-        done = np.isfinite(old) & (np.abs(old - loss) <= tolerance * np.maximum(np.abs(old), 1e-30))
-        prev[act] = loss
-        active[act[done]] = False
-        if not active.any():
-            break
-    return centroids, dists.sum(axis=1, dtype=np.float64)
+        labels[act] = assign_batched(xs if going.all() else xs[going], means, distances=False)[0]
+    return centroids, loss
 
 
 # -- hamming: binary centroids by majority vote ("k-modes") ----------------------------------------
