@@ -57,6 +57,12 @@ def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
+# one decoder for every value (json.loads with a hook builds a new one per call)
+_DECODER = json.JSONDecoder(object_pairs_hook=_pairs)
+# the C string escaper behind json.dumps(ensure_ascii=False): escapes as serde_json does
+_quote: Any = json.encoder.encode_basestring
+
+
 def _number(value: int | float) -> bytes:
     if isinstance(value, int):
         if value == 0:
@@ -96,15 +102,33 @@ def _item(value: Any) -> tuple[int, bytes]:
 
 
 def _container(value: Any) -> bytes:
+    # The hot loop of writes: one pass over the items, common kinds tested by exact type.
+    words: list[int] = []
+    datas: list[bytes] = []
     if isinstance(value, dict):
-        keys = sorted(value, key=lambda k: k.encode("utf-8"))
-        items = [_item(k) for k in keys] + [_item(value[k]) for k in keys]
+        keys = sorted(value)  # code-point order is UTF-8 byte order
+        for key in keys:
+            data = key.encode("utf-8")
+            words.append(_STRING | len(data))
+            datas.append(data)
+        items: Any = [value[k] for k in keys]
         header = _OBJECT | len(keys)
     else:
-        items = [_item(v) for v in value]
-        header = _ARRAY | len(items)
-    words = struct.pack(f">{len(items) + 1}I", header, *(w for w, _ in items))
-    return words + b"".join(d for _, d in items)
+        items = value
+        header = _ARRAY | len(value)
+    for item in items:
+        kind = type(item)
+        if kind is str:
+            data = item.encode("utf-8")
+            words.append(_STRING | len(data))
+        elif kind is int and 0 < item < 256:
+            data = bytes((_UINT, item))
+            words.append(_NUMBER | 2)
+        else:
+            word, data = _item(item)
+            words.append(word)
+        datas.append(data)
+    return struct.pack(f">{len(words) + 1}I", header, *words) + b"".join(datas)
 
 
 def encode_value(text: str) -> bytes:
@@ -113,7 +137,7 @@ def encode_value(text: str) -> bytes:
     Raises:
         ValueError: if ``text`` is not JSON (or has a repeated object key, as pylance refuses).
     """
-    value = json.loads(text, object_pairs_hook=_pairs)  # NaN / Infinity are taken, as pylance takes them
+    value = _DECODER.decode(text)  # NaN / Infinity are taken, as pylance takes them
     if isinstance(value, (dict, list)):
         return _container(value)
     word, data = _item(value)
@@ -177,7 +201,7 @@ def _scalar_text(word: int, data: bytes) -> str:
     if kind == _FALSE:
         return "false"
     if kind == _STRING:
-        return json.dumps(data.decode("utf-8"), ensure_ascii=False)
+        return str(_quote(data.decode("utf-8")))
     if kind == _NUMBER:
         return _number_text(data)
     if kind == _CONTAINER:
@@ -196,12 +220,21 @@ def _container_text(buf: bytes, at: int) -> str:
     words = struct.unpack_from(f">{n}I", buf, at + 4)
     pos = at + 4 + 4 * n
     parts = []
+    # The hot loop of reads: strings and nested containers handled here, no slice for a container.
     for word in words:
         size = word & _LEN_MASK
-        parts.append(_scalar_text(word, buf[pos : pos + size]))
+        item = word & 0x70000000
+        if item == _STRING:
+            parts.append(_quote(buf[pos : pos + size].decode("utf-8")))
+        elif item == _CONTAINER:
+            parts.append(_container_text(buf, pos))
+        elif item == _NUMBER and size == 2 and buf[pos] == _UINT:
+            parts.append(str(buf[pos + 1]))
+        else:
+            parts.append(_scalar_text(word, buf[pos : pos + size]))
         pos += size
     if kind == _OBJECT:
-        return "{" + ",".join(f"{k}:{v}" for k, v in zip(parts[:count], parts[count:], strict=True)) + "}"
+        return "{" + ",".join([f"{k}:{v}" for k, v in zip(parts[:count], parts[count:], strict=True)]) + "}"
     if kind == _ARRAY:
         return "[" + ",".join(parts) + "]"
     raise ValueError(f"unknown JSONB header {header:#x}")
