@@ -100,39 +100,83 @@ def is_json(data_type: Any) -> bool:
     return isinstance(data_type, pa.BaseExtensionType) and data_type.extension_name == ARROW_JSON
 
 
+def _has_extension(data_type: pa.DataType) -> bool:
+    if isinstance(data_type, pa.BaseExtensionType):
+        return True
+    return any(_has_extension(data_type.field(i).type) for i in range(data_type.num_fields))
+
+
 def _storage_type(data_type: pa.DataType) -> pa.DataType:
+    """``data_type`` with every extension type in it (nested too) replaced by what the file stores."""
     if is_json(data_type):
         return pa.large_binary()
-    assert isinstance(data_type, pa.BaseExtensionType)
-    return data_type.storage_type
+    if isinstance(data_type, pa.BaseExtensionType):
+        return _storage_type(data_type.storage_type)
+    if not _has_extension(data_type):
+        return data_type
+    if pa.types.is_struct(data_type):
+        return pa.struct([f.with_type(_storage_type(f.type)) for f in data_type])
+    if pa.types.is_list(data_type):
+        return pa.list_(data_type.value_field.with_type(_storage_type(data_type.value_type)))
+    if pa.types.is_large_list(data_type):
+        return pa.large_list(data_type.value_field.with_type(_storage_type(data_type.value_type)))
+    if pa.types.is_fixed_size_list(data_type):
+        return pa.list_(data_type.value_field.with_type(_storage_type(data_type.value_type)), data_type.list_size)
+    return data_type  # maps and the rest: their extension children are not converted
 
 
 def storage_schema(schema: pa.Schema) -> pa.Schema:
-    """``schema`` with top-level extension types replaced by what the file stores (itself if none)."""
-    if not any(isinstance(f.type, pa.BaseExtensionType) for f in schema):
+    """``schema`` with extension types (nested too) replaced by what the file stores (itself if none)."""
+    if not any(_has_extension(f.type) for f in schema):
         return schema
-    fields = [f.with_type(_storage_type(f.type)) if isinstance(f.type, pa.BaseExtensionType) else f
-              for f in schema]
-    return pa.schema(fields, metadata=schema.metadata)
+    return pa.schema([f.with_type(_storage_type(f.type)) for f in schema], metadata=schema.metadata)
+
+
+def _validity(array: pa.Array) -> pa.Array | None:
+    return array.is_null() if array.null_count else None
+
+
+def _convert(array: pa.Array, logical: pa.DataType, to_file: bool, where: str) -> pa.Array:
+    """Convert ``array`` between ``logical`` (which holds extension types) and its stored form.
+
+    ``to_file``: ``array`` is of ``logical`` and becomes storage; otherwise the reverse.
+    """
+    if not _has_extension(logical):
+        return array
+    if is_json(logical):
+        return to_jsonb_array(array, where) if to_file else from_jsonb_array(array, where)
+    if isinstance(logical, pa.BaseExtensionType):
+        if to_file:
+            inner = array.storage if isinstance(array, pa.ExtensionArray) else array
+            return _convert(inner, logical.storage_type, True, where)
+        return pa.ExtensionArray.from_storage(logical, _convert(array, logical.storage_type, False, where))
+    out_type = _storage_type(logical) if to_file else logical
+    if pa.types.is_struct(logical):
+        children = [_convert(array.field(i), logical.field(i).type, to_file, f"{where}.{logical.field(i).name}")
+                    for i in range(logical.num_fields)]
+        # StructArray.field() applies the parent's slice already
+        return pa.StructArray.from_arrays(children, fields=list(out_type), mask=_validity(array))
+    if pa.types.is_list(logical) or pa.types.is_large_list(logical) or pa.types.is_fixed_size_list(logical):
+        values = _convert(array.values, logical.value_type, to_file, f"{where}.item")
+        if pa.types.is_fixed_size_list(logical):
+            if array.offset:
+                values = values.slice(array.offset * logical.list_size, len(array) * logical.list_size)
+            return pa.FixedSizeListArray.from_arrays(values, type=out_type, mask=_validity(array))
+        cls = pa.ListArray if pa.types.is_list(logical) else pa.LargeListArray
+        return cls.from_arrays(array.offsets, values, type=out_type, mask=_validity(array))
+    return array
 
 
 def to_storage(batch: pa.RecordBatch, where: str = "") -> pa.RecordBatch:
-    """``batch`` with its top-level extension columns as their stored arrays (JSON as JSONB).
+    """``batch`` with its extension columns (nested too) as their stored arrays (JSON as JSONB).
 
     Raises:
         InvalidInputError: a JSON column holds text that is not JSON (names the column and row).
     """
     schema = batch.schema
-    if not any(isinstance(f.type, pa.BaseExtensionType) for f in schema):
+    if not any(_has_extension(f.type) for f in schema):
         return batch
-    columns = []
-    for i, f in enumerate(schema):
-        col = batch.column(i)
-        if is_json(f.type):
-            col = to_jsonb_array(col, f"{where}column {f.name!r}")
-        elif isinstance(col, pa.ExtensionArray):
-            col = col.storage
-        columns.append(col)
+    columns = [_convert(batch.column(i), f.type, True, f"{where}column {f.name!r}") for i, f in enumerate(schema)]
     return pa.RecordBatch.from_arrays(columns, schema=storage_schema(schema))
 
 
@@ -142,15 +186,7 @@ def from_storage(batch: pa.RecordBatch, schema: pa.Schema, where: str = "") -> p
     Raises:
         CorruptFileError: a JSON column's bytes are not JSONB.
     """
-    if not any(isinstance(f.type, pa.BaseExtensionType) for f in schema):
+    if not any(_has_extension(f.type) for f in schema):
         return batch
-    columns = []
-    for i, f in enumerate(schema):
-        col = batch.column(i)
-        if isinstance(f.type, pa.BaseExtensionType) and not isinstance(col, pa.ExtensionArray):
-            if is_json(f.type):
-                col = from_jsonb_array(col, f"{where}column {f.name!r}")
-            else:
-                col = pa.ExtensionArray.from_storage(f.type, col)
-        columns.append(col)
+    columns = [_convert(batch.column(i), f.type, False, f"{where}column {f.name!r}") for i, f in enumerate(schema)]
     return pa.RecordBatch.from_arrays(columns, schema=schema)
