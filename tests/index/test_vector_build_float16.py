@@ -48,7 +48,8 @@ def test_float16_column_index_is_pylances(tmp_path: Path, kind: str) -> None:
     assert ds.list_indices()[0]["type"] == kind
     plan = str(ds.scanner(nearest={"column": "vec", "q": HALF[0], "k": 10}, columns=["id"]).explain_plan())
     assert "ANNSubIndex" in plan and "KNNVectorDistance" not in plan
-    assert abs(_recall(ds) - _recall(lance.dataset(theirs))) <= 0.02
+    # pylance trains from random starts, ours from k-means++ seeds: ours may beat it, not trail it
+    assert _recall(ds) >= _recall(lance.dataset(theirs)) - 0.02
     mine = lance_format.dataset(ours)
     seg = read_segment(IndexDir(mine._store, mine.manifest.indices[0].uuid))
     pds = lance_format.dataset(theirs)
