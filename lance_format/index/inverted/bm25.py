@@ -105,14 +105,22 @@ def add(parts: list[Hits]) -> Hits:
     if len(parts) == 1:
         return parts[0]
     ids = np.concatenate([p.ids for p in parts])
-    scores = np.concatenate([p.scores for p in parts])
-    # Each part is usually sorted by row: a stable sort merges the runs, and keeps a row's scores
-    # in part order, so the float64 sums below add in the same order as a bincount would.
+    scores = np.concatenate([p.scores for p in parts]).astype(np.float32)
+    # Each part is usually sorted by row: a stable sort merges the runs and keeps a row's scores
+    # in part order. pylance adds a document's term scores one by one in float32, in query
+    # order (``score += ...`` over its lead postings, ``rust/lance-index/src/scalar/inverted/wand.rs``);
+    # a float64 sum can round differently (seen: 12.591864 for its 12.591863).
     order = np.argsort(ids, kind="stable")
-    ids = ids[order]
+    ids, scores = ids[order], scores[order]
     starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
-    sums = np.add.reduceat(scores[order].astype(np.float64), starts)
-    return Hits(ids[starts], sums.astype(np.float32))
+    counts = np.diff(np.r_[starts, ids.size])
+    group = np.repeat(np.arange(starts.size), counts)
+    rank = np.arange(ids.size) - starts[group]
+    sums = scores[starts].copy()
+    for k in range(1, int(counts.max())):
+        at = np.flatnonzero(rank == k)
+        sums[group[at]] = sums[group[at]] + scores[at]
+    return Hits(ids[starts], sums)
 
 
 def best(parts: list[Hits]) -> Hits:

@@ -166,7 +166,7 @@ def _essential(p: _Part, theta: float, k: int, corpus: Corpus, boost: float) -> 
         t = p.terms[i]
         b = np.searchsorted(t.blocks.first_doc.astype(np.int64), cand, side="right") - 1
         room += np.where(b >= 0, t.bound[np.maximum(b, 0)], 0.0)
-    ub = partial + room
+    ub = (partial + room) * (1.0 + 1e-6)  # partial sums in float64; the exact ones add in float32
     # The best-bounded candidates scored first raise the threshold before the rest are cut.
     first = cand[np.argsort(-ub, kind="stable")[:max(4 * k, 64)]]
     got = _exact(p, np.sort(first), decoded, corpus, boost)
