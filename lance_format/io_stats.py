@@ -39,18 +39,18 @@ class IOStats:
                 f"write_iops={self.write_iops}, write_bytes={self.written_bytes})")
 
 
-def _add(root: str, slot: int, nbytes: int) -> None:
+def _add(root: str, slot: int, nbytes: int, requests: int = 1) -> None:
     with _lock:
         row = _counts.get(root)
         if row is None:
             row = _counts[root] = [0, 0, 0, 0]
-        row[slot] += 1
+        row[slot] += requests
         row[slot + 1] += nbytes
 
 
-def record_read(root: str, nbytes: int) -> None:
-    """Count one read request of ``nbytes`` bytes from the store rooted at ``root``."""
-    _add(root, 0, int(nbytes))
+def record_read(root: str, nbytes: int, requests: int = 1) -> None:
+    """Count ``requests`` read requests of ``nbytes`` bytes in all from the store rooted at ``root``."""
+    _add(root, 0, int(nbytes), requests)
 
 
 def record_write(root: str, nbytes: int) -> None:

@@ -267,8 +267,7 @@ class ByteSource:
         second system call per block even when everything was cached.
         """
         global _NOWAIT
-        for _b0, n, _base in blocks:
-            record_read(self.store.root, n)
+        record_read(self.store.root, sum(n for _b0, n, _base in blocks), len(blocks))  # one call per gather
         mv = blob.data  # slicing a memoryview is cheaper than a numpy slice's ``.data``
         cold: list[tuple[int, int, int]] = []
         for b0, n, base in blocks:
@@ -351,9 +350,9 @@ class ByteSource:
                 for b0, end, _i, _j, _iov in requests:  # see gather: a cold cache fetches them concurrently
                     if b0 < self._tail_start:
                         os.posix_fadvise(fd, b0, end - b0, os.POSIX_FADV_WILLNEED)
+        record_read(self.store.root, sum(r[1] - r[0] for r in requests), len(requests))  # one call per read
         for b0, end, i, j, iov in requests:
             if b0 < self._tail_start:
-                record_read(self.store.root, end - b0)
                 try:
                     got = os.preadv(fd, iov, b0)
                 except OSError as exc:
