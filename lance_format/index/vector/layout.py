@@ -250,8 +250,9 @@ def _hnsw(reader: Any, ivf: IvfModel, meta: dict[bytes, bytes], where: str) -> H
     return HnswGraph(reader.read_all().to_table(), ivf.lengths.astype(np.uint32), parts)
 
 
-def read_segment(src: IndexDir) -> IvfSegment:
-    """Read both files of a vector segment.
+def read_segment(src: IndexDir, *, graph: bool = True) -> IvfSegment:
+    """Read both files of a vector segment (``graph=False``: leave the HNSW rows of
+    ``index.idx`` unread, ``hnsw`` is then ``None``; searching does not walk them).
 
     Raises:
         CorruptFileError: missing or inconsistent metadata, buffers or columns.
@@ -278,7 +279,7 @@ def read_segment(src: IndexDir) -> IvfSegment:
     table = aux.read_all().to_table()
     row_ids = table.column(ROW_ID).to_numpy().astype(np.uint64)
     storage = _storage(table, ameta, lengths, aux, where_a)
-    hnsw = _hnsw(idx, ivf_i, imeta, where_i) if b"lance:hnsw" in imeta else None
+    hnsw = _hnsw(idx, ivf_i, imeta, where_i) if graph and b"lance:hnsw" in imeta else None
     return IvfSegment(index_type, metric, centroids, lengths, row_ids, storage, ivf_i.loss, hnsw)
 
 
