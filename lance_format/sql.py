@@ -252,6 +252,8 @@ class _Translator(Semantics):
 
     def visit(self, node: exp.Expr) -> _Val:
         kind = type(node)
+        if kind in (exp.EQ, exp.NEQ) and (isinstance(node.this, exp.Array) or isinstance(node.expression, exp.Array)):
+            return self._list_equals(node, negate=kind is exp.NEQ)
         if kind in _CMP:
             return self.compare(_CMP[kind], self.visit(node.this), self.visit(node.expression))
         if kind in _ARITH:
@@ -398,6 +400,28 @@ class _Translator(Semantics):
                 raise self.fail(f"arrow_cast(): unsupported Arrow type name {target!r}")
             return self._cast_val(self.visit(node.expressions[0]), arrow)
         raise self.fail(f"unsupported function {name}()")
+
+    def _list_equals(self, node: exp.Expr, *, negate: bool) -> _Val:
+        """``list_col = [a, b]``: same length and equal items in order (NULL when the list is NULL)."""
+        literal, other = (node.this, node.expression) if isinstance(node.this, exp.Array) else \
+            (node.expression, node.this)
+        subject = self.visit(other)
+        if not (pa.types.is_list(subject.type) or pa.types.is_large_list(subject.type)
+                or pa.types.is_fixed_size_list(subject.type)):
+            raise self.fail(f"{node.sql()!r}: a [...] literal compares with a list column")
+        items = [self.visit(e) for e in literal.expressions]
+        terms = [self.compare("equal", self._call("list_value_length", [subject]), self.number(str(len(items))))]
+        for i, item in enumerate(items):
+            sliced = self._call("list_slice", [subject], start=i, stop=i + 1, return_fixed_size_list=True)
+            value = self._call("list_element", [sliced, self.number("0")])
+            # items compare as Arrow compares list values: NULL equals NULL, NULL differs from a value
+            eq = self.compare("equal", value, item)
+            both_null = pc.and_kleene(pc.is_null(value.expr), pc.is_null(item.expr))
+            terms.append(_Val(pc.or_kleene(pc.coalesce(eq.expr, False), both_null), pa.bool_()))
+        out = self.combine(terms, "and_kleene", "AND")
+        # a NULL list compares as NULL (its items would otherwise read as "different")
+        out = _Val(pc.if_else(pc.is_null(subject.expr), pa.scalar(None, pa.bool_()), out.expr), pa.bool_())
+        return self.logical_not(out) if negate else out
 
     def _bracket(self, node: exp.Bracket) -> _Val:
         """``list[i]``: the ``i``-th item, counting from 1 (DataFusion's), NULL past the end."""

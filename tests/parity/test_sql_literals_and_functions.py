@@ -1,5 +1,5 @@
 """SQL filter pieces pylance 14.0.2 (DataFusion) accepts: X'..' binary literals, list[i], arrow_cast,
-current_date(), CAST(.. AS DATETIME(n))."""
+current_date(), CAST(.. AS DATETIME(n)), list_col = [..]."""
 
 from __future__ import annotations
 
@@ -36,6 +36,7 @@ def uri(tmp_path_factory: pytest.TempPathFactory) -> str:
     "ts < current_date()", "ts IS NULL OR ts < current_date()",
     "ts < CAST('1970-01-01 00:00:01' AS DATETIME(6))", "ts >= CAST('1970-01-01 00:00:01' AS DATETIME(3))",
     "ts >= CAST('1970-01-01 00:00:02' AS DATETIME(9))",
+    "l = [1, 2]", "l != [1, 2]", "[3] = l", "NOT (l = [3])", "l <> [1, 2] AND id > 1", "f = [3.0, 4.0]",
 ])
 def test_filters_select_pylances_rows(uri: str, predicate: str) -> None:
     theirs = lance.dataset(uri).to_table(filter=predicate).column("id").to_pylist()
