@@ -310,7 +310,7 @@ def _poke(path: Path, column: int, row: int, value: int, fmt: str = "<q") -> Non
             break
         start += page.length
     enc = encodings_v2_0_pb2.ArrayEncoding()
-    enc.ParseFromString(page.encoding)
+    enc.ParseFromString(page.encoding_bytes)
     width = struct.calcsize(fmt)
     flat = _flat(enc, width * 8)
     at = page.buffer_offsets[flat.buffer.buffer_index] + (row - start) * width
