@@ -67,6 +67,20 @@ def recall(ds: Any, metric: str, nprobes: int = 4) -> float:
     return hits / (10 * len(QUERIES))
 
 
+def pylance_recall(path: Path, kind: str, metric: str, builds: int = 5) -> float:
+    """Mean recall@10 of ``builds`` indices pylance trains on a fresh copy of the data at ``path``.
+
+    pylance seeds its k-means from a random sample, so one build's recall moves by ±0.02 on this
+    data (IVF_PQ l2: 0.833-0.875); the mean of a few builds is what "pylance's recall" means here.
+    """
+    got = []
+    for _ in range(builds):
+        ds = lance.dataset(fresh(path))
+        ds.create_index("vec", kind, **params(kind, metric))
+        got.append(recall(lance.dataset(str(path)), metric))
+    return float(np.mean(got))
+
+
 def ann_plan(ds: Any) -> str:
     """pylance's plan of a nearest query."""
     return str(ds.scanner(nearest={"column": "vec", "q": QUERIES[0], "k": 10}, columns=["id"]).explain_plan())
@@ -74,9 +88,8 @@ def ann_plan(ds: Any) -> str:
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_pylance_lists_our_index_and_plans_ann_with_its_recall(tmp_path: Path, kind: str) -> None:
-    ours, theirs = fresh(tmp_path / "ours"), fresh(tmp_path / "theirs")
+    ours = fresh(tmp_path / "ours")
     lance_format.dataset(ours).create_index("vec", kind, **params(kind))
-    lance.dataset(theirs).create_index("vec", kind, **params(kind))
     ds = lance.dataset(ours)
     [info] = ds.list_indices()
     assert (info["name"], info["type"], info["fields"]) == ("vec_idx", kind, ["vec"])
@@ -84,19 +97,18 @@ def test_pylance_lists_our_index_and_plans_ann_with_its_recall(tmp_path: Path, k
     assert "ANNSubIndex" in ann_plan(ds) and "KNNVectorDistance" not in ann_plan(ds)
     stats = ds.stats.index_stats("vec_idx")
     assert stats["num_indexed_rows"] == N and stats["indices"][0]["num_partitions"] == PARTS
-    # pylance trains from a random sample, so its recall moves between runs; ours may beat it, not trail it.
-    assert recall(ds, "l2") >= recall(lance.dataset(theirs), "l2") - 0.02
+    # Ours may beat pylance's mean recall, not trail it by more than 0.02.
+    assert recall(ds, "l2") >= pylance_recall(tmp_path / "theirs", kind, "l2") - 0.02
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", ["IVF_FLAT", "IVF_PQ", "IVF_SQ", "IVF_HNSW_SQ"])
 @pytest.mark.parametrize("metric", ["cosine", "dot"])
 def test_recall_on_cosine_and_dot_is_pylances(tmp_path: Path, kind: str, metric: str) -> None:
-    ours, theirs = fresh(tmp_path / "ours"), fresh(tmp_path / "theirs")
+    ours = fresh(tmp_path / "ours")
     lance_format.dataset(ours).create_index("vec", kind, **params(kind, metric))
-    lance.dataset(theirs).create_index("vec", kind, **params(kind, metric))
     assert lance.dataset(ours).stats.index_stats("vec_idx")["indices"][0]["metric_type"] == metric
-    assert recall(lance.dataset(ours), metric) >= recall(lance.dataset(theirs), metric) - 0.02
+    assert recall(lance.dataset(ours), metric) >= pylance_recall(tmp_path / "theirs", kind, metric, 3) - 0.02
 
 
 @pytest.mark.parametrize("metric", ["l2", "cosine", "dot"])
