@@ -71,8 +71,9 @@ from lance_format.scanner import (
     take_rows,
 )
 from lance_format.schema import LanceSchema
-from lance_format.search.fulltext import FullTextSearch
-from lance_format.search.nearest import nearest_scanner, without_distance
+from lance_format.search.fulltext import SCORE, FullTextSearch
+from lance_format.search.nearest import DISTANCE, nearest_scanner
+from lance_format.search.placement import split_column
 from lance_format.session import Session
 from lance_format.stats import DatasetStatsDict as DatasetStats  # noqa: F401 - pylance's dataset_stats() dict
 from lance_format.stats import DataStatistics, FieldStatistics, LanceStats  # noqa: F401 - pylance's names
@@ -546,8 +547,12 @@ class LanceDataset:
         batch_size = _arg.optional_integer(batch_size, "batch_size", minimum=1, maximum=_arg.U32_MAX)
         with_row_id = _arg.flag(with_row_id, "with_row_id")
         with_row_address = _arg.flag(with_row_address, "with_row_address")
-        if nearest is not None:  # a vector search may name its _distance column
-            columns = without_distance(columns)
+        # a search may name its own column (_distance / _score) where it wants it (search.placement)
+        order = None
+        if nearest is not None:
+            columns, order = split_column(columns, DISTANCE)
+        elif full_text_query is not None:
+            columns, order = split_column(columns, SCORE)
         # Nested paths, SQL expressions and row id / lineage columns (lance_format.projection).
         projection = plan(self.schema, columns)
         cols = projection.read_columns
@@ -560,10 +565,10 @@ class LanceDataset:
         scanner: Any
         if full_text_query is not None:  # BM25 over INVERTED indices (lance_format.search.fulltext)
             scanner = FullTextSearch(self._ctx, full_text_query, opts,
-                                     prefilter=bool(prefilter), fast_search=bool(fast_search))
+                                     prefilter=bool(prefilter), fast_search=bool(fast_search), order=order)
         elif nearest is not None:  # k nearest neighbours (lance_format.search.nearest)
             kinds = None if projection.outputs is None else [o.kind for o in projection.outputs]
-            scanner = nearest_scanner(self._ctx, opts, nearest, kinds, prefilter=prefilter)
+            scanner = nearest_scanner(self._ctx, opts, nearest, kinds, prefilter=prefilter, order=order)
         elif projection.outputs is None and not strict_batch_size:
             scanner = LanceScanner(self._ctx, opts)
         else:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 import weakref
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -35,6 +35,7 @@ from lance_format.index.inverted.tokenizer import Analyzer, document_texts
 from lance_format.index.store import IndexDir
 from lance_format.scanner import LanceScanner
 from lance_format.search import fts_query as q
+from lance_format.search.placement import placed
 from lance_format.table.index_metadata import IndexMetadata
 from lance_format.table.read import ROW_ID, FragmentScan, ReadContext
 from lance_format.table.scan import ScanOptions
@@ -82,10 +83,11 @@ class FullTextSearch:
         opts: The scan's columns, filter, limit, offset, fragments and row-id flags.
         prefilter: Apply ``filter`` before ranking (else to the ranked rows).
         fast_search: Search only indexed fragments.
+        order: Output column order when ``columns=`` named ``_score`` (see :mod:`.placement`).
     """
 
     def __init__(self, ctx: ReadContext, query: Any, opts: ScanOptions, *, prefilter: bool = False,
-                 fast_search: bool = False):
+                 fast_search: bool = False, order: Sequence[str] | None = None):
         self._ctx = ctx
         self._opts = opts
         self._prefilter = prefilter
@@ -111,7 +113,7 @@ class FullTextSearch:
         if opts.with_row_id:
             fields.append(pa.field(ROW_ID, pa.uint64()))
         fields.append(pa.field(SCORE, pa.float32()))
-        self.schema = pa.schema(fields)
+        self.schema = placed(pa.schema(fields), order)  # _score where columns= named it
 
     # -- planning --------------------------------------------------------------------------
     def _fragments(self) -> list[Any]:
@@ -337,7 +339,8 @@ class FullTextSearch:
         if self._opts.with_row_id:
             arrays.append(pa.chunked_array([pa.array(hits.ids, pa.uint64())]))
         arrays.append(pa.chunked_array([pa.array(hits.scores, pa.float32())]))
-        return pa.Table.from_arrays(arrays, schema=self.schema)
+        names = [*self._opts.columns, *([ROW_ID] if self._opts.with_row_id else []), SCORE]
+        return pa.Table.from_arrays(arrays, names=names).select(self.schema.names).cast(self.schema)
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:
         """The result as record batches."""

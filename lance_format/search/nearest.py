@@ -41,6 +41,7 @@ from lance_format.index.vector.distance import F32, Metric, distances, metric_na
 from lance_format.index.vector.layout import IvfSegment, RQStorage, read_segment
 from lance_format.index.vector.search import Probe, Scorer, search_segment, top_k
 from lance_format.scanner import LanceScanner
+from lance_format.search.placement import placed
 from lance_format.search.prefilter import RowMask, prefilter_mask
 from lance_format.search.rows import take_addresses
 from lance_format.table.index_metadata import IndexMetadata
@@ -239,15 +240,9 @@ def _vectors(col: pa.ChunkedArray | pa.Array, dim: int) -> npt.NDArray[Any]:
     return out
 
 
-def without_distance(columns: Any) -> Any:
-    """``columns`` minus ``_distance``, which pylance accepts in a vector search's projection."""
-    if columns is None or isinstance(columns, (str, Mapping)):
-        return columns
-    return [c for c in columns if c != DISTANCE]
-
-
 def nearest_scanner(ctx: ReadContext, options: ScanOptions, nearest: Mapping[str, Any],
-                    output_kinds: Sequence[str] | None, *, prefilter: bool | None) -> NearestScanner:
+                    output_kinds: Sequence[str] | None, *, prefilter: bool | None,
+                    order: Sequence[str] | None = None) -> NearestScanner:
     """The scanner of ``ds.scanner(nearest=..., ...)`` over ``options`` (projection, filter, row ids).
 
     Raises:
@@ -263,13 +258,14 @@ def nearest_scanner(ctx: ReadContext, options: ScanOptions, nearest: Mapping[str
     if prefilter is not None and not isinstance(prefilter, bool):
         raise InvalidInputError(f"prefilter must be a bool, got {prefilter!r}")
     query = parse_nearest(nearest, ctx.arrow_schema)
-    return NearestScanner(ctx, options, query, prefilter=bool(prefilter))
+    return NearestScanner(ctx, options, query, prefilter=bool(prefilter), order=order)
 
 
 class NearestScanner(LanceScanner):
     """A ``nearest=`` scan of one dataset version (pylance's ``LanceScanner`` methods)."""
 
-    def __init__(self, ctx: ReadContext, options: ScanOptions, query: NearestQuery, *, prefilter: bool = False):
+    def __init__(self, ctx: ReadContext, options: ScanOptions, query: NearestQuery, *, prefilter: bool = False,
+                 order: Sequence[str] | None = None):
         super().__init__(ctx, options)
         self._query = query
         self._prefilter = prefilter
@@ -278,7 +274,7 @@ class NearestScanner(LanceScanner):
             fields.append(pa.field(ROW_ID, pa.uint64()))
         if options.with_row_address:
             fields.append(pa.field(ROW_ADDR, pa.uint64()))
-        self._schema = pa.schema(fields)
+        self._schema = placed(pa.schema(fields), order)  # _distance where columns= named it
         self._dim = ctx.arrow_schema.field(query.column).type.list_size
         self._metric: Metric = query.metric or "l2"
 
