@@ -73,7 +73,8 @@ def test_large_partitions_use_subcluster_neighbours_with_pylances_recall(tmp_pat
     ours, theirs = fresh(tmp_path / "ours"), fresh(tmp_path / "theirs")
     lance_format.dataset(ours).create_index("vec", kind, num_partitions=2)
     lance.dataset(theirs).create_index("vec", kind, num_partitions=2)
-    assert abs(recall(lance.dataset(ours), "l2", nprobes=2) - recall(lance.dataset(theirs), "l2", nprobes=2)) <= 0.02
+    # ours may beat pylance's randomly trained index, not trail it by more than 0.02
+    assert recall(lance.dataset(ours), "l2", nprobes=2) >= recall(lance.dataset(theirs), "l2", nprobes=2) - 0.02
 
 
 def test_subcluster_knn_finds_most_exact_neighbours() -> None:
