@@ -22,8 +22,10 @@ Text comes back compact (``,`` and ``:`` with no spaces), strings escaped as ser
 floats in their shortest round-trip digits laid out as the ``ryu`` crate prints them
 (``1.0``, ``1e+16``, ``0.00001``, ``1.5e-7``).
 
-Each value is parsed or printed in Python: JSON documents are variable trees, so there is no
-vectorised form; the cost is that of ``json.loads`` / ``json.dumps`` per value.
+JSON documents are variable trees, so there is no whole-array numpy form; the fast paths in
+:mod:`lance_format.jsonb_fast` lean on the C JSON scanner and encoder and cache per-key-set work.
+The printer here is the reference one: lone scalars and the values the fast printer cannot print
+exactly (tiny or non-finite floats, corrupt layouts) go through it.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from typing import Any
 import pyarrow as pa
 
 from lance_format.errors import CorruptFileError, InvalidInputError
+from lance_format.jsonb_fast import Slow, decode_container, encode_document, encode_number, print_value
 
 __all__ = ["decode_value", "encode_value", "from_jsonb_array", "to_jsonb_array"]
 
@@ -47,88 +50,25 @@ _INT, _UINT, _FLOAT = 0x40, 0x50, 0x60
 
 # -- encoding ---------------------------------------------------------------------------------
 
-
-def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise ValueError(f"duplicate object attribute {key!r}")
-        out[key] = value
-    return out
-
-
-# one decoder for every value (json.loads with a hook builds a new one per call)
-_DECODER = json.JSONDecoder(object_pairs_hook=_pairs)
 # the C string escaper behind json.dumps(ensure_ascii=False): escapes as serde_json does
 _quote: Any = json.encoder.encode_basestring
 
 
-def _number(value: int | float) -> bytes:
-    if isinstance(value, int):
-        if value == 0:
-            return b"\x00"
-        if 0 < value <= 0xFFFFFFFFFFFFFFFF:
-            for size, fmt in ((1, ">B"), (2, ">H"), (4, ">I"), (8, ">Q")):
-                if value < 1 << (8 * size):
-                    return bytes([_UINT]) + struct.pack(fmt, value)
-        if -(1 << 63) <= value < 0:
-            for size, fmt in ((1, ">b"), (2, ">h"), (4, ">i"), (8, ">q")):
-                if value >= -(1 << (8 * size - 1)):
-                    return bytes([_INT]) + struct.pack(fmt, value)
-        value = float(value)  # beyond 64 bits: an f64, as upstream's parser keeps it
-    if math.isnan(value):
-        return b"\x10"
-    if math.isinf(value):
-        return b"\x20" if value > 0 else b"\x30"
-    return bytes([_FLOAT]) + struct.pack(">d", value)
-
-
-def _item(value: Any) -> tuple[int, bytes]:
-    """The entry word (kind and length) and data bytes of one value inside a container."""
+def _scalar(value: Any) -> bytes:
+    """A lone scalar document: the scalar header, its entry word, its data."""
     if value is None:
-        return _NULL, b""
-    if value is True:
-        return _TRUE, b""
-    if value is False:
-        return _FALSE, b""
-    if isinstance(value, str):
+        word, data = _NULL, b""
+    elif value is True:
+        word, data = _TRUE, b""
+    elif value is False:
+        word, data = _FALSE, b""
+    elif isinstance(value, str):
         data = value.encode("utf-8")
-        return _STRING | len(data), data
-    if isinstance(value, (int, float)):
-        data = _number(value)
-        return _NUMBER | len(data), data
-    data = _container(value)
-    return _CONTAINER | len(data), data
-
-
-def _container(value: Any) -> bytes:
-    # The hot loop of writes: one pass over the items, common kinds tested by exact type.
-    words: list[int] = []
-    datas: list[bytes] = []
-    if isinstance(value, dict):
-        keys = sorted(value)  # code-point order is UTF-8 byte order
-        for key in keys:
-            data = key.encode("utf-8")
-            words.append(_STRING | len(data))
-            datas.append(data)
-        items: Any = [value[k] for k in keys]
-        header = _OBJECT | len(keys)
+        word = _STRING | len(data)
     else:
-        items = value
-        header = _ARRAY | len(value)
-    for item in items:
-        kind = type(item)
-        if kind is str:
-            data = item.encode("utf-8")
-            words.append(_STRING | len(data))
-        elif kind is int and 0 < item < 256:
-            data = bytes((_UINT, item))
-            words.append(_NUMBER | 2)
-        else:
-            word, data = _item(item)
-            words.append(word)
-        datas.append(data)
-    return struct.pack(f">{len(words) + 1}I", header, *words) + b"".join(datas)
+        data = encode_number(value)
+        word = _NUMBER | len(data)
+    return struct.pack(">II", _SCALAR, word) + data
 
 
 def encode_value(text: str) -> bytes:
@@ -137,11 +77,8 @@ def encode_value(text: str) -> bytes:
     Raises:
         ValueError: if ``text`` is not JSON (or has a repeated object key, as pylance refuses).
     """
-    value = _DECODER.decode(text)  # NaN / Infinity are taken, as pylance takes them
-    if isinstance(value, (dict, list)):
-        return _container(value)
-    word, data = _item(value)
-    return struct.pack(">II", _SCALAR, word) + data
+    value = encode_document(text)  # NaN / Infinity are taken, as pylance takes them
+    return value if type(value) is bytes else _scalar(value)
 
 
 # -- decoding ---------------------------------------------------------------------------------
@@ -246,8 +183,15 @@ def decode_value(data: bytes) -> str:
     Raises:
         ValueError: if ``data`` is not JSONB.
     """
+    return _decode_at(data, 0)
+
+
+def _decode_at(buf: bytes, at: int) -> str:
     try:
-        return _container_text(data, 0)
+        try:
+            return print_value(decode_container(buf, at))
+        except Slow:
+            return _container_text(buf, at)
     except (struct.error, IndexError, UnicodeDecodeError) as exc:
         raise ValueError(f"malformed JSONB value ({exc})") from exc
 
@@ -265,15 +209,17 @@ def to_jsonb_array(array: pa.Array | pa.ChunkedArray, where: str = "JSON column"
         array = array.combine_chunks() if array.num_chunks != 1 else array.chunk(0)
     if isinstance(array, pa.ExtensionArray):
         array = array.storage
-    out: list[bytes | None] = []
-    for i, text in enumerate(array.to_pylist()):
-        if text is None:
-            out.append(None)
-            continue
-        try:
-            out.append(encode_value(text))
-        except (ValueError, RecursionError) as exc:
-            raise InvalidInputError(f"{where}: row {i} is not valid JSON: {exc}") from None
+    texts = array.to_pylist()
+    try:
+        out = [None if text is None else encode_value(text) for text in texts]
+    except (ValueError, RecursionError):
+        for i, text in enumerate(texts):  # again, one at a time, to name the row
+            try:
+                if text is not None:
+                    encode_value(text)
+            except (ValueError, RecursionError) as exc:
+                raise InvalidInputError(f"{where}: row {i} is not valid JSON: {exc}") from None
+        raise
     return pa.array(out, pa.large_binary())
 
 
