@@ -17,6 +17,8 @@ What runs (``docs/formats/vector-indices.md`` §8; pylance's plans, checked with
 * **Postfilter** (default): the filter is applied to those k rows, so fewer may come back.
 
 Columns are the projection, then ``_distance`` (float32), then ``_rowid`` / ``_rowaddr`` when asked.
+Multivector columns (``list<fixed_size_list>``) take ``[m, d]`` queries and are scored by
+late interaction, exactly and through the index (:mod:`lance_format.search.multivector`).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from lance_format.index.vector.distance import F32, Metric, distances, metric_na
 from lance_format.index.vector.layout import IvfSegment, RQStorage, read_segment
 from lance_format.index.vector.search import Probe, Scorer, search_segment, top_k
 from lance_format.scanner import LanceScanner
+from lance_format.search import multivector
 from lance_format.search.placement import placed
 from lance_format.search.prefilter import RowMask, prefilter_mask
 from lance_format.search.rows import take_addresses
@@ -96,6 +99,8 @@ class NearestQuery:
     use_index: bool
     ef: int | None
     distance_range: tuple[float | None, float | None]
+    #: A multivector column: ``q`` holds ``[m, dim]`` query vectors (:mod:`.multivector`).
+    multi: bool = False
 
 
 def _int(d: Mapping[str, Any], key: str, minimum: int) -> int | None:
@@ -124,7 +129,7 @@ def parse_nearest(nearest: Mapping[str, Any], schema: pa.Schema) -> NearestQuery
     Raises:
         InvalidInputError: unknown keys, a missing or non-vector column, a query of another
             dimension, ``k``/``nprobes``/``refine_factor``/``ef`` out of range.
-        NotSupportedError: multivector columns, batch queries, unsupported element types.
+        NotSupportedError: batch queries, unsupported element types.
     """
     if not isinstance(nearest, Mapping):
         raise InvalidInputError(f"nearest= must be a dict, got {type(nearest).__name__}")
@@ -135,9 +140,10 @@ def parse_nearest(nearest: Mapping[str, Any], schema: pa.Schema) -> NearestQuery
     if not isinstance(column, str) or column not in schema.names:
         raise InvalidInputError(f"nearest column {column!r} is not in the dataset (columns: {schema.names})")
     typ = schema.field(column).type
-    if pa.types.is_list(typ) and pa.types.is_fixed_size_list(typ.value_type):
-        raise NotSupportedError(f"nearest= on multivector column {column!r} ({typ}) is not supported")
-    if not pa.types.is_fixed_size_list(typ):
+    multi = multivector.is_multivector(typ)
+    if multi:
+        typ = typ.value_type  # the vectors inside each row
+    elif not pa.types.is_fixed_size_list(typ):
         raise InvalidInputError(f"nearest column {column!r} must be a vector (fixed_size_list), got {typ}")
     elem, dim = typ.value_type, typ.list_size
     if elem not in _FLOATS and elem != pa.uint8():
@@ -148,10 +154,10 @@ def parse_nearest(nearest: Mapping[str, Any], schema: pa.Schema) -> NearestQuery
         raise InvalidInputError("nearest= needs a query vector 'q'")
     if isinstance(q, (pa.Array, pa.ChunkedArray)):
         q = q.to_numpy(zero_copy_only=False)
-    qa = np.asarray(q)
-    if qa.ndim != 1:
+    qa = multivector.parse_query(q, column, dim) if multi else np.asarray(q)
+    if not multi and qa.ndim != 1:
         raise NotSupportedError(f"nearest= with a {qa.ndim}-D query (batch queries) is not supported")
-    if qa.size != dim:
+    if not multi and qa.size != dim:
         raise InvalidInputError(f"query vector size {qa.size} does not match index column size {dim} ({column!r})")
     k = _int(nearest, "k", 1)
     effort = _effort(nearest.get("search_effort"))
@@ -171,7 +177,7 @@ def parse_nearest(nearest: Mapping[str, Any], schema: pa.Schema) -> NearestQuery
     lo, hi = (None, None) if rng is None else rng
     return NearestQuery(column, qa, k, None if metric is None else metric_name(metric), probe,
                         _int(nearest, "refine_factor", 1), bool(nearest.get("use_index", True)), _int(nearest, "ef", 1),
-                        (None if lo is None else float(lo), None if hi is None else float(hi)))
+                        (None if lo is None else float(lo), None if hi is None else float(hi)), multi)
 
 
 def _vector_segments(ctx: ReadContext, column: str) -> list[IndexMetadata]:
@@ -275,7 +281,8 @@ class NearestScanner(LanceScanner):
         if options.with_row_address:
             fields.append(pa.field(ROW_ADDR, pa.uint64()))
         self._schema = placed(pa.schema(fields), order)  # _distance where columns= named it
-        self._dim = ctx.arrow_schema.field(query.column).type.list_size
+        typ = ctx.arrow_schema.field(query.column).type
+        self._dim = typ.value_type.list_size if query.multi else typ.list_size
         self._metric: Metric = query.metric or "l2"
 
     @property
@@ -368,25 +375,40 @@ class NearestScanner(LanceScanner):
     # -- execution ------------------------------------------------------------------------------
     def _ann(self, segs: list[IndexMetadata], covered: frozenset[int], k: int) -> tuple[U64, F32]:
         query = self._query
+        if not query.multi:
+            return self._ann_each(segs, covered, k, [query.q])[0]
+        # one search per query vector, then the late-interaction estimate (search/multivector.py)
+        per = self._ann_each(segs, covered, multivector.per_query_k(query.k), list(query.q))
+        return multivector.xtr_scores(per, k)
+
+    def _ann_each(self, segs: list[IndexMetadata], covered: frozenset[int], k: int,
+                  queries: list[npt.NDArray[Any]]) -> list[tuple[U64, F32]]:
+        """The ``k`` best index entries for each query vector (row addresses, distances)."""
+        query = self._query
         frags = [f for f in self._frags() if f.id in covered]
         mask = None  # the rows the prefilter keeps, evaluated once per fragment and version
         if self._prefilter and self._opts.filter is not None:
             mask = prefilter_mask(self._ctx, frags, self._opts.filter, self._opts.filter_sql)
-        out_a, out_d = [], []
+        opened = []
         for meta in segs:
             seg = _segment(self._ctx, meta)
             addrs, ok = self._segment_rows(meta, seg, frags)
             if mask is not None:  # rows outside ``frags`` (position -1) are not ``ok`` already
                 ok = ok & mask.flags[np.maximum(self._positions(meta, addrs, mask), 0)]
             exact = isinstance(seg.storage, RQStorage) and seg.metric == "dot"  # no dot estimate (search.py)
-            score = self._exact_scorer(addrs, ok) if exact else None
-            rows, dist = search_segment(seg, query.q, k, query.probe, ok.__getitem__, query.distance_range, score)
-            out_a.append(addrs[rows])
-            out_d.append(dist)
-        a = np.concatenate(out_a) if out_a else np.empty(0, np.uint64)
-        d = np.concatenate(out_d) if out_d else np.empty(0, np.float32)
-        pick = top_k(d, a, k)
-        return a[pick], d[pick]
+            opened.append((seg, addrs, ok, self._exact_scorer(addrs, ok) if exact else None))
+        out = []
+        for q in queries:
+            out_a, out_d = [], []
+            for seg, addrs, ok, score in opened:
+                rows, dist = search_segment(seg, q, k, query.probe, ok.__getitem__, query.distance_range, score)
+                out_a.append(addrs[rows])
+                out_d.append(dist)
+            a = np.concatenate(out_a) if out_a else np.empty(0, np.uint64)
+            d = np.concatenate(out_d) if out_d else np.empty(0, np.float32)
+            pick = top_k(d, a, k)
+            out.append((a[pick], d[pick]))
+        return out
 
     def _exact_scorer(self, addrs: U64, ok: npt.NDArray[np.bool_]) -> Scorer:
         """Exact distances read from the data, for storage we cannot score (IVF_RQ's RaBitQ codes:
@@ -404,8 +426,13 @@ class NearestScanner(LanceScanner):
         return score
 
     def _exact(self, addrs: U64, metric: Metric) -> F32:
-        vecs = _vectors(take_addresses(self._ctx, addrs, [self._query.column]).column(0), self._dim)
-        return distances(metric, vecs, self._query.q)
+        return self._score(take_addresses(self._ctx, addrs, [self._query.column]).column(0), metric)
+
+    def _score(self, col: pa.ChunkedArray | pa.Array, metric: Metric) -> F32:
+        """Exact distances of the rows of the vector column ``col``."""
+        if self._query.multi:
+            return multivector.row_distances(metric, col, self._query.q)
+        return distances(metric, _vectors(col, self._dim), self._query.q)
 
     def _flat(self, frags: list[Any], metric: Metric, k: int) -> tuple[U64, F32]:
         query = self._query
@@ -414,7 +441,7 @@ class NearestScanner(LanceScanner):
                            fragments=frags, filter_sql=self._opts.filter_sql if use_filter else None)
         best_a, best_d = np.empty(0, np.uint64), np.empty(0, np.float32)
         for batch in Scan(self._ctx, opts).to_batches():
-            d = distances(metric, _vectors(batch.column(0), self._dim), query.q)
+            d = self._score(batch.column(0), metric)
             a = batch.column(ROW_ADDR).to_numpy().astype(np.uint64)
             d = self._in_range(d)
             best_a, best_d = np.concatenate([best_a, a]), np.concatenate([best_d, d])
@@ -502,6 +529,15 @@ class NearestScanner(LanceScanner):
         lines: list[tuple[int, str]] = []
 
         def ann(depth: int, fetch: int) -> None:
+            if query.multi:  # one index search per query vector, scored together (search/multivector.py)
+                lines.append((depth, topk.format(fetch)))
+                lines.append((depth + 1, f"MultivectorScoring: k={k}"))
+                for _ in range(len(query.q)):
+                    ann_one(depth + 2, multivector.per_query_k(k))
+            else:
+                ann_one(depth, fetch)
+
+        def ann_one(depth: int, fetch: int) -> None:
             name = segs[0].name
             lines.append((depth, topk.format(fetch)))
             lines.append((depth + 1, f"ANNSubIndex: name={name}, k={fetch}, deltas={len(segs)}, metric={metric.upper()}"))

@@ -164,6 +164,11 @@ class VectorKind(IndexKind):
         return p
 
     def check_column(self, column: str, typ: pa.DataType) -> None:
+        if pa.types.is_list(typ) and pa.types.is_fixed_size_list(typ.value_type):
+            # pylance builds every IVF kind on cosine multivector columns; searching those works
+            # (lance_format/search/multivector.py), building them here does not yet
+            raise NotSupportedError(f"{self.name} index on multivector column {column!r} ({typ}): building "
+                                    "vector indices on multivector columns is not supported")
         if not pa.types.is_fixed_size_list(typ):
             raise UnsupportedIndexTypeError(f"Vector column {column!r} must be FixedSizeListArray, got {typ}")
         inner = typ.value_type
