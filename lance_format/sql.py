@@ -53,6 +53,7 @@ from lance_format.sql_core import Semantics, _clip, _const, _is_string
 from lance_format.sql_core import _Val as _Val  # re-exported: lance_format.evolution.sqlexpr builds on it
 from lance_format.sql_fast import parse_simple
 from lance_format.sql_lists import LIST_FUNCTIONS, array_has, array_has_some, list_arguments
+from lance_format.sql_tokens import contains_tokens
 
 __all__ = ["parse_filter", "to_expression"]
 
@@ -393,6 +394,8 @@ class _Translator(Semantics):
             return self._call("match_substring_regex", [subject], pattern=pattern)
         if name in LIST_FUNCTIONS:
             return self._list_fn(LIST_FUNCTIONS[name], list(node.expressions))
+        if name == "contains_tokens":
+            return self._contains_tokens(list(node.expressions))
         if name == "arrow_cast" and len(node.expressions) == 2:
             target = self._pattern(node.expressions[1], name)
             arrow = arrow_type_named(target)
@@ -400,6 +403,16 @@ class _Translator(Semantics):
                 raise self.fail(f"arrow_cast(): unsupported Arrow type name {target!r}")
             return self._cast_val(self.visit(node.expressions[0]), arrow)
         raise self.fail(f"unsupported function {name}()")
+
+    def _contains_tokens(self, args: list[exp.Expr]) -> _Val:
+        """``contains_tokens(text, 'words')`` (:mod:`lance_format.sql_tokens`)."""
+        if len(args) != 2:
+            raise self.fail(f"contains_tokens() takes 2 arguments (a column and a string), got {len(args)}")
+        query = self.visit(args[1])
+        if query.const is None:
+            raise self.fail(f"contains_tokens() takes a literal as its second argument, got {args[1].sql()!r}")
+        text = None if not query.const.is_valid else str(query.const.as_py())
+        return contains_tokens(self, self.visit(args[0]), text)
 
     def _list_equals(self, node: exp.Expr, *, negate: bool) -> _Val:
         """``list_col = [a, b]``: same length and equal items in order (NULL when the list is NULL)."""

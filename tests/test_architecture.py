@@ -56,7 +56,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
                 "lance_format.jsonb_fast",
                 "lance_format.schema_json",
                 "lance_format.sql", "lance_format.sql_core",
-                "lance_format.sql_fast", "lance_format.sql_program", "lance_format.sql_lists",
+                "lance_format.sql_fast", "lance_format.sql_program", "lance_format.sql_lists", "lance_format.sql_tokens",
                 "lance_format.evolution.sqlexpr")),  # SQL -> Arrow expressions, whatever evaluates them
     ("file", ("lance_format.file", "lance_format.file.")),
     ("table", ("lance_format.table", "lance_format.table.")),

@@ -132,8 +132,19 @@ class HasAll:
         return f"array_has_all({column}, List([{_list_text(self.values)}]))"
 
 
+@dataclass(frozen=True)
+class TokensContains:
+    """``contains_tokens(column, 'words')`` (answered by suitable INVERTED indices, re-checked by the scan)."""
+
+    text: str
+
+    def describe(self, column: str) -> str:
+        """pylance's ``contains_tokens(column, Utf8("words"))``."""
+        return f'contains_tokens({column}, Utf8("{self.text}"))'
+
+
 #: Every question an index leaf may carry.
-IndexQuery = ValueQuery | Contains | HasAny | HasAll
+IndexQuery = ValueQuery | Contains | HasAny | HasAll | TokensContains
 
 
 def value_mask(values: pa.Array, query: ValueQuery) -> pa.Array:

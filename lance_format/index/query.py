@@ -24,7 +24,17 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from lance_format.index.kind import IndexedColumns
-from lance_format.index.predicates import Contains, HasAll, HasAny, In, IndexQuery, IsNull, Prefix, Range
+from lance_format.index.predicates import (
+    Contains,
+    HasAll,
+    HasAny,
+    In,
+    IndexQuery,
+    IsNull,
+    Prefix,
+    Range,
+    TokensContains,
+)
 from lance_format.sql_lists import LIST_FUNCTIONS, is_list_type, list_arguments
 
 
@@ -134,6 +144,8 @@ class _Builder:
             return self._membership("array_has", [node.this, node.expression])
         if isinstance(node, exp.ArrayContainsAll):
             return self._membership("array_has_all", [node.this, node.expression])
+        if isinstance(node, exp.Anonymous) and str(node.this).lower() == "contains_tokens":
+            return self._contains_tokens(list(node.expressions))
         if isinstance(node, exp.Anonymous) and str(node.this).lower() in LIST_FUNCTIONS:
             return self._membership(LIST_FUNCTIONS[str(node.this).lower()], list(node.expressions))
         return None
@@ -214,6 +226,14 @@ class _Builder:
         if op in (exp.GT, exp.GTE):
             return self._leaf(col, Range(v, op is exp.GTE, None, True))
         return self._leaf(col, Range(None, True, v, op is exp.LTE))
+
+    def _contains_tokens(self, args: list[exp.Expr]) -> IndexExpr | None:
+        """``contains_tokens(col, 'words')``: a string literal only, as pylance's planner takes it."""
+        col = self._column(args[0]) if len(args) == 2 else None
+        text = args[1] if len(args) == 2 else None
+        if col is None or not (isinstance(text, exp.Literal) and text.is_string):
+            return None
+        return self._leaf(col, TokensContains(str(text.this)))
 
     def _leaf(self, col: str, query: IndexQuery) -> Leaf | None:
         for choice in self.indexed[col]:

@@ -31,6 +31,7 @@ from lance_format.index import frag_reuse, registry
 from lance_format.index._compat import manifest_indices
 from lance_format.index.btree import same_values
 from lance_format.index.fastplan import FastAnd, FastExpr, FastLeaf, Unknown, plan_simple
+from lance_format.index.inverted.tokens_filter import accelerates_tokens
 from lance_format.index.kind import ColumnIndex, IndexedColumns, ValueReader
 from lance_format.index.models import FRAG_REUSE_INDEX
 from lance_format.index.predicates import Range
@@ -119,8 +120,9 @@ def usable_indices(ctx: ReadContext) -> IndexedColumns:
     by_name: dict[str, list[IndexMetadata]] = {}
     for m in manifest_indices(ctx.manifest):
         kind = registry.for_segment(m)
-        if kind is not None and kind.family == "scalar" and kind.queryable and kind.understands(m) \
-                and len(m.fields) == 1 and m.fragment_bitmap is not None:
+        # an INVERTED segment answers contains_tokens() when its analyzer suits it, as pylance's does
+        if kind is not None and (kind.family == "scalar" or (kind.family == "text" and accelerates_tokens(m))) \
+                and kind.queryable and kind.understands(m) and len(m.fields) == 1 and m.fragment_bitmap is not None:
             by_name.setdefault(m.name, []).append(m)
     found: dict[str, list[ColumnIndex]] = {}
     for name, segs in sorted(by_name.items()):

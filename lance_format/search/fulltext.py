@@ -32,6 +32,7 @@ from lance_format.index.inverted import bm25, topk
 from lance_format.index.inverted.bm25 import Corpus, FlatDocs, Hits
 from lance_format.index.inverted.files import InvertedFiles, cached_segment
 from lance_format.index.inverted.tokenizer import Analyzer, document_texts
+from lance_format.index.inverted.unreadable import unreadable_inverted
 from lance_format.index.store import IndexDir
 from lance_format.scanner import LanceScanner
 from lance_format.search import fts_query as q
@@ -99,6 +100,10 @@ class FullTextSearch:
         self.query = q.normalize(query, default)
         cols = q.columns_of(self.query)
         if any(c is None for c in cols):
+            why = None if indexed else next(filter(None, (unreadable_inverted(ctx, f.name) for f in ctx.schema.fields)),
+                                            None)
+            if why is not None:
+                raise NotSupportedError(f"full_text_query names no column: {why}")
             raise InvalidInputError(
                 "full_text_query names no column and the dataset has "
                 f"{'no INVERTED index' if not indexed else 'several: ' + ', '.join(indexed)}; pass columns=")
@@ -107,6 +112,9 @@ class FullTextSearch:
             if c not in ctx.arrow_schema.names:
                 raise InvalidInputError(f"full_text_query column {c!r} is not in the dataset")
             if not inverted_segments(ctx, c):
+                why = unreadable_inverted(ctx, c)
+                if why is not None:
+                    raise NotSupportedError(f"full-text search on column {c!r}: {why}")
                 raise NotSupportedError(f"full-text search on column {c!r} needs an INVERTED index (none found)")
         out_cols = list(opts.columns)
         fields = [ctx.arrow_schema.field(c) for c in out_cols]

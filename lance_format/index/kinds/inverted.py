@@ -23,7 +23,10 @@ from lance_format.index.codec import wire
 from lance_format.index.inverted import builder, files
 from lance_format.index.inverted.builder import TokenChunk
 from lance_format.index.inverted.tokenizer import Analyzer, AnalyzerParams, is_text_type
+from lance_format.index.inverted.tokens_filter import TokensReader
 from lance_format.index.kind import BuildContext, IndexKind, TrainingData
+from lance_format.index.predicates import IndexQuery, TokensContains
+from lance_format.index.rowset import RowDomain
 from lance_format.index.store import IndexDir
 from lance_format.table.index_metadata import IndexFile, IndexMetadata
 
@@ -147,6 +150,9 @@ class InvertedKind(IndexKind):
     remappable: ClassVar[bool] = True
     incremental: ClassVar[bool] = True
     delta_absorbs_older: ClassVar[bool] = True
+    # scans ask it only contains_tokens(), and only when the segment suits it (tokens_filter.py)
+    queryable: ClassVar[bool] = True
+    exact: ClassVar[bool] = False
     defaults: ClassVar[Mapping[str, Any]] = {
         "with_position": False, "base_tokenizer": "simple", "language": "English", "max_token_length": 40,
         "lower_case": True, "stem": True, "remove_stop_words": True, "custom_stop_words": None,
@@ -182,6 +188,13 @@ class InvertedKind(IndexKind):
         if keep["custom_stop_words"] is not None:
             keep["custom_stop_words"] = list(keep["custom_stop_words"])
         return self.name, keep
+
+    def answers(self, query: IndexQuery) -> bool:
+        """``contains_tokens(column, 'words')`` only (see :mod:`lance_format.index.inverted.tokens_filter`)."""
+        return isinstance(query, TokensContains)
+
+    def open(self, src: IndexDir, meta: IndexMetadata, domain: RowDomain) -> TokensReader:
+        return TokensReader(files.cached_segment(src), src.store.uri(src.prefix))
 
     def check_column(self, column: str, typ: pa.DataType) -> None:
         if not is_text_type(typ):
