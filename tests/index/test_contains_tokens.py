@@ -24,12 +24,15 @@ from lance_format.errors import InvalidInputError, NotSupportedError
 TEXTS: list[str | None] = [
     "Hello World", "hello there world", "Running dogs", "the cat", "foo-bar baz", None, "HELLO", "héllo wörld",
     "runs and running", "x 12 y_z", "a cat catch a fish", "cat catchup fish", "The end.", "", "--", "naïve résumé",
+    # non-ASCII neighbours: a letter joins the token, a symbol or space splits it
+    "éw17 x", "w17é", "w17·x", "日本語 テスト", "a１b", "Ωmega cat", "x²", "cat—fish", "привет мир cat",
 ]
 APPENDED = ["hello you", "the end", "--", None, "cat fish catch"]
 
 QUERIES = [
     "hello", "Hello world", "world hello", "HELLO", "the", "the cat", "The", "", "--", "héllo", "hello world",
     "running", "run", "cat catch fish", "foo bar", "12", "y", "naïve", "resume", "a", "end",
+    "w17", "x", "テスト", "日本語", "a１b", "b", "mega", "x²", "fish", "мир cat",
 ]
 
 SUITABLE: dict[str, Any] = {"max_token_length": None, "stem": False}
