@@ -23,7 +23,8 @@ floats in their shortest round-trip digits laid out as the ``ryu`` crate prints 
 (``1.0``, ``1e+16``, ``0.00001``, ``1.5e-7``).
 
 JSON documents are variable trees, so there is no whole-array numpy form; the fast paths in
-:mod:`lance_format.jsonb_fast` lean on the C JSON scanner and encoder and cache per-key-set work.
+:mod:`lance_format.jsonb_fast` lean on the C JSON scanner and encoder and cache per-key-set work,
+and reads decode rows sharing a layout a column at a time (:mod:`lance_format.jsonb_columns`).
 The printer here is the reference one: lone scalars and the values the fast printer cannot print
 exactly (tiny or non-finite floats, corrupt layouts) go through it.
 """
@@ -35,9 +36,11 @@ import math
 import struct
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from lance_format.errors import CorruptFileError, InvalidInputError
+from lance_format.jsonb_columns import decode_shared_layout
 from lance_format.jsonb_fast import Slow, decode_container, encode_document, encode_number, print_value
 
 __all__ = ["decode_value", "encode_value", "from_jsonb_array", "to_jsonb_array"]
@@ -231,13 +234,24 @@ def from_jsonb_array(array: pa.Array, where: str = "JSON column") -> pa.Array:
     """
     if isinstance(array, pa.ExtensionArray):
         array = array.storage
-    out: list[str | None] = []
-    for i, data in enumerate(array.to_pylist()):
-        if data is None:
-            out.append(None)
-            continue
-        try:
-            out.append(decode_value(data))
-        except ValueError as exc:
-            raise CorruptFileError(f"{where}: row {i}: {exc}") from None
+    if not pa.types.is_large_binary(array.type):
+        array = array.cast(pa.large_binary())
+    n = len(array)
+    _, offsets_buf, data_buf = array.buffers()
+    offsets = np.frombuffer(offsets_buf, np.int64, n + 1, 8 * array.offset) if n else np.zeros(1, np.int64)
+    buf = data_buf.to_pybytes() if data_buf is not None else b""
+    valid = array.is_valid().to_numpy(zero_copy_only=False) if array.null_count else np.ones(n, bool)
+    starts, ends = offsets[:-1][valid], offsets[1:][valid]
+    # most rows at once when they share a layout; the rest one value at a time
+    texts = decode_shared_layout(buf, starts, ends)
+    rows = np.flatnonzero(valid).tolist()
+    for k, (row, text) in enumerate(zip(rows, texts, strict=True)):
+        if text is None:
+            try:
+                texts[k] = decode_value(buf[int(starts[k]):int(ends[k])])
+            except ValueError as exc:
+                raise CorruptFileError(f"{where}: row {row}: {exc}") from None
+    out: list[str | None] = [None] * n
+    for row, text in zip(rows, texts, strict=True):
+        out[row] = text
     return pa.ExtensionArray.from_storage(pa.json_(pa.utf8()), pa.array(out, pa.utf8()))

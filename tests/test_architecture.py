@@ -53,7 +53,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
               "lance_format.maintenance.runner")),
     ("storage", ("lance_format.storage", "lance_format.storage.")),
     ("schema", ("lance_format.schema", "lance_format.schema_codec", "lance_format.schema_ext", "lance_format.jsonb",
-                "lance_format.jsonb_fast",
+                "lance_format.jsonb_fast", "lance_format.jsonb_columns",
                 "lance_format.schema_json",
                 "lance_format.sql", "lance_format.sql_core",
                 "lance_format.sql_fast", "lance_format.sql_program", "lance_format.sql_lists", "lance_format.sql_tokens",

@@ -53,9 +53,27 @@ def _texts() -> list[str | None]:
     return texts
 
 
-@pytest.fixture(scope="module")
-def stored(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str | None]]:
-    texts = _texts()
+def _shared_layout_texts() -> list[str | None]:
+    # Rows sharing their layout are decoded a column at a time: vary what may vary inside one
+    # layout (number widths and signs, string bytes, nested array lengths) and break it now and then.
+    rng = random.Random(11)
+    texts: list[str | None] = []
+    for i in range(3000):
+        doc = {"id": rng.choice(_BOUNDARY_INTS) if i % 3 else i, "name": rng.choice(_STRINGS) + str(i),
+               "tags": [rng.choice(_STRINGS), i % 7, rng.choice([None, True, False])][: i % 4],
+               "score": rng.choice([i / 3.0, -i * 1e10, 0.0, -0.0, 1e16 + i, float(i)]),
+               "nested": {"a": [i, {"b": rng.choice(_STRINGS)}], "z": None}}
+        if i == 2500:
+            doc["score"] = 2.5e-7  # one tiny float: its group falls back to the per-value path
+        if i % 97 == 0:
+            doc["extra"] = i  # another layout
+        texts.append(None if i % 50 == 0 else json.dumps(doc, ensure_ascii=i % 2 == 0))
+    return texts
+
+
+@pytest.fixture(scope="module", params=["mixed", "shared_layout"])
+def stored(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str | None]]:
+    texts = _texts() if request.param == "mixed" else _shared_layout_texts()
     root = tmp_path_factory.mktemp("jsonb_speed")
     lance.write_dataset(pa.table({"j": pa.array(texts, pa.json_(pa.utf8()))}), str(root / "t"))
     return root, texts
