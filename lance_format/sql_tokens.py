@@ -62,11 +62,28 @@ def _all_tokens(text: pa.Array, tokens: list[str], word: str) -> pa.Array:
     return out
 
 
+def _is_text_list(typ: pa.DataType) -> bool:
+    return (pa.types.is_list(typ) or pa.types.is_large_list(typ)) and _is_string(typ.value_type)
+
+
+def _joined(lists: pa.Array) -> pa.Array:
+    """Each list's strings joined by a space (a NULL item adds no token, a NULL list stays NULL).
+
+    DataFusion casts a list to Utf8 as ``[a, b]``: the brackets and separators only split tokens.
+    """
+    items = pc.fill_null(lists.values, "")
+    flat = type(lists).from_arrays(lists.offsets, items)
+    out = pc.binary_join(flat, pa.scalar(" ", lists.type.value_type))
+    return pc.if_else(lists.is_null(), pa.scalar(None, out.type), out)
+
+
 def _kernel(ctx: Any, text: Any, query: Any) -> pa.Array:
     if isinstance(text, pa.ChunkedArray):
         text = text.combine_chunks()
     elif isinstance(text, pa.Scalar):
         text = pa.repeat(text, ctx.batch_length)
+    if _is_text_list(text.type):
+        text = _joined(text)
     q = query.as_py() if isinstance(query, pa.Scalar) else None
     tokens = list(dict.fromkeys(query_tokens(q or "")))
     if not tokens:
@@ -110,14 +127,14 @@ def contains_tokens(sem: Semantics, subject: _Val, query: str | None) -> _Val:
 
     Args:
         sem: The filter being translated (its errors name the filter text).
-        subject: The text operand; other types are compared as their string form, as
-            DataFusion casts them to Utf8 for the UDF.
+        subject: The text operand; a list of strings counts as its items' text, other types
+            are compared as their string form, as DataFusion casts them to Utf8 for the UDF.
         query: The literal query text (``None`` for a NULL literal, which has no tokens).
 
     Returns:
         A boolean operand.
     """
-    if not _is_string(subject.type):
+    if not _is_string(subject.type) and not _is_text_list(subject.type):
         subject = sem._cast_val(subject, pa.string())
     text = _node(subject)
     needle = Node.const(pa.scalar(query, pa.string()))

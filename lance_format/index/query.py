@@ -233,6 +233,8 @@ class _Builder:
         text = args[1] if len(args) == 2 else None
         if col is None or not (isinstance(text, exp.Literal) and text.is_string):
             return None
+        if self.schema.field(col).type != pa.string():
+            return None  # pylance hands the index only Utf8 columns (the function's own type)
         return self._leaf(col, TokensContains(str(text.this)))
 
     def _leaf(self, col: str, query: IndexQuery) -> Leaf | None:

@@ -168,3 +168,36 @@ def test_full_text_on_an_unreadable_inverted_index_names_its_option(make_path: C
         ours.to_table(full_text_query="cat")
     with pytest.raises(NotSupportedError, match=f"column '{column}'.*exists but uses"):
         ours.to_table(full_text_query={"match": {"column": column, "terms": "cat"}})
+
+
+LIST_QUERIES = ["null", "a", "", "y z", "x y", "the", "cat fish", "q"]
+
+
+@pytest.mark.parametrize("indexed", [False, True], ids=["flat", "inverted_on_list"])
+def test_list_columns_count_their_items_text(make_path: Callable[[str], str], indexed: bool) -> None:
+    # DataFusion casts a list to Utf8 ("[a, b]"): items' tokens, NULL items add none, NULL lists give NULL;
+    # pylance never hands a list column's INVERTED index a contains_tokens
+    uri = make_path("lists")
+    items = [["a", None], [], None, ["x y", "z"], [None], ["the cat", "fish"]]
+    lance.write_dataset(pa.table({"id": np.arange(6), "l": pa.array(items, pa.list_(pa.string())),
+                                  "ll": pa.array([*items[:5], ["q"]], pa.large_list(pa.large_string()))}), uri)
+    if indexed:
+        lance.dataset(uri).create_scalar_index("l", "INVERTED", **SUITABLE)
+    theirs, ours = lance.dataset(uri), lance_format.dataset(uri)
+    for col in ("l", "ll"):
+        for query in LIST_QUERIES:
+            flt = f"contains_tokens({col}, '{query}')"
+            assert _ids(ours, flt) == _ids(theirs, flt), flt
+            assert not _uses_index(ours, flt)
+
+
+def test_large_string_column_is_filtered_flat_even_with_an_index(make_path: Callable[[str], str]) -> None:
+    uri = make_path("large")
+    texts = pa.array(["the cat", "a dog", None, "the end", "cat fish"], pa.large_string())
+    lance.write_dataset(pa.table({"id": np.arange(5), "t": texts}), uri)
+    lance.dataset(uri).create_scalar_index("t", "INVERTED", **SUITABLE)
+    theirs, ours = lance.dataset(uri), lance_format.dataset(uri)
+    for query in ("the", "cat", "", "dog the"):
+        flt = f"contains_tokens(t, '{query}')"
+        assert _ids(ours, flt) == _ids(theirs, flt), flt
+        assert _uses_index(ours, flt) == _uses_index(theirs, flt) is False
