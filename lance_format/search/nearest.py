@@ -401,7 +401,8 @@ class NearestScanner(LanceScanner):
         for q in queries:
             out_a, out_d = [], []
             for seg, addrs, ok, score in opened:
-                rows, dist = search_segment(seg, q, k, query.probe, ok.__getitem__, query.distance_range, score)
+                rows, dist = search_segment(seg, q, k, query.probe, ok.__getitem__, query.distance_range, score,
+                                            best_per_row=query.multi and "HNSW" in seg.index_type)
                 out_a.append(addrs[rows])
                 out_d.append(dist)
             a = np.concatenate(out_a) if out_a else np.empty(0, np.uint64)

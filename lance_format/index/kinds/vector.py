@@ -32,6 +32,7 @@ from lance_format.index.codec import (
 from lance_format.index.kind import BuildContext, Family, IndexKind, TrainingData
 from lance_format.index.store import IndexDir
 from lance_format.index.vector import build as vb
+from lance_format.index.vector import multivector as mv
 from lance_format.index.vector import rabitq
 from lance_format.index.vector.kmeans import MAX_ITERS, SAMPLE_RATE
 from lance_format.index.vector.layout import read_segment
@@ -60,7 +61,7 @@ def details_of(meta: IndexMetadata) -> VectorIndexDetails:
 
 
 def _element(typ: pa.DataType) -> str:
-    inner = typ.value_type
+    inner = mv.vector_type(typ).value_type
     return "halffloat" if pa.types.is_float16(inner) else "double" if pa.types.is_float64(inner) else \
         "uint8" if pa.types.is_uint8(inner) else "float"
 
@@ -164,11 +165,7 @@ class VectorKind(IndexKind):
         return p
 
     def check_column(self, column: str, typ: pa.DataType) -> None:
-        if pa.types.is_list(typ) and pa.types.is_fixed_size_list(typ.value_type):
-            # pylance builds every IVF kind on cosine multivector columns; searching those works
-            # (lance_format/search/multivector.py), building them here does not yet
-            raise NotSupportedError(f"{self.name} index on multivector column {column!r} ({typ}): building "
-                                    "vector indices on multivector columns is not supported")
+        typ = mv.vector_type(typ)  # a multivector column is indexed vector by vector (index/vector/multivector.py)
         if not pa.types.is_fixed_size_list(typ):
             raise UnsupportedIndexTypeError(f"Vector column {column!r} must be FixedSizeListArray, got {typ}")
         inner = typ.value_type
@@ -184,8 +181,12 @@ class VectorKind(IndexKind):
 
         Raises:
             UnsupportedIndexTypeError: the metric does not fit the element type.
-            InvalidInputError: the dimension does not fit the parameters.
+            InvalidInputError: the dimension does not fit the parameters; a multivector column
+                with another metric than cosine.
         """
+        if mv.is_multivector(typ):
+            mv.check_metric(column, self.name, str(params.get("metric")))
+            typ = typ.value_type
         if (params.get("metric") == "hamming") != pa.types.is_uint8(typ.value_type):
             raise UnsupportedIndexTypeError(f"{self.name} index on column {column!r}: metric "
                                             f"{params.get('metric')!r} does not apply to {typ.value_type} vectors "
@@ -202,6 +203,9 @@ class VectorKind(IndexKind):
     def train(self, sample: Callable[[int], TrainingData], ctx: BuildContext) -> vb.VectorModel:
         self.check_dimension(ctx.column, ctx.field_type, ctx.params)
         total = sum(ctx.fragment_rows.values())
+        if mv.is_multivector(ctx.field_type):
+            inner = sample
+            sample = lambda n: mv.flatten(inner(n))  # noqa: E731  (train on the rows' vectors)
         return vb.train_model(self.name, sample, ctx.params, _element(ctx.field_type), total)
 
     def details_value(self, ctx: BuildContext, model: Any) -> bytes:
@@ -209,7 +213,7 @@ class VectorKind(IndexKind):
         return encode_vector_details(model.details())
 
     def encode(self, data: TrainingData, model: Any, ctx: BuildContext) -> vb.VectorChunk:
-        return vb.encode_rows(data, model)
+        return vb.encode_rows(mv.flatten(data) if mv.is_multivector(ctx.field_type) else data, model)
 
     def finish_tasks(self, chunks: Sequence[Any], model: Any, ctx: BuildContext) -> Sequence[Any]:
         """IVF_HNSW_*: the graphs are built per group of partitions on the runner."""

@@ -229,7 +229,8 @@ def top_k(dist: F32, ids: U64, k: int) -> npt.NDArray[np.int64]:
 def search_segment(seg: IvfSegment, q: npt.NDArray[np.generic], k: int, probe: Probe,
                    allowed: Allowed | None = None,
                    distance_range: tuple[float | None, float | None] = (None, None),
-                   score: Scorer | None = None) -> tuple[npt.NDArray[np.int64], F32]:
+                   score: Scorer | None = None,
+                   best_per_row: bool = False) -> tuple[npt.NDArray[np.int64], F32]:
     """The ``k`` best rows of ``seg`` for ``q``: positions into ``seg.row_ids`` and their distances.
 
     Args:
@@ -241,6 +242,9 @@ def search_segment(seg: IvfSegment, q: npt.NDArray[np.generic], k: int, probe: P
         distance_range: ``[lower, upper)`` bounds on the distance (``None``: unbounded).
         score: Scores the rows of probed partitions instead of the segment's storage (the caller
             may read exact vectors, e.g. for IVF_RQ, whose codes we cannot score).
+        best_per_row: Each probed partition gives its ``k`` best entries with one entry per row
+            id (the best): what pylance's HNSW sub-index returns on a multivector column, where
+            a row has one entry per vector (:func:`_partition_best`).
     """
     order, ranked = _ranked(seg, q)
     offsets = seg.offsets.astype(np.int64)
@@ -263,14 +267,35 @@ def search_segment(seg: IvfSegment, q: npt.NDArray[np.generic], k: int, probe: P
                 keep &= dist >= lo
             if hi is not None:
                 keep &= dist < hi
-            best_rows = np.concatenate([best_rows, cand[keep]])
-            best_dist = np.concatenate([best_dist, dist[keep]])
+            if best_per_row:
+                sel = _partition_best(cand, dist, keep, [r.size for r in rows], seg.row_ids, k)
+                best_rows, best_dist = np.concatenate([best_rows, cand[sel]]), np.concatenate([best_dist, dist[sel]])
+            else:
+                best_rows = np.concatenate([best_rows, cand[keep]])
+                best_dist = np.concatenate([best_dist, dist[keep]])
             pick = top_k(best_dist, seg.row_ids[best_rows], k)
             best_rows, best_dist = best_rows[pick], best_dist[pick]
         done = n
         if best_rows.size >= enough or done >= top:
             return best_rows, best_dist
         n = _widen(order, offsets, lengths, done, top, enough - best_rows.size, k, allowed)
+
+
+def _partition_best(cand: npt.NDArray[np.int64], dist: F32, keep: BoolMask, sizes: list[int], row_ids: U64,
+                    k: int) -> npt.NDArray[np.int64]:
+    """Positions into ``cand``: per partition (``sizes`` consecutive candidates each) the ``k`` best
+    kept entries, then the best entry of each row id among them (pylance 14.0.2's HNSW results on
+    multivector columns, reproduced to 1e-6 on its ``_distance``). One step per probed partition."""
+    picks = []
+    start = 0
+    for n in sizes:
+        pos = start + np.flatnonzero(keep[start:start + n])
+        start += n
+        if pos.size:
+            best = pos[top_k(dist[pos], row_ids[cand[pos]], k)]
+            _, first = np.unique(row_ids[cand[best]], return_index=True)
+            picks.append(best[np.sort(first)])
+    return np.concatenate(picks) if picks else np.empty(0, np.int64)
 
 
 def _widen(order: npt.NDArray[np.int64], offsets: npt.NDArray[np.int64], lengths: npt.NDArray[np.int64],
