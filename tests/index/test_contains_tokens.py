@@ -201,3 +201,19 @@ def test_large_string_column_is_filtered_flat_even_with_an_index(make_path: Call
         flt = f"contains_tokens(t, '{query}')"
         assert _ids(ours, flt) == _ids(theirs, flt), flt
         assert _uses_index(ours, flt) == _uses_index(theirs, flt) is False
+
+
+@pytest.mark.parametrize(("stable", "defer"), [(False, False), (False, True), (True, False)],
+                         ids=["remapped", "deferred_remap", "stable_row_ids"])  # stable ids have nothing to remap
+def test_indexed_contains_tokens_survives_our_compaction(make_path: Callable[[str], str], stable: bool,
+                                                         defer: bool) -> None:
+    uri = make_path("compact")
+    lance.write_dataset(_table(1500), uri, max_rows_per_file=400, enable_stable_row_ids=stable)
+    lance.dataset(uri).create_scalar_index("t", "INVERTED", **SUITABLE)
+    lance.dataset(uri).delete("id % 7 = 0")
+    lance_format.dataset(uri).optimize.compact_files(target_rows_per_fragment=1000, defer_index_remap=defer)
+    theirs, ours = lance.dataset(uri), lance_format.dataset(uri)
+    for query in ("cat fish", "the", "Cat", "x1 dog", "é"):
+        flt = f"contains_tokens(t, '{query}')"
+        assert _ids(ours, flt) == _ids(theirs, flt), flt
+        assert _uses_index(ours, flt) == _uses_index(theirs, flt), flt

@@ -257,14 +257,18 @@ def _remapped(part: files.Partition, amap: RowAddressMap) -> TokenChunk:
     toks: list[npt.NDArray[np.uint32]] = []
     freqs: list[npt.NDArray[np.uint32]] = []
     pos: list[npt.NDArray[np.uint32]] = []
-    for tid, tok in enumerate(tokens):
+    kept: list[str] = []
+    for tok in tokens:
         got = part.posting(tok)
         assert got is not None
         d, f = got
         nd = new_doc[d]
         live = nd >= 0
+        if not live.any():
+            continue  # every document of the token was removed: the partition no longer holds it
         docs.append(nd[live].astype(np.uint32))
-        toks.append(np.full(int(live.sum()), tid, dtype=np.uint32))
+        toks.append(np.full(int(live.sum()), len(kept), dtype=np.uint32))
+        kept.append(tok)
         freqs.append(f[live])
         if part.has_positions:
             plist = part.token_positions(tok)
@@ -276,7 +280,7 @@ def _remapped(part: files.Partition, amap: RowAddressMap) -> TokenChunk:
     positions = None
     if part.has_positions:
         positions = np.concatenate(pos).astype(np.uint32) if pos else np.zeros(0, np.uint32)
-    return TokenChunk(np.asarray(new_ids, dtype=np.uint64), part.num_tokens[keep], tokens,
+    return TokenChunk(np.asarray(new_ids, dtype=np.uint64), part.num_tokens[keep], kept,
                       doc_arr, tok_arr, freq_arr, positions)
 
 
