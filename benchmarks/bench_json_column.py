@@ -9,6 +9,7 @@ printed with the ratio::
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -36,6 +37,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args(argv)
     results: dict[str, list[tuple[float, float]]] = {"lance": [], "lance_format": []}
+    load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
         for _ in range(args.repeat):
             for engine in results:
@@ -43,6 +45,7 @@ def main(argv: list[str] | None = None) -> None:
                                       capture_output=True, text=True, check=True)
                 write, read = map(float, done.stdout.split())
                 results[engine].append((write, read))
+    print(f"load (1-min average) {load_before:.2f} before, {os.getloadavg()[0]:.2f} after; {os.cpu_count()} cores")
     for i, what in enumerate(("write", "read")):
         theirs = statistics.median(r[i] for r in results["lance"])
         ours = statistics.median(r[i] for r in results["lance_format"])

@@ -243,7 +243,12 @@ def from_jsonb_array(array: pa.Array, where: str = "JSON column") -> pa.Array:
     valid = array.is_valid().to_numpy(zero_copy_only=False) if array.null_count else np.ones(n, bool)
     starts, ends = offsets[:-1][valid], offsets[1:][valid]
     # most rows at once when they share a layout; the rest one value at a time
-    texts = decode_shared_layout(buf, starts, ends)
+    decoded = decode_shared_layout(buf, starts, ends)
+    if decoded is not None and decoded.null_count == 0:  # all at once: nulls of the input put back
+        positions = np.cumsum(valid) - 1
+        text = decoded.take(pa.array(positions, mask=~valid)) if len(decoded) != n else decoded
+        return pa.ExtensionArray.from_storage(pa.json_(pa.utf8()), text.cast(pa.utf8()))
+    texts: list[str | None] = [None] * len(starts) if decoded is None else decoded.to_pylist()
     rows = np.flatnonzero(valid).tolist()
     for k, (row, text) in enumerate(zip(rows, texts, strict=True)):
         if text is None:

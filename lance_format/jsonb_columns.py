@@ -87,6 +87,21 @@ def _numbers(data: np.ndarray, pos: np.ndarray, size: np.ndarray) -> list[Any] |
     return result
 
 
+def _strings(buf: bytes, data: np.ndarray, pos: np.ndarray, size: np.ndarray) -> pa.Array:
+    """The strings at ``pos`` as quoted JSON text."""
+    ends = np.cumsum(size)
+    # the bytes of every string, end to end: one gather
+    raw = data[np.repeat(pos - (ends - size), size) + np.arange(int(ends[-1]) if len(ends) else 0)]
+    if len(raw) < 1 << 31 and not ((raw < 0x20) | (raw == 0x22) | (raw == 0x5C)).any():
+        # nothing to escape (non-ASCII stays as is, as serde_json leaves it): quotes around the bytes
+        offsets = np.concatenate([[0], ends]).astype(np.int32)
+        text = pa.StringArray.from_buffers(len(pos), pa.py_buffer(offsets), pa.py_buffer(raw))
+        text.validate(full=True)  # UTF-8 checked as decoding would
+        return pc.binary_join_element_wise('"', text, '"', "")
+    return pa.array(list(map(_quote, [buf[a:a + b].decode("utf-8") for a, b in zip(
+        pos.tolist(), size.tolist(), strict=True)])), pa.utf8())
+
+
 def _group(buf: bytes, data: np.ndarray, starts: np.ndarray, ends: np.ndarray, first: int,
            todo: np.ndarray) -> tuple[np.ndarray, pa.Array] | None:
     """The rows (of ``todo``) laid out as row ``first`` is, and their JSON text."""
@@ -128,8 +143,7 @@ def _group(buf: bytes, data: np.ndarray, starts: np.ndarray, ends: np.ndarray, f
     for j, item in enumerate(kinds0.tolist()):
         p, z = pos[:, j], sizes[:, j]
         if item == _STRING:
-            columns.append(pa.array(list(map(_quote, [buf[a:a + b].decode("utf-8") for a, b in zip(
-                p.tolist(), z.tolist(), strict=True)])), pa.utf8()))
+            columns.append(_strings(buf, data, p, z))
         elif item == _NUMBER:
             numbers = _numbers(data, p, z)
             if numbers is None:
@@ -195,21 +209,23 @@ def _column(buf: bytes, data: np.ndarray, starts: np.ndarray, ends: np.ndarray, 
                 texts_rest.append(None)
         groups.append(pa.array(texts_rest, pa.utf8()))
         group_rows.append(rest)
+    text_type = pa.large_utf8() if top else pa.utf8()  # inner columns are joined with utf8 literals
     if len(groups) == 1:
-        return groups[0]
+        return groups[0].cast(text_type)
     order = np.argsort(np.concatenate(group_rows), kind="stable")
-    return pa.concat_arrays([g.cast(pa.utf8()) for g in groups]).take(pa.array(order))
+    return pa.concat_arrays([g.cast(text_type) for g in groups]).take(pa.array(order))
 
 
-def decode_shared_layout(buf: bytes, starts: np.ndarray, ends: np.ndarray) -> list[str | None]:
+def decode_shared_layout(buf: bytes, starts: np.ndarray, ends: np.ndarray) -> pa.Array | None:
     """JSON text of the containers ``buf[starts[i]:ends[i]]``, decoded a layout group at a time.
 
-    Rows this path does not decode (lone scalars, values it would not print exactly, corrupt
-    bytes) are ``None``, for the caller's per-value path.
+    Rows this path does not decode (lone scalars, values it would not print exactly) are null,
+    for the caller's per-value path; all of them are (``None``) if some bytes are corrupt.
     """
+    if not len(starts):
+        return pa.array([], pa.large_utf8())
     data = np.frombuffer(buf, np.uint8)
     try:
-        texts: list[str | None] = _column(buf, data, starts, ends, top=True).to_pylist()
+        return _column(buf, data, starts, ends, top=True)
     except (ValueError, IndexError, struct.error):  # corrupt somewhere: the per-value path names the row
-        return [None] * len(starts)
-    return texts
+        return None

@@ -110,3 +110,20 @@ def test_fast_encoder_refuses_what_pylance_refuses(tmp_path: Path, text: str) ->
         lance.write_dataset(table, str(tmp_path / "t"))
     with pytest.raises(lance_format.errors.InvalidInputError, match="row 1 is not valid JSON"):
         jsonb.to_jsonb_array(table.column("j"))
+
+
+def test_column_reads_keep_nulls_and_slices() -> None:
+    texts = [None if i % 5 == 0 else json.dumps({"id": i, "t": [i] * (i % 3)}) for i in range(200)]
+    stored_values = jsonb.to_jsonb_array(pa.array(texts, pa.json_(pa.utf8())))
+    expected = [None if t is None else t.replace(" ", "") for t in texts]
+    assert jsonb.from_jsonb_array(stored_values).storage.to_pylist() == expected
+    assert jsonb.from_jsonb_array(stored_values.slice(7, 50)).storage.to_pylist() == expected[7:57]
+    assert jsonb.from_jsonb_array(stored_values.cast(pa.binary()).slice(3, 20)).storage.to_pylist() == expected[3:23]
+    assert jsonb.from_jsonb_array(pa.array([None, None], pa.large_binary())).storage.to_pylist() == [None, None]
+
+
+@pytest.mark.parametrize("bad", [b"\x80\x00\x00\x05", b"", b"\x40\x00\x00\x01\x10\x00\x00\x05ab"])
+def test_corrupt_values_among_shared_layouts_name_their_row(bad: bytes) -> None:
+    values = pa.array([jsonb.encode_value('{"a": [1]}')] * 3 + [bad], pa.large_binary())
+    with pytest.raises(lance_format.errors.CorruptFileError, match="row 3"):
+        jsonb.from_jsonb_array(values)
