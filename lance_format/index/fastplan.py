@@ -20,7 +20,7 @@ from typing import Final
 import pyarrow as pa
 
 from lance_format.index.kind import IndexedColumns
-from lance_format.index.predicates import In, IndexQuery, IsNull, Range
+from lance_format.index.predicates import In, IndexQuery, IsNull, Range, TokensContains
 from lance_format.sql_fast import RESERVED
 
 
@@ -136,6 +136,8 @@ class _Planner:
 
     def term(self) -> FastLeaf | None:
         kind, value = self._next()
+        if kind == "name" and value.lower() == "contains_tokens" and self.toks[self.pos:self.pos + 1] == [("op", "(")]:
+            return self._contains_tokens()
         if kind == "name" and value.upper() not in RESERVED:
             col = self._column(value)
             if self._word("BETWEEN"):
@@ -180,6 +182,19 @@ class _Planner:
             self.pos = end
             return self._compare(col, _FLIP[op], lit)
         raise _GiveUp
+
+    def _contains_tokens(self) -> FastLeaf | None:
+        """``contains_tokens(col, 'words')`` on a Utf8 column (as :mod:`lance_format.index.query` reads it)."""
+        self._expect("op", "(")
+        col = self._column(self._expect("name"))
+        self._expect("op", ",")
+        kind, text = self._next()
+        if kind != "str" or "\\" in text:
+            raise _GiveUp
+        self._expect("op", ")")
+        if col is None or self.schema.field(col).type != pa.string():
+            return None
+        return self._leaf(col, TokensContains(text[1:-1].replace("''", "'")))
 
     def _compare(self, col: str | None, op: str, v: pa.Scalar | None) -> FastLeaf | None:
         if col is None or v is None:

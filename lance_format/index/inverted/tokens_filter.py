@@ -84,6 +84,7 @@ class TokensReader:
                     if docs.size == 0:
                         break
                 if docs is not None and docs.size:
-                    parts.append(part.rows_of(docs.astype(np.int64)))
+                    # all row ids decoded once and kept with the cached segment: later filters index them
+                    parts.append(np.asarray(part.row_ids[docs.astype(np.int64)], dtype=np.uint64))
         rows = np.unique(np.concatenate(parts)) if parts else np.zeros(0, np.uint64)
         return rows.astype(np.uint64), pa.nulls(rows.size, pa.string())
