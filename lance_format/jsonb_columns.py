@@ -38,10 +38,12 @@ _MAX_GROUPS = 16  # distinct layouts decoded a group at a time; the rest one val
 _F64_MAX = 1.7976931348623157e308
 
 
-def _u32(data: np.ndarray, at: np.ndarray) -> np.ndarray:
-    """Big-endian u32s at byte offsets ``at`` (any shape)."""
-    out: np.ndarray = ((data[at].astype(np.uint32) << 24) | (data[at + 1].astype(np.uint32) << 16)
-                       | (data[at + 2].astype(np.uint32) << 8) | data[at + 3].astype(np.uint32))
+def _windows(data: np.ndarray, at: np.ndarray, width: int) -> np.ndarray:
+    """The ``width`` bytes at each offset ``at``, one row each (a strided view: no index matrix)."""
+    if not len(at):
+        return np.zeros((0, width), np.uint8)
+    view = np.lib.stride_tricks.as_strided(data, (len(data) - width + 1, width), (1, 1), writeable=False)
+    out: np.ndarray = view[at]
     return out
 
 
@@ -123,14 +125,14 @@ def _group(buf: bytes, data: np.ndarray, starts: np.ndarray, ends: np.ndarray, f
     length = ends - starts
     rows = np.flatnonzero(todo & (length >= body + key_len))
     s = starts[rows]
-    same = (data[s[:, None] + np.arange(head)] == np.frombuffer(buf, np.uint8, head, start0)).all(axis=1)
+    same = (_windows(data, s, head) == np.frombuffer(buf, np.uint8, head, start0)).all(axis=1)
     if key_len:
         key_bytes = np.frombuffer(buf, np.uint8, key_len, start0 + body)
-        same &= (data[s[:, None] + body + np.arange(key_len)] == key_bytes).all(axis=1)
+        same &= (_windows(data, s + body, key_len) == key_bytes).all(axis=1)
     rows, s = rows[same], s[same]
     if not count:
         return rows, pa.array(["{}" if kind == _OBJECT else "[]"] * len(rows), pa.utf8())
-    value_words = _u32(data, s[:, None] + head + 4 * np.arange(count)).astype(np.int64)
+    value_words = np.ascontiguousarray(_windows(data, s + head, 4 * count)).view(">u4").astype(np.int64)
     kinds = value_words >> 28
     sizes = value_words & 0x0FFFFFFF
     pos = s[:, None] + body + key_len + np.cumsum(sizes, axis=1) - sizes
