@@ -54,12 +54,18 @@ def _be_uint(data: np.ndarray, at: np.ndarray, width: int) -> np.ndarray:
     return out
 
 
-def _numbers(data: np.ndarray, pos: np.ndarray, size: np.ndarray) -> list[Any] | None:
-    """The numbers at ``pos`` as Python values, or None if one needs the per-value path."""
+def _int_text(values: np.ndarray) -> np.ndarray:
+    # Arrow prints integers in decimal, as str() does, without a Python object per value
+    text: np.ndarray = pa.array(values).cast(pa.utf8()).to_numpy(zero_copy_only=False)
+    return text
+
+
+def _numbers(data: np.ndarray, pos: np.ndarray, size: np.ndarray) -> pa.Array | None:
+    """The JSON text of the numbers at ``pos``, or None if one needs the per-value path."""
     tag = data[pos]
     out = np.empty(len(pos), object)
     done = tag == 0
-    out[done] = 0
+    out[done] = "0"
     floats = (tag == 0x60) & (size == 9)
     if floats.any():
         at = pos[floats] + 1
@@ -67,7 +73,7 @@ def _numbers(data: np.ndarray, pos: np.ndarray, size: np.ndarray) -> list[Any] |
         a = np.abs(x)
         if (~((a >= 1e-3) & (a <= _F64_MAX)) & (a != 0.0)).any():
             return None  # the C encoder prints these differently (see jsonb_fast)
-        out[floats] = x.tolist()
+        out[floats] = list(map(repr, x.tolist()))  # repr is the ryu layout in this range
         done |= floats
     for tag_value, signed in ((0x50, False), (0x40, True)):
         for width in (1, 2, 4, 8):
@@ -79,14 +85,13 @@ def _numbers(data: np.ndarray, pos: np.ndarray, size: np.ndarray) -> list[Any] |
                 bits = 8 * width
                 values = raw.astype(np.int64) if width == 8 else raw.astype(np.int64) - (
                     (raw >> np.uint64(bits - 1)).astype(np.int64) << bits)
-                out[rows] = values.tolist()
+                out[rows] = _int_text(values)
             else:
-                out[rows] = raw.tolist()
+                out[rows] = _int_text(raw)
             done |= rows
     if not done.all():
         return None
-    result: list[Any] = out.tolist()
-    return result
+    return pa.array(out, pa.utf8())
 
 
 def _strings(buf: bytes, data: np.ndarray, pos: np.ndarray, size: np.ndarray) -> pa.Array:
@@ -150,7 +155,7 @@ def _group(buf: bytes, data: np.ndarray, starts: np.ndarray, ends: np.ndarray, f
             numbers = _numbers(data, p, z)
             if numbers is None:
                 raise Slow
-            columns.append(pa.array(list(map(str, numbers)), pa.utf8()))  # repr of floats: see _numbers
+            columns.append(numbers)
         elif item == _CONTAINER:
             columns.append(_column(buf, data, p, p + z, top=False))
         elif item in _CONSTANTS:
