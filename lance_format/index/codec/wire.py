@@ -55,6 +55,18 @@ def fields(buf: bytes, where: str) -> Iterator[tuple[int, int, int | bytes]]:
         yield num, wt, value
 
 
+def field_map(buf: bytes, where: str) -> dict[int, int | bytes] | None:
+    """Each field's last value by number, or ``None`` when ``buf`` does not parse.
+
+    For callers that only peek at a few options of a details message and treat damage as
+    "not this layout" (the reader proper reports the corruption).
+    """
+    try:
+        return {num: value for num, _, value in fields(buf, where)}
+    except CorruptFileError:
+        return None
+
+
 def packed_varints(data: bytes, where: str) -> list[int]:
     """The values of a packed repeated varint field."""
     out, pos = [], 0

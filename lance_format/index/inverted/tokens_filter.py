@@ -21,7 +21,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from lance_format.errors import CorruptFileError, UnsupportedIndexTypeError
+from lance_format.errors import UnsupportedIndexTypeError
 from lance_format.index.codec import wire
 from lance_format.index.inverted.files import InvertedFiles
 from lance_format.index.inverted.tokenizer import Analyzer
@@ -36,11 +36,8 @@ U64 = npt.NDArray[np.uint64]
 def accelerates_tokens(meta: IndexMetadata) -> bool:
     """Whether pylance answers ``contains_tokens`` with INVERTED segment ``meta`` (see the module doc)."""
     raw = meta.index_details.value if meta.index_details is not None else b""
-    found: dict[int, int | bytes] = {}
-    try:
-        for num, _, value in wire.fields(raw, f"index {meta.name!r} details"):
-            found[num] = value
-    except CorruptFileError:
+    found = wire.field_map(raw, f"index {meta.name!r} details")
+    if found is None:
         return False
     # field 1 base_tokenizer, 2 language (JSON text), 4 max_token_length, 6 stem (protos/index_old.proto)
     return found.get(1) == b"simple" and found.get(2) == b'"English"' and 4 not in found and not found.get(6)

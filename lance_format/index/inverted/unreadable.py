@@ -12,7 +12,6 @@ granularity (field 14, 1 = list element) and the posting format version (field 1
 
 from __future__ import annotations
 
-from lance_format.errors import CorruptFileError
 from lance_format.index import registry
 from lance_format.index._compat import manifest_indices
 from lance_format.index.codec import wire
@@ -50,11 +49,8 @@ def unreadable_inverted(ctx: ReadContext, column: str) -> str | None:
 def _option(meta: IndexMetadata) -> str | None:
     """The build option behind a newer segment's layout, from its details (``None`` if unknown)."""
     raw = meta.index_details.value if meta.index_details is not None else b""
-    found: dict[int, int | bytes] = {}
-    try:
-        for num, _, value in wire.fields(raw, f"index {meta.name!r} details"):
-            found[num] = value
-    except CorruptFileError:
+    found = wire.field_map(raw, f"index {meta.name!r} details")
+    if found is None:
         return None
     options = []
     if found.get(14) == 1:
