@@ -85,8 +85,6 @@ REASONS: list[tuple[str, str]] = [
                                                 "use to_batches with with_row_address=True"),
     ("lance.dataset.PySearchFilter", "a native filter object of the vector search path; filters are SQL text "
                                      "or pyarrow expressions"),
-    ("lance.dataset.LanceDataset.sql", "SQL over a dataset (SELECT ... FROM) needs DataFusion's SQL planner; "
-                                       "filters and projections take SQL expressions"),
     ("lance.dataset.LanceDataset.join*", "joins run in DataFusion in pylance; join the Arrow tables "
                                          "(pyarrow Table.join / join_asof)"),
     ("lance.set_logger", "logging goes through Python's logging module (logger 'lance_format')"),

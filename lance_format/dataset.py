@@ -75,6 +75,7 @@ from lance_format.search.fulltext import SCORE, FullTextSearch
 from lance_format.search.nearest import DISTANCE, nearest_scanner
 from lance_format.search.placement import split_column
 from lance_format.session import Session
+from lance_format.sql_query import SqlQuery, SqlQueryBuilder  # noqa: F401 - pylance's names
 from lance_format.stats import DatasetStatsDict as DatasetStats  # noqa: F401 - pylance's dataset_stats() dict
 from lance_format.stats import DataStatistics, FieldStatistics, LanceStats  # noqa: F401 - pylance's names
 from lance_format.storage import ObjectStore, check_storage_options, open_store, uri_text
@@ -586,6 +587,10 @@ class LanceDataset:
         """Read the (projected, filtered) data into a Table."""
         return self.scanner(columns, filter, limit, offset, batch_size=batch_size, with_row_id=with_row_id,
                             with_row_address=with_row_address, **kwargs).to_table()
+
+    def sql(self, sql: str) -> SqlQueryBuilder:
+        """A SQL SELECT over this dataset, queried as ``dataset`` (see :mod:`lance_format.sql_query` for the subset)."""
+        return SqlQueryBuilder(self, sql)
 
     def to_batches(self, columns: Sequence[str] | None = None, filter: Filter = None, limit: int | None = None,
                    offset: int | None = None, *, batch_size: int | None = None,

@@ -67,7 +67,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("maintenance", ("lance_format.maintenance", "lance_format.maintenance.",
                      "lance_format.evolution", "lance_format.evolution.")),
     ("facade", ("lance_format", "lance_format.dataset", "lance_format.write", "lance_format.debug", "lance_format.udf",
-                "lance_format.stats", "lance_format.dataset_types",
+                "lance_format.stats", "lance_format.dataset_types", "lance_format.sql_query",
                 "lance_format.fragment", "lance_format.optimize", "lance_format.cleanup", "lance_format.progress")),
     ("spark", ("lance_format.spark", "lance_format.spark.")),
 )
