@@ -260,6 +260,10 @@ WHY_DIFFERENT: dict[str, str] = {
                                        "NotImplementedError)",
     "lance.dataset.MergeInsertBuilder.explain_plan": "the first line is pylance's; the lines below describe "
                                                      "our steps, not DataFusion operators",
+    "lance.schema.LanceSchema.fields": "its value can be called: `schema.fields()` returns a list as pylance's "
+                                       "does, and a field's `name()`, `id()` and `children()` work too; reading "
+                                       "`schema.fields` as a tuple (our older property) still works",
+    "lance.schema.LanceSchema.field": "a missing field raises SchemaError where pylance returns None",
     "lance.file.LanceFileReader.num_rows": "its value can be called: `reader.num_rows()` works as in pylance, and "
                                            "reading it as a number (our older property) still works",
 }

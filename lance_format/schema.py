@@ -271,6 +271,33 @@ def is_truthy_flag(value: bytes | None) -> bool:
     return value is not None and value.decode(errors="replace").strip().lower() in _TRUTHY
 
 
+class CallableStr(str):
+    """A field name that can also be called (pylance's ``field.name()``) and returns itself."""
+
+    __slots__ = ()
+
+    def __call__(self) -> str:
+        return str(self)
+
+
+class CallableInt(int):
+    """A field id that can also be called (pylance's ``field.id()``) and returns itself."""
+
+    __slots__ = ()
+
+    def __call__(self) -> int:
+        return int(self)
+
+
+class FieldTuple(tuple["LanceField", ...]):
+    """Child or top-level fields; calling it returns a list (pylance's ``fields()`` / ``children()``)."""
+
+    __slots__ = ()
+
+    def __call__(self) -> list[LanceField]:
+        return list(self)
+
+
 @dataclasses.dataclass(frozen=True)
 class LanceField:
     """One node of a Lance schema tree.
@@ -301,7 +328,10 @@ class LanceField:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "metadata", _to_bytes_map(self.metadata))
-        object.__setattr__(self, "children", tuple(self.children))
+        # Wrapped so both our attribute style (``f.name``) and pylance's methods (``f.name()``) work.
+        object.__setattr__(self, "name", CallableStr(self.name))
+        object.__setattr__(self, "id", CallableInt(self.id))
+        object.__setattr__(self, "children", FieldTuple(self.children))
 
     def flat(self) -> Iterator[LanceField]:
         """Yield this field and all descendants in pre-order."""
@@ -340,6 +370,18 @@ class LanceField:
         if self.children:
             raise SchemaError(f"field {path!r}: logical type {logical!r} cannot have child fields")
         return logical_to_arrow_type(logical, path)
+
+    def is_unenforced_primary_key(self) -> bool:
+        """Whether this field is part of the unenforced primary key (pylance's method)."""
+        return self.unenforced_primary_key
+
+    def is_unenforced_clustering_key(self) -> bool:
+        """Whether this field is part of the unenforced clustering key (none recorded here: False)."""
+        return False
+
+    def unenforced_clustering_key_position(self) -> int | None:
+        """Position in the unenforced clustering key (none recorded here: None)."""
+        return None
 
     def to_arrow(self, path: str | None = None) -> pa.Field:
         """Return the Arrow field (with metadata, including extension markers)."""
@@ -480,7 +522,7 @@ class LanceSchema:
     metadata: Mapping[str, bytes] = dataclasses.field(default_factory=dict, hash=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "fields", tuple(self.fields))
+        object.__setattr__(self, "fields", FieldTuple(self.fields))
         object.__setattr__(self, "metadata", _to_bytes_map(self.metadata))
         seen: set[int] = set()
         for f in self.flat():
@@ -540,12 +582,13 @@ class LanceSchema:
                 return f
         raise SchemaError(f"no field with id {field_id} in schema")
 
-    def field(self, path: str) -> LanceField:
+    def field(self, name: str) -> LanceField:
         """Return a field by top-level name or dotted path (``"a.b"``, ``"l.item.x"``).
 
         Raises:
-            SchemaError: no such field.
+            SchemaError: no such field (pylance returns None instead).
         """
+        path = name
         for f in self.fields:
             if f.name == path:
                 return f
