@@ -32,7 +32,7 @@ _AGGREGATES = {"Count": "count", "Sum": "sum", "Avg": "mean", "Min": "min", "Max
 _BLOB_MODES = ("all_binary", "blobs_descriptions", "all_descriptions")
 # DataFusion's display of binary operators (``<>`` shows as ``!=``).
 _OPS = {"Add": "+", "Sub": "-", "Mul": "*", "Div": "/", "Mod": "%", "EQ": "=", "NEQ": "!=", "LT": "<",
-        "LTE": "<=", "GT": ">", "GTE": ">=", "And": "AND", "Or": "OR", "Like": "LIKE", "ILike": "ILIKE"}
+        "LTE": "<=", "GT": ">", "GTE": ">=", "And": "AND", "Or": "OR", "DPipe": "||", "Like": "LIKE", "ILike": "ILIKE"}
 _REFUSED = {"Join": "JOIN", "Subquery": "subquery", "Window": "window function", "With": "WITH (common table "
             "expression)", "Having": "HAVING", "Lateral": "LATERAL", "Pivot": "PIVOT", "Qualify": "QUALIFY"}
 
@@ -191,6 +191,8 @@ def _plan(statement: str, options: _Options, dataset_columns: list[str]) -> _Pla
         if col.table and col.table.lower() not in {qualifier.lower(), options.table_name.lower()}:
             raise InvalidInputError(f"sql(): unknown table {col.table!r} in {col.sql()!r}")
         col.set("table", None)
+        if not col.this.quoted:  # DataFusion folds unquoted identifiers to lower case
+            col.set("this", exp.to_identifier(col.name.lower()))
     where = tree.args.get("where")
     group = tree.args.get("group")
     has_agg = any(type(n).__name__ in _AGGREGATES for n in tree.walk()) or group is not None
@@ -206,6 +208,8 @@ def _plan(statement: str, options: _Options, dataset_columns: list[str]) -> _Pla
     star = False
     for item in tree.expressions:
         alias = item.alias if isinstance(item, exp.Alias) else None
+        if alias and not item.args["alias"].quoted:
+            alias = alias.lower()
         body = item.this if isinstance(item, exp.Alias) else item
         if isinstance(body, exp.Star):
             if has_agg:
@@ -246,24 +250,44 @@ def _check_from(tree: Any, table_name: str, statement: str) -> str:
     return str(table.alias or table.name)
 
 
-def _aggregate_output(plan: _Plan, body: Any, name: str, statement: str) -> _Output:
-    kind = type(body).__name__
-    if kind in _AGGREGATES:
-        arg = body.this
-        fn = _AGGREGATES[kind]
-        from sqlglot import exp
+def _register_aggregate(plan: _Plan, node: Any) -> str:
+    """Add aggregate call ``node`` to the plan; returns its column in the aggregated table."""
+    from sqlglot import exp
 
-        if isinstance(arg, exp.Star):
-            fn, source = "count_all", None
-        else:
-            source = arg.sql()
-        col = f"__agg{len(plan.aggs)}"
-        plan.aggs.append((col, fn, source))
-        return _Output(name, "agg", col)
-    for key, text in plan.keys:
-        if body.sql() == text:
-            return _Output(name, "key", key)
-    raise NotSupportedError(f"sql(): {body.sql()!r} is neither a GROUP BY key nor an aggregate (in {statement!r})")
+    arg, fn = node.this, _AGGREGATES[type(node).__name__]
+    if isinstance(arg, exp.Star):
+        fn, source = "count_all", None
+    elif isinstance(arg, exp.Distinct):
+        if fn != "count" or len(arg.expressions) != 1:
+            raise NotSupportedError(f"sql(): {node.sql()!r} is not supported (COUNT(DISTINCT x) is)")
+        fn, source = "count_distinct", arg.expressions[0].sql()
+    else:
+        source = arg.sql()
+    col = f"__agg{len(plan.aggs)}"
+    plan.aggs.append((col, fn, source))
+    return col
+
+
+def _aggregate_output(plan: _Plan, body: Any, name: str, statement: str) -> _Output:
+    from sqlglot import exp
+
+    if type(body).__name__ in _AGGREGATES:
+        return _Output(name, "agg", _register_aggregate(plan, body))
+    keys = {text: key for key, text in plan.keys}
+    if body.sql() in keys:
+        return _Output(name, "key", keys[body.sql()])
+
+    def swap(node: Any) -> Any:  # an expression over aggregates and keys: evaluated after aggregating
+        if type(node).__name__ in _AGGREGATES:
+            return exp.column(_register_aggregate(plan, node))
+        if node.sql() in keys:
+            return exp.column(keys[node.sql()])
+        if isinstance(node, exp.Column) and not node.name.startswith("__"):
+            raise InvalidInputError(f"sql(): column {node.name!r} in {body.sql()!r} is neither a GROUP BY key nor "
+                                    f"inside an aggregate (in {statement!r})")
+        return node
+
+    return _Output(name, "post", body.copy().transform(swap).sql())
 
 
 def _order(plan: _Plan, ordered: Any, position: int, statement: str) -> _Order:
@@ -273,6 +297,11 @@ def _order(plan: _Plan, ordered: Any, position: int, statement: str) -> _Order:
     nulls_first = bool(ordered.args.get("nulls_first"))
     text = body.sql()
     target = None
+    if isinstance(body, exp.Literal) and body.is_int:  # ORDER BY 2: the second output column
+        number = int(body.name)
+        if not 1 <= number <= len(plan.outputs) or any(o.kind == "star" for o in plan.outputs):
+            raise NotSupportedError(f"sql(): ORDER BY {number} must number one of the listed output columns")
+        return _Order(text, desc, nulls_first, plan.outputs[number - 1].name)
     for out in plan.outputs:
         if (isinstance(body, exp.Column) and body.name == out.name) or out.source == text or (
                 out.kind == "agg" and _agg_sql(plan, out.source) == text) or (
@@ -320,10 +349,28 @@ def _display(node: Any, qualifier: str) -> str:
         return f"Boolean({str(node.this).lower()})"
     if isinstance(node, exp.Null):
         return "NULL"
+    if isinstance(node, exp.Not):
+        inner = node.this
+        if isinstance(inner, exp.Is):
+            return f"{_display(inner.this, qualifier)} IS NOT {_display(inner.expression, qualifier)}"
+        return f"NOT {_display(inner, qualifier)}"
+    if isinstance(node, exp.Is):
+        word = "IS NOT" if node.args.get("negate") else "IS"
+        return f"{_display(node.this, qualifier)} {word} {_display(node.expression, qualifier)}"
+    if isinstance(node, exp.Neg):
+        return f"(- {_display(node.this, qualifier)})"
+    if isinstance(node, exp.Between):
+        return (f"{_display(node.this, qualifier)} BETWEEN {_display(node.args['low'], qualifier)} AND "
+                f"{_display(node.args['high'], qualifier)}")
+    if isinstance(node, exp.In):
+        return f"{_display(node.this, qualifier)} IN {', '.join(_display(e, qualifier) for e in node.expressions)}"
+    if isinstance(node, exp.Distinct):
+        return f"DISTINCT {', '.join(_display(e, qualifier) for e in node.expressions)}"
     if kind in _OPS:
-        return f"{_display(node.this, qualifier)} {_OPS[kind]} {_display(node.expression, qualifier)}"
+        op = f"NOT {_OPS[kind]}" if node.args.get("negate") else _OPS[kind]  # a NOT LIKE 'x'
+        return f"{_display(node.this, qualifier)} {op} {_display(node.expression, qualifier)}"
     if isinstance(node, exp.Paren):
-        return f"({_display(node.this, qualifier)})"
+        return _display(node.this, qualifier)  # DataFusion's names drop parentheses
     if isinstance(node, exp.Cast):
         return _display(node.this, qualifier)
     if isinstance(node, exp.Star):
@@ -333,7 +380,7 @@ def _display(node: Any, qualifier: str) -> str:
         name = {"avg": "avg"}.get(name, name)
         args = [a for a in node.args.values() if isinstance(a, exp.Expression)]
         args += [e for e in node.expressions if e not in args]
-        return f"{name}({', '.join(_display(a, qualifier) for a in args)})"
+        return f"{name}({','.join(_display(a, qualifier) for a in args)})"
     return str(node.sql())
 
 
@@ -396,8 +443,8 @@ def _aggregate(rows: pa.Table, plan: _Plan) -> pa.Table:
     for name, fn, _arg in plan.aggs:
         if fn == "count_all":
             specs.append(("__one", "count", pc.CountOptions(mode="all")))
-        elif fn == "count":
-            specs.append((f"{name}_arg", "count", pc.CountOptions(mode="only_valid")))
+        elif fn in ("count", "count_distinct"):
+            specs.append((f"{name}_arg", fn, pc.CountOptions(mode="only_valid")))
         else:
             specs.append((f"{name}_arg", fn))
     keys = [k for k, _ in plan.keys]
@@ -406,9 +453,11 @@ def _aggregate(rows: pa.Table, plan: _Plan) -> pa.Table:
     first = len(keys) if result.column_names[:len(keys)] == keys else 0
     produced = {name: result.column(first + i) for i, (name, _, _) in enumerate(plan.aggs)}
     produced.update({k: result.column(k) for k in keys})
-    if not keys and not plan.aggs:
-        return pa.table({})
-    return pa.Table.from_arrays([produced[o.source] for o in plan.outputs], names=[o.name for o in plan.outputs])
+    post = {f"__post{i}": o.source for i, o in enumerate(plan.outputs) if o.kind == "post"}
+    if post:
+        produced.update(evaluate(pa.table(produced), post))
+    return pa.Table.from_arrays([produced[f"__post{i}" if o.kind == "post" else o.source]
+                                 for i, o in enumerate(plan.outputs)], names=[o.name for o in plan.outputs])
 
 
 def _sort(table: pa.Table, rows: pa.Table, plan: _Plan) -> pa.Table:

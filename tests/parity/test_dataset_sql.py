@@ -70,6 +70,13 @@ STATEMENTS = [
     "SELECT d.a FROM dataset d WHERE d.i BETWEEN 10 AND 20 ORDER BY d.i",
     "SELECT dataset.a, i FROM dataset WHERE b LIKE 'k2%' ORDER BY i LIMIT 7 OFFSET 3",
     "SELECT i FROM dataset WHERE a IN (1, 2, 3, 4, 5, 6) ORDER BY i",
+    "SELECT (a + 1) * 2, a IS NULL, f IS NOT NULL, NOT (a > 5), -a FROM dataset ORDER BY i LIMIT 60",
+    "SELECT a BETWEEN 1 AND 200, a IN (1, 2), coalesce(a, 0), lower(b) || '!' FROM dataset ORDER BY i LIMIT 60",
+    "SELECT b NOT LIKE 'k1%' FROM dataset ORDER BY i LIMIT 20",
+    "SELECT A AS X, b FROM dataset ORDER BY 2, 1 LIMIT 40",
+    "SELECT b, sum(a) * 2 AS s, max(f) - min(f) FROM dataset GROUP BY b ORDER BY b",
+    "SELECT count(DISTINCT b), sum(a) + 1 FROM dataset",
+    "SELECT a % 3, count(*) FROM dataset GROUP BY a % 3 ORDER BY a % 3",
 ]
 
 
@@ -91,6 +98,17 @@ def test_table_name_and_row_columns_follow_pylance(pair: tuple[Any, Any]) -> Non
     theirs, ours = (_result(ds, statement, table_name="t", with_row_id=True, with_row_addr=True) for ds in pair)
     assert ours.column_names == theirs.column_names == ["a", "_rowid", "_rowaddr"]
     assert ours.equals(theirs)
+
+
+def test_empty_result_is_no_batches_in_both(pair: tuple[Any, Any]) -> None:
+    for ds in pair:
+        assert ds.sql("SELECT a FROM dataset WHERE a > 100000").build().to_batch_records() == []
+
+
+def test_column_outside_group_by_is_a_value_error_in_both(pair: tuple[Any, Any]) -> None:
+    for ds in pair:
+        with pytest.raises(ValueError):
+            ds.sql("SELECT b, a FROM dataset GROUP BY b").build().to_batch_records()
 
 
 def test_unknown_table_is_a_value_error_in_both(pair: tuple[Any, Any]) -> None:
