@@ -238,8 +238,6 @@ REASONS: list[tuple[str, str]] = [
     ("lance.fragment.RowDatasetVersionMeta", "row version sequences are decoded internally "
                                              "(lance_format.table.rowids)"),
     ("*FragmentWriteProgress", "see lance_format.progress (write_dataset(progress=))"),
-    ("lance.fragment.LanceFragment.create_from_file", "not implemented: register an existing data file with "
-                                                      "write_fragments / LanceOperation.Append"),
     ("lance.fragment.LanceFragment.delete_rows", "not implemented per fragment: ds.delete(predicate)"),
     ("lance.fragment.LanceFragment.physical_schema", "fragment.schema is the dataset schema its files store"),
     ("lance.fragment.LanceFragment.validate", "ds.validate() checks every fragment"),
@@ -263,6 +261,9 @@ WHY_DIFFERENT: dict[str, str] = {
     "lance.schema.LanceSchema.fields": "its value can be called: `schema.fields()` returns a list as pylance's "
                                        "does, and a field's `name()`, `id()` and `children()` work too; reading "
                                        "`schema.fields` as a tuple (our older property) still works",
+    "lance.fragment.LanceFragment.create_from_file": "for a nested 2.1+ file ours lists the ids of the fields "
+                                                     "that own a column, as the writers do; pylance lists every "
+                                                     "field id, which its own commit then refuses",
     "lance.schema.LanceSchema.field": "a missing field raises SchemaError where pylance returns None",
     "lance.file.LanceFileReader.num_rows": "its value can be called: `reader.num_rows()` works as in pylance, and "
                                            "reading it as a number (our older property) still works",

@@ -14,17 +14,20 @@ from typing import TYPE_CHECKING, Any, Literal, Union
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lance_format.errors import InvalidInputError
+from lance_format.errors import InvalidInputError, ObjectNotFoundError, PathEscapeError, SchemaError
 from lance_format.evolution.arguments import integer
 from lance_format.evolution.fragment_columns import merge_fragment_columns
 from lance_format.evolution.fragment_ops import update_fragment_columns
 from lance_format.evolution.reading import merge_fragment
 from lance_format.evolution.take_columns import fragment_positions
 from lance_format.evolution.udf import BatchUDF  # noqa: F401 - pylance's lance.fragment.BatchUDF
+from lance_format.file.reader import LanceFileReader
 from lance_format.scanner import LanceScanner
+from lance_format.schema import LanceSchema
 from lance_format.storage import open_store
 from lance_format.table import delete as _delete
-from lance_format.table.models import DataFile, DeletionFile, FragmentMetadata
+from lance_format.table.models import DataFile, DeletionFile, FragmentMetadata, check_data_path
+from lance_format.table.naming import data_file_key
 from lance_format.table.scan import filter_expression
 from lance_format.table.writing import (
     DEFAULT_MAX_BYTES_PER_FILE,
@@ -130,6 +133,51 @@ class LanceFragment:
         if not frags:
             raise InvalidInputError("LanceFragment.create: no rows to write")
         return frags[0].with_id(fragment_id or 0)
+
+    @staticmethod
+    def create_from_file(filename: str, dataset: LanceDataset, fragment_id: int) -> FragmentMetadata:
+        """Describe a data file already in the dataset's ``data/`` directory as an uncommitted fragment.
+
+        Commit the result with ``LanceOperation.Append`` (or ``Overwrite``). The file must hold
+        exactly the dataset's columns (same order and types); its rows become the fragment's
+        physical rows and its columns get the dataset's field ids.
+
+        Args:
+            filename: The file's name relative to ``data/`` (as ``DataFile.path`` records it).
+            dataset: The dataset the fragment will belong to.
+            fragment_id: Id recorded in the metadata (commits of an Append assign their own).
+
+        Returns:
+            The fragment's metadata, not yet committed.
+
+        Raises:
+            ObjectNotFoundError: no such file under ``data/``, or ``filename`` climbs out of it
+                (an ``OSError``, as pylance's).
+            SchemaError: the file's columns differ from the dataset's (an ``OSError`` too).
+        """
+        try:
+            path = check_data_path(str(filename), "LanceFragment.create_from_file")
+        except PathEscapeError as exc:
+            # pylance escapes the name into data/ and reports it missing (an OSError): so do we.
+            raise ObjectNotFoundError(f"{exc}: no such data file under data/") from None
+        reader = LanceFileReader(store=dataset._store, key=data_file_key(path))
+        ds_schema = dataset.lance_schema
+        try:
+            # pylance wants every field (even a nullable one), in the dataset's order.
+            ds_schema.check_compatible(reader.schema, allow_missing_nullable=False, ignore_order=False)
+        except SchemaError as exc:
+            raise SchemaError(f"LanceFragment.create_from_file: data/{path} does not match the "
+                              f"dataset schema: {exc}") from None
+        file_schema = LanceSchema.from_arrow(reader.schema).with_ids_like(ds_schema)
+        major, minor = reader.file_version
+        # The fields that own a column, as pylance's writer records them. (pylance 14.0.2's
+        # create_from_file lists every field id instead, which its own commit then refuses for
+        # nested 2.1+ files: more ids than columns.)
+        fields = [f.id for f in file_schema.column_fields((major, minor))]
+        columns = list(range(len(fields)))
+        # pylance leaves the size unrecorded here; readers look it up when they open the file.
+        data_file = DataFile(path, tuple(fields), tuple(columns), major, minor, None)
+        return FragmentMetadata(integer(fragment_id, "fragment_id"), (data_file,), int(reader.num_rows()), None)
 
     @property
     def fragment_id(self) -> int:
