@@ -53,6 +53,7 @@ ENCODING_VAR_BINARY = 2
 ENCODING_DICTIONARY = 3
 
 PRIMARY_KEY_METADATA_KEY = "lance-schema:unenforced-primary-key"
+PRIMARY_KEY_POSITION_KEY = "lance-schema:unenforced-primary-key:position"
 BLOB_METADATA_KEY = "lance-encoding:blob"
 BLOB_V2_EXTENSION = "lance.blob.v2"
 #: What pylance 14.0.2 stores in 2.2 data files for a blob-v2 column and returns from scans.
@@ -266,6 +267,15 @@ def _check_utf8_metadata(metadata: Mapping[Any, Any] | None, where: str) -> None
                                       "it too); encode binary metadata, e.g. as base64") from None
 
 
+def _pk_position(metadata: Mapping[str, bytes]) -> int | None:
+    """The 1-based place in a composite primary key that field metadata names, if it names one."""
+    raw = metadata.get(PRIMARY_KEY_POSITION_KEY)
+    if raw is None:
+        return None
+    text = raw.decode(errors="replace").strip()
+    return int(text) if text.isdigit() else None
+
+
 def is_truthy_flag(value: bytes | None) -> bool:
     """Return whether a metadata flag value counts as true for pylance ("true", "1", "yes")."""
     return value is not None and value.decode(errors="replace").strip().lower() in _TRUTHY
@@ -379,6 +389,10 @@ class LanceField:
         """Whether this field is part of the unenforced clustering key (none recorded here: False)."""
         return False
 
+    def unenforced_primary_key_position(self) -> int | None:
+        """The 1-based position given in the field's metadata, or None (pylance's method)."""
+        return _pk_position(self.metadata) if self.unenforced_primary_key else None
+
     def unenforced_clustering_key_position(self) -> int | None:
         """Position in the unenforced clustering key (none recorded here: None)."""
         return None
@@ -439,7 +453,8 @@ def _field_from_arrow(
     ):
         vf = data_type.value_field
         children = [_field_from_arrow(vf, field_id, next_id, _path(path, vf.name))]
-    pk = is_truthy_flag(metadata.get(PRIMARY_KEY_METADATA_KEY))
+    # A position key alone also marks a key field (pylance 14.0.2 reads it that way).
+    pk = is_truthy_flag(metadata.get(PRIMARY_KEY_METADATA_KEY)) or _pk_position(metadata) is not None
     return LanceField(
         name=af.name,
         id=field_id,
@@ -633,8 +648,11 @@ class LanceSchema:
         return self.to_arrow()
 
     def unenforced_primary_key(self) -> list[LanceField]:
-        """The fields of the unenforced primary key, in schema order."""
-        return [f for f in self.flat() if f.unenforced_primary_key]
+        """The fields of the unenforced primary key: those with a position by position, then the others
+        by field id (pylance's order)."""
+        keys = [f for f in self.flat() if f.unenforced_primary_key]
+        positions = {f.id: f.unenforced_primary_key_position() for f in keys}
+        return sorted(keys, key=lambda f: (positions[f.id] is None, positions[f.id] or 0, f.id))
 
     def unenforced_clustering_key(self) -> list[LanceField]:
         """The fields of the unenforced clustering key (this library records none: empty)."""
