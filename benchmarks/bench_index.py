@@ -5,6 +5,7 @@ Run from the repository root::
     python -m benchmarks.bench_index                   # 10M rows
     python -m benchmarks.bench_index --rows 1000000    # quicker
     python -m benchmarks.bench_index --parts text --text-rows 100000   # INVERTED/NGRAM/ZONEMAP/BLOOMFILTER only
+    python -m benchmarks.bench_index --parts text --text-kinds ZONEMAP,BLOOMFILTER   # just those two
 
 The dataset (fixed seed, written once by pylance in fragments of ``--fragment-rows``):
 ``id`` int64, ``k`` int64 uniform in ``[0, rows)`` (high cardinality: BTREE), ``cat``
@@ -32,11 +33,11 @@ kinds in fresh processes, ours and pylance alternating, median of ``--repeat`` p
 frequencies (seeded), ``ts`` int64 ascending (ZONEMAP), ``key`` a random int64 (BLOOMFILTER).
 Each engine builds on its own copy: ``INVERTED`` (``with_position=True``, so phrases work),
 then ``NGRAM`` on ``text``, ``ZONEMAP`` on ``ts`` and ``BLOOMFILTER`` on ``key``. Queries
-(``first``: the first in a fresh process, import, dataset open and index load included; ``warm``: the
+(``first``: the first in a fresh process, import (not pandas'), dataset open and index load included; ``warm``: the
 median of 5 more on the same dataset object): full text ``1-term``, ``3-term`` and ``phrase``
 (``limit=10``), ``contains(text, ...)`` (NGRAM), ``count_rows`` of a ``ts`` range (~0.1% of
 rows, ZONEMAP) and ``key = v`` (BLOOMFILTER). The table says whether both engines found the same
-rows and whether our plan names the index.
+rows and whether our plan names the index. Wall and CPU seconds (all the process's threads) are printed.
 """
 
 from __future__ import annotations
@@ -135,23 +136,28 @@ def _open(engine: str, path: str) -> Any:
     return lance.dataset(path)
 
 
-def child_build(engine: str, src: str, dst: str) -> dict[str, Any]:
-    """Copy ``src`` (untimed), then build every text-part index there, one after the other."""
+def child_build(engine: str, src: str, dst: str, kinds: list[str] | None = None) -> dict[str, Any]:
+    """Copy ``src`` (untimed), then build every text-part index there (or those of ``kinds``), one after the other."""
+    _imports(engine)
     shutil.rmtree(dst, ignore_errors=True)
     shutil.copytree(src, dst)
     out = {}
     for column, kind, params in TEXT_INDICES:
+        if kinds is not None and kind not in kinds:
+            continue
         ds = _open(engine, dst)
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         # one name per kind: INVERTED and NGRAM share the column, and "text_idx" would be replaced
         ds.create_scalar_index(column, kind, name=f"{column}_{kind.lower()}", **params)
-        out[kind] = time.perf_counter() - t0
+        out[kind], out[f"{kind}_cpu"] = time.perf_counter() - t0, time.process_time() - c0
     return out
 
 
 def child_query(engine: str, path: str, kind: str, arg: str) -> dict[str, Any]:
     """The first query of a fresh process (open included) and the median of 5 warm ones."""
-    t0 = time.perf_counter()  # from the import: pylance loads pandas there, ours on first use
+    import pandas  # noqa: F401  # untimed: pylance imports it with lance, pyarrow on our first pa.array(ndarray)
+
+    t0 = time.perf_counter()  # from the import of the engine
     if engine == "ours":
         from lance_format.search.fts_query import PhraseQuery as Phrase
     else:
@@ -165,18 +171,21 @@ def child_query(engine: str, path: str, kind: str, arg: str) -> dict[str, Any]:
         query = Phrase(arg, "text") if kind == "phrase" else arg
         return sorted(ds.to_table(full_text_query=query, columns=["id"], limit=10).column("id").to_pylist())
 
+    c0 = time.process_time()
     ds = _open(engine, path)
     found = run(ds)
-    first = time.perf_counter() - t0
-    times = []
+    first, first_cpu = time.perf_counter() - t0, time.process_time() - c0
+    times, cpus = [], []
     for _ in range(5):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         run(ds)
         times.append(time.perf_counter() - t0)
+        cpus.append(time.process_time() - c0)
     plan = ""
     if engine == "ours" and kind in ("filter", "count"):
         plan = ds.scanner(filter=arg).explain_plan()
-    return {"first": first, "warm": statistics.median(times), "found": found,
+    return {"first": first, "warm": statistics.median(times), "found": found, "first_cpu": first_cpu,
+            "warm_cpu": statistics.median(cpus),
             "indexed": "ScalarIndexQuery" in plan or "MaterializeIndex" in plan}
 
 
@@ -187,8 +196,8 @@ def _child(task: str, **kw: Any) -> dict[str, Any]:
     return out
 
 
-def run_text_part(rows: int, repeat: int, scratch: Path) -> None:
-    """Build and query INVERTED / NGRAM / ZONEMAP / BLOOMFILTER on both engines; print the table."""
+def run_text_part(rows: int, repeat: int, scratch: Path, kinds: list[str] | None = None) -> None:
+    """Build and query INVERTED / NGRAM / ZONEMAP / BLOOMFILTER (or only ``kinds``) on both engines; print the table."""
     import lance
 
     os.environ.setdefault("RUST_LOG", "error")
@@ -196,7 +205,9 @@ def run_text_part(rows: int, repeat: int, scratch: Path) -> None:
     table = make_text_table(rows)
     if not Path(base).exists():
         lance.write_dataset(table, base, max_rows_per_file=max(rows // 10, 1))
-    queries = text_queries(table)
+    queries = {name: q for name, q in text_queries(table).items()
+               if kinds is None or any(name.startswith(k) or (k == "INVERTED" and name.startswith("fts"))
+                                       for k in kinds)}
     del table
     print(f"text part: {rows:,} rows in 10 fragments, median of {repeat} fresh processes, scratch {scratch}",
           flush=True)
@@ -205,13 +216,16 @@ def run_text_part(rows: int, repeat: int, scratch: Path) -> None:
     builds: dict[str, list[dict[str, Any]]] = {e: [] for e in engines}
     for r in range(repeat):
         for e in (engines if r % 2 == 0 else engines[::-1]):
-            builds[e].append(_child("build", engine=e, src=base, dst=built[e]))
+            builds[e].append(_child("build", engine=e, src=base, dst=built[e], kinds=kinds))
     out: list[list[str]] = []
     for _, kind, params in TEXT_INDICES:
-        o = statistics.median([b[kind] for b in builds["ours"] if kind in b] or [float("nan")])
-        t = statistics.median([b[kind] for b in builds["pylance"] if kind in b] or [float("nan")])
+        if kinds is not None and kind not in kinds:
+            continue
+        o, t, oc, tc = (statistics.median([b[k] for b in builds[e] if k in b] or [float("nan")])
+                        for e, k in (("ours", kind), ("pylance", kind), ("ours", f"{kind}_cpu"),
+                                     ("pylance", f"{kind}_cpu")))
         out.append([f"build {kind}" + (" (positions)" if params else ""), fmt_seconds(o), fmt_seconds(t),
-                    fmt_ratio(o, t), "", ""])
+                    fmt_ratio(o, t), fmt_seconds(oc), fmt_seconds(tc), fmt_ratio(oc, tc), "", ""])
         print(out[-1], flush=True)
     for name, (kind, arg) in queries.items():
         res: dict[str, list[dict[str, Any]]] = {e: [] for e in engines}
@@ -223,13 +237,16 @@ def run_text_part(rows: int, repeat: int, scratch: Path) -> None:
         n = found["ours"][0] if kind == "count" and found["ours"] else len(found["ours"] or [])
         indexed = next((x["indexed"] for x in res["ours"] if "indexed" in x), False)
         for part in ("first", "warm"):
-            o = statistics.median([x[part] for x in res["ours"] if part in x] or [float("nan")])
-            t = statistics.median([x[part] for x in res["pylance"] if part in x] or [float("nan")])
-            out.append([f"{name} {part}", fmt_seconds(o), fmt_seconds(t), fmt_ratio(o, t),
-                        f"{n} rows, same: {same}", "-" if kind in ("fts", "phrase") else str(indexed)])
+            o, t, oc, tc = (statistics.median([x[k] for x in res[e] if k in x] or [float("nan")])
+                            for e, k in (("ours", part), ("pylance", part), ("ours", f"{part}_cpu"),
+                                         ("pylance", f"{part}_cpu")))
+            out.append([f"{name} {part}", fmt_seconds(o), fmt_seconds(t), fmt_ratio(o, t), fmt_seconds(oc),
+                        fmt_seconds(tc), fmt_ratio(oc, tc), f"{n} rows, same: {same}",
+                        "-" if kind in ("fts", "phrase") else str(indexed)])
             print(out[-1], flush=True)
     print()
-    print_table(["operation", "ours", "pylance", "ours/pylance", "result", "our plan uses index"], out)
+    print_table(["operation", "ours", "pylance", "ours/pylance", "ours CPU", "pylance CPU", "CPU ours/pylance",
+                 "result", "our plan uses index"], out)
 
 
 # -- BTREE / BITMAP part: builds and queries in fresh processes, ours and pylance alternating ----
@@ -374,6 +391,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--parts", default="btree,text", help="btree (BTREE/BITMAP), text (the other kinds)")
     parser.add_argument("--text-rows", type=int, default=1_000_000)
+    parser.add_argument("--text-kinds", default=None,
+                        help="only these text-part kinds, comma-separated (e.g. ZONEMAP,BLOOMFILTER)")
     parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--fragment-rows", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=3)
@@ -386,7 +405,8 @@ def main() -> None:
     scratch.mkdir(parents=True, exist_ok=True)
     parts = set(args.parts.split(","))
     if "text" in parts:
-        run_text_part(args.text_rows, args.repeat, scratch)
+        run_text_part(args.text_rows, args.repeat, scratch,
+                      args.text_kinds.upper().split(",") if args.text_kinds else None)
     if "btree" not in parts:
         if args.dir is None:
             shutil.rmtree(scratch, ignore_errors=True)
