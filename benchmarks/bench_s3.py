@@ -11,6 +11,8 @@ table as a dataset of ``--fragments`` fragments for every storage version asked 
 each in a fresh Python process, engines interleaved, median of ``--repeat``:
 
 * open: open the dataset (what every other line pays first: client set-up, version listing);
+* open_read: a fresh process's first touch of a dataset: ``import`` of the engine (pyarrow is
+  imported before the clock starts: both engines need it), open, and ``take`` of 10 rows;
 * take: open and take 1,000 random rows;
 * count: open and ``count_rows(filter="x > 0.9")``;
 * scan: open and stream every column;
@@ -40,7 +42,7 @@ from typing import Any
 from benchmarks.common import emit, fmt_ratio, fmt_seconds, print_table, run_child
 
 MODULE = "benchmarks.bench_s3"
-OPS = ("open", "take", "count", "scan", "cleanup", "cleanup_files")
+OPS = ("open", "open_read", "take", "count", "scan", "cleanup", "cleanup_files")
 CLEANUP_OPS = ("cleanup", "cleanup_files")
 BUCKET = "bench-bucket"
 
@@ -53,10 +55,19 @@ def _options(endpoint: str) -> dict[str, str]:
 def _child(engine: str, uri: str, op: str, endpoint: str, rows: int) -> None:
     import datetime as dt
 
+    import pyarrow  # noqa: F401 - both engines need it; not counted
+
+    opts = _options(endpoint)
+    if op == "open_read":
+        t0, c0 = time.perf_counter(), time.process_time()
+        lib: Any = __import__("lance_format" if engine == "ours" else "lance")
+        n = lib.dataset(uri, storage_options=opts).take(list(range(10))).num_rows
+        emit({"engine": engine, "op": op, "seconds": time.perf_counter() - t0, "cpu": time.process_time() - c0,
+              "rows": int(n)})
+        return
     import pandas  # noqa: F401 - as in bench_dataset: pylance's import brings it
 
-    lib: Any = __import__("lance_format" if engine == "ours" else "lance")
-    opts = _options(endpoint)
+    lib = __import__("lance_format" if engine == "ours" else "lance")
     from benchmarks.bench_file import take_indices
 
     idx = take_indices(rows) if op == "take" else None

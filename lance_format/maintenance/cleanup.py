@@ -63,6 +63,7 @@ import os
 import posixpath
 import re
 from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal
 
@@ -71,14 +72,14 @@ from lance_format.errors import (
     CorruptFileError,
     InvalidInputError,
     LanceError,
+    ObjectNotFoundError,
     VersionNotFoundError,
 )
-from lance_format.maintenance import _indices
 from lance_format.maintenance.runner import LocalRunner
 from lance_format.scanner import is_low_latency
 from lance_format.storage import ObjectStore, open_store
 from lance_format.storage.redact import redact_options, redact_url
-from lance_format.table.manifest import Manifest
+from lance_format.table.codec.manifest_refs import ManifestRefs, decode_refs
 from lance_format.table.naming import (
     BRANCHES_DIR,
     DATA_DIR,
@@ -86,13 +87,10 @@ from lance_format.table.naming import (
     INDICES_DIR,
     TRANSACTIONS_DIR,
     VERSIONS_DIR,
-    data_file_key,
-    index_dir,
     parse_manifest_name,
-    transaction_key,
 )
 from lance_format.table.tags import list_tags
-from lance_format.table.versions import find_latest, load_manifest, read_manifest
+from lance_format.table.versions import find_latest, manifest_key_of
 
 if TYPE_CHECKING:
     from lance_format.dataset import LanceDataset
@@ -229,22 +227,6 @@ def _stats(files: Iterable[CleanupFile], dry_run: bool) -> CleanupStats:
                         counts["index"], tuple(keys), dry_run)
 
 
-def _references(m: Manifest) -> set[str]:
-    """Keys (and ``_indices/{uuid}/`` prefixes) a manifest references in the dataset root."""
-    out: set[str] = set()
-    for frag in m.fragments:
-        for df in frag.files:
-            if df.base_id is None:
-                out.add(data_file_key(df.path))
-        if frag.deletion_file is not None and frag.deletion_file.base_id is None:
-            out.add(frag.deletion_file.path(frag.id))
-    if m.transaction_file:
-        out.add(transaction_key(m.transaction_file))
-    for info in _indices.index_infos(m):
-        out.add(f"{index_dir(info.uuid)}/")
-    return out
-
-
 #: Directories whose crash leftovers cleanup removes (see :func:`_is_staging`).
 _STAGING_DIRS = (DATA_DIR, DELETIONS_DIR, TRANSACTIONS_DIR, VERSIONS_DIR, INDICES_DIR)
 
@@ -291,20 +273,23 @@ def _is_referenced(key: str, kind: FileKind, refs: set[str]) -> bool:
     return (_index_prefix(key) if kind == "index" else key) in refs
 
 
-def _load_all(store: ObjectStore, keys: Sequence[str]) -> Iterator[Manifest]:
-    """The manifests at ``keys`` (from the one listing of ``_versions/``), in order.
+def _read_refs(store: ObjectStore, key: str) -> ManifestRefs:
+    return decode_refs(store.read(key), store.uri(key))
+
+
+def _load_all(store: ObjectStore, keys: Sequence[str]) -> Iterator[ManifestRefs]:
+    """What cleanup needs of the manifests at ``keys`` (from the one listing of ``_versions/``), in order.
 
     Read by their listed keys: looking each version's key up again would cost one or two
     existence checks per version (a request each on an object store). Fetched concurrently
-    from a remote store (latency-bound).
+    from a remote store (latency-bound). Only the referenced keys are taken from each manifest
+    (:mod:`lance_format.table.codec.manifest_refs`), not its table models.
     """
 
     if is_low_latency(store) or len(keys) < 4:
-        return (read_manifest(store, key) for key in keys)
-    from concurrent.futures import ThreadPoolExecutor
-
+        return (_read_refs(store, key) for key in keys)
     with ThreadPoolExecutor(max_workers=16) as pool:
-        return iter(list(pool.map(lambda key: read_manifest(store, key), keys)))
+        return iter(list(pool.map(lambda key: _read_refs(store, key), keys)))
 
 
 def branch_parent_versions(store: ObjectStore) -> set[int]:
@@ -345,7 +330,7 @@ def resolve_commit_grace(commit_grace: dt.timedelta | None = None) -> dt.timedel
     return commit_grace
 
 
-def _with_grace(manifests: Iterable[Manifest], since: dt.datetime) -> Iterator[tuple[Manifest, bool]]:
+def _with_grace(manifests: Iterable[ManifestRefs], since: dt.datetime) -> Iterator[tuple[ManifestRefs, bool]]:
     """Each manifest (in version order) and whether the commit grace keeps it.
 
     Version *v* was the latest until its successor was committed, so the grace keeps it when the
@@ -353,7 +338,7 @@ def _with_grace(manifests: Iterable[Manifest], since: dt.datetime) -> Iterator[t
     that read *v* must find every version up to its commit, even when writers' clocks disagree and
     timestamps are out of order); the latest is always kept. One manifest of look-ahead suffices.
     """
-    prev: Manifest | None = None
+    prev: ManifestRefs | None = None
     kept = False
     for m in manifests:
         if prev is not None:
@@ -426,17 +411,16 @@ def plan_cleanup(ds: LanceDataset, older_than: dt.timedelta | None = None, retai
         if old and v in branch_bases:
             # Kept for the branch's sake only: pylance 14.0.2 keeps the manifest and the
             # files it reads, but removes its transaction file.
-            refs = _references(m)
-            txn = {transaction_key(m.transaction_file)} if m.transaction_file else set()
-            kept_refs |= refs - txn
+            txn = {m.transaction} if m.transaction else set()
+            kept_refs |= m.refs - txn
             gone_refs |= txn
             earliest_kept = m.timestamp if earliest_kept is None else min(earliest_kept, m.timestamp)
         elif old:
             removed.append(v)
-            gone_refs |= _references(m)
+            gone_refs |= m.refs
             latest_gone = m.timestamp if latest_gone is None else max(latest_gone, m.timestamp)
         else:
-            kept_refs |= _references(m)
+            kept_refs |= m.refs
             earliest_kept = m.timestamp if earliest_kept is None else min(earliest_kept, m.timestamp)
     if tagged_old and error_if_tagged_old_versions:
         raise CleanupError(f"{ds.uri}: {len(tagged_old)} tagged version(s) would be cleaned up: {tagged_old}; "
@@ -496,8 +480,8 @@ def refresh_plan(plan: CleanupPlan, store: ObjectStore | None = None) -> Cleanup
     found = find_latest(store)  # the hint file: no listing when nothing was committed
     refs: set[str] = set()
     for v in range(plan.latest_version + 1, (found[0] if found else 0) + 1):
-        with contextlib.suppress(VersionNotFoundError):
-            refs |= _references(load_manifest(store, v))
+        with contextlib.suppress(VersionNotFoundError, ObjectNotFoundError):
+            refs |= _read_refs(store, manifest_key_of(store, v)).refs
     if not refs:
         return plan
     protected = {f.key for f in plan.files if _is_referenced(f.key, f.kind, refs)}
