@@ -20,6 +20,7 @@ remapped; the others hold stable row ids, which compaction keeps.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import uuid as _uuid
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
@@ -83,14 +84,21 @@ class RowAddressMap(Mapping[int, "int | None"]):
     def __len__(self) -> int:
         return int(self.old.size)
 
+    @functools.cached_property
+    def _fragment_ids(self) -> U64:
+        # ``old`` is sorted, so fragment ids come in runs. Computed once: a remap translates
+        # many arrays (one per BITMAP value) through the same map.
+        frags = fragment_of(self.old)
+        return np.asarray(frags[np.r_[True, frags[1:] != frags[:-1]]] if frags.size else frags, np.uint64)
+
     def fragments(self) -> frozenset[int]:
         """Fragment ids whose rows this map moves."""
-        return frozenset(int(f) for f in np.unique(fragment_of(self.old)))
+        return frozenset(self._fragment_ids.tolist())
 
     def translate(self, ids: U64) -> tuple[U64, npt.NDArray[np.bool_]]:
         """``(new ids, keep mask)`` for ``ids``; rows of a rewritten fragment absent from the map are dropped."""
         ids = ids.astype(np.uint64, copy=False)
-        moved = np.isin(fragment_of(ids), np.fromiter(self.fragments(), np.uint64))
+        moved = np.isin(fragment_of(ids), self._fragment_ids)
         out = ids.copy()
         keep = np.ones(ids.size, dtype=bool)
         if moved.any() and self.old.size:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from lance_format.errors import CorruptFileError
 from lance_format.index.inverted import encode
@@ -206,3 +207,97 @@ def positions_flat(stream: bytes, block_offsets: I64, freqs: U32, where: str = "
     before = np.where(doc_start[:-1] > 0, cum[np.maximum(doc_start[:-1] - 1, 0)], 0)
     pos = cum - np.repeat(before, f)
     return pos.astype(np.uint32), doc_start.astype(np.int64)
+
+
+def _leb128_runs(data: npt.NDArray[np.uint8], starts: I64, ends: I64) -> tuple[npt.NDArray[np.uint64], I64, I64]:
+    """Every LEB128 value in the byte ranges ``[starts[i], ends[i])``, all ranges at once.
+
+    Returns:
+        The values in order, the range each belongs to, and its rank within its range. A range's
+        last value may be cut by the range end (the caller checks the values it uses are whole).
+    """
+    sizes = np.maximum(ends - starts, 0)
+    first = np.cumsum(sizes) - sizes
+    owner = np.repeat(np.arange(starts.size), sizes)
+    idx = np.repeat(starts, sizes) + (np.arange(int(sizes.sum())) - np.repeat(first, sizes))
+    byt = data[idx].astype(np.uint64)
+    # A value starts at a range start or after a byte without the continuation bit.
+    begin = np.r_[True, byt[:-1] < 0x80] if byt.size else np.zeros(0, dtype=bool)
+    begin[first[sizes > 0]] = True
+    vstart = np.flatnonzero(begin)
+    shift = np.arange(byt.size) - np.repeat(vstart, np.diff(np.r_[vstart, byt.size]))
+    if byt.size and int(shift.max()) > 9:
+        raise ValueError("varint longer than 10 bytes")
+    values = np.add.reduceat((byt & np.uint64(0x7F)) << (np.uint64(7) * shift.astype(np.uint64)), vstart) \
+        if vstart.size else np.zeros(0, np.uint64)
+    vend = np.r_[vstart[1:], byt.size] - 1
+    whole = byt[vend] < 0x80 if vend.size else np.zeros(0, dtype=bool)
+    vowner = owner[vstart]
+    vfirst = np.searchsorted(vowner, np.arange(starts.size))
+    rank = np.arange(vstart.size) - vfirst[vowner]
+    values[~whole] = np.uint64(0xFFFFFFFFFFFFFFFF)  # marks a value cut by its range's end
+    return values, vowner, rank
+
+
+def decode_lists(postings: pa.ListArray, lengths: U32, tail_codec: str, where: str) -> tuple[I64, U32, U32]:
+    """Every posting of every token of a partition, decoded together (a remap reads them all).
+
+    ``postings``: the ``_posting`` column (one list of blocks per token id); ``lengths``: each
+    token's document count. Full blocks of all tokens are unpacked in one batch and all tail
+    blocks' varints at once, instead of one token at a time.
+
+    Returns:
+        ``(token id, doc id, frequency)`` of every posting, by token id, doc ids ascending.
+
+    Raises:
+        CorruptFileError: the block counts or a block's bytes do not fit ``lengths``.
+    """
+    lens = np.asarray(lengths, np.int64)
+    counts = np.asarray(pc.list_value_length(postings).fill_null(0), np.int64)
+    if counts.size != lens.size or not np.array_equal(counts, (lens + BLOCK - 1) // BLOCK):
+        raise CorruptFileError(f"{where}: posting block counts do not fit the token lengths")
+    blocks = postings.flatten()
+    if not pa.types.is_large_binary(blocks.type):
+        blocks = blocks.cast(pa.large_binary())
+    bufs = blocks.buffers()
+    offs = np.frombuffer(bufs[1], dtype=np.int64, count=len(blocks) + 1, offset=blocks.offset * 8).astype(np.int64)
+    data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
+    token = np.repeat(np.arange(lens.size, dtype=np.int64), counts)
+    rank = np.arange(token.size) - np.repeat(np.cumsum(counts) - counts, counts)
+    full = rank < (lens // BLOCK)[token]
+    sizes = np.diff(offs)
+    if token.size and (int(offs[-1]) > data.size or int(sizes.min()) < 4 or
+                       (full.any() and int(sizes[full].min()) < 10)):
+        raise CorruptFileError(f"{where}: damaged posting block: block too short")
+    try:
+        f_ids, f_freqs = encode.decode_full_at(data, offs[:-1][full])
+        t_tok = token[~full]
+        left = (lens % BLOCK)[t_tok]
+        t_at = offs[:-1][~full] + 4
+        if tail_codec == "fixed32_v1":
+            if t_at.size and int((t_at + 8 * left - offs[1:][~full]).max()) > 0:
+                raise IndexError("tail block shorter than its documents")
+            k = np.arange(int(2 * left.sum())) - np.repeat(np.cumsum(2 * left) - 2 * left, 2 * left)
+            where_b = np.repeat(t_at, 2 * left) + 4 * k
+            vals = data[where_b[:, None] + np.arange(4)].copy().view("<u4").reshape(-1).astype(np.uint64)
+            vrank, vown = k, np.repeat(np.arange(t_tok.size), 2 * left)
+        else:
+            vals, vown, vrank = _leb128_runs(data, t_at, offs[1:][~full])
+            use = vrank < 2 * left[vown]
+            vals, vown, vrank = vals[use], vown[use], vrank[use]
+            if vals.size != int(2 * left.sum()) or (vals.size and int(vals.max()) > 0xFFFFFFFF):
+                raise IndexError("truncated varints in a tail block")
+        is_doc = vrank < left[vown]
+        t_ids = vals[is_doc].astype(np.uint32)
+        t_freqs = vals[~is_doc].astype(np.uint32)
+        if tail_codec != "fixed32_v1":
+            # varint tail doc ids: the first value is absolute, the rest deltas (a running sum per block)
+            cs = np.cumsum(t_ids.astype(np.int64))
+            t_ids = (cs - np.repeat(np.r_[0, cs][np.cumsum(left) - left], left)).astype(np.uint32)
+    except (IndexError, ValueError) as exc:
+        raise CorruptFileError(f"{where}: damaged posting block: {exc}") from exc
+    tok = np.concatenate([np.repeat(token[full], BLOCK), np.repeat(t_tok, left)])
+    # Full blocks come before a token's tail and in block order: a stable sort by token keeps that.
+    order = np.argsort(tok, kind="stable")
+    return (tok[order], np.concatenate([f_ids, t_ids])[order].astype(np.uint32),
+            np.concatenate([f_freqs, t_freqs])[order].astype(np.uint32))

@@ -29,7 +29,7 @@ from pyroaring import BitMap
 from lance_format.errors import CorruptFileError, NotSupportedError
 from lance_format.file.reader import LanceFileReader
 from lance_format.index.inverted import fst
-from lance_format.index.inverted.blocks import PostingBlocks, positions_flat
+from lance_format.index.inverted.blocks import PostingBlocks, decode_lists, positions_flat
 from lance_format.index.inverted.postings import U32
 from lance_format.index.inverted.tokenizer import AnalyzerParams
 from lance_format.index.store import IndexDir
@@ -176,6 +176,12 @@ class Partition:
             self._postings = inv.column("_posting").combine_chunks()
             if self.has_positions:
                 self._positions = inv.select(cols[1:]).combine_chunks()
+
+    def all_postings(self) -> tuple[npt.NDArray[np.int64], U32, U32]:
+        """``(token id, doc id, frequency)`` of every posting, all decoded at once (a remap's read)."""
+        self.preload()
+        assert self._postings is not None
+        return decode_lists(self._postings, self.lengths, self.tail_codec, self.where)
 
     def _row(self, tid: int, columns: list[str]) -> pa.Table:
         return self.src.reader(invert_file(self.id), columns=columns).take_rows([tid]).to_table()

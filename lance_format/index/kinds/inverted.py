@@ -252,6 +252,8 @@ def _remapped(part: files.Partition, amap: RowAddressMap) -> TokenChunk:
     keep = np.asarray(keep, dtype=bool)
     new_doc = np.full(part.num_docs, -1, dtype=np.int64)
     new_doc[keep] = np.arange(int(keep.sum()))
+    if not part.has_positions:
+        return _remapped_bulk(part, new_ids, keep, new_doc)
     tokens = sorted(part.tokens, key=part.tokens.__getitem__)
     docs: list[npt.NDArray[np.uint32]] = []
     toks: list[npt.NDArray[np.uint32]] = []
@@ -282,6 +284,24 @@ def _remapped(part: files.Partition, amap: RowAddressMap) -> TokenChunk:
         positions = np.concatenate(pos).astype(np.uint32) if pos else np.zeros(0, np.uint32)
     return TokenChunk(np.asarray(new_ids, dtype=np.uint64), part.num_tokens[keep], kept,
                       doc_arr, tok_arr, freq_arr, positions)
+
+
+
+def _remapped_bulk(part: files.Partition, new_ids: npt.NDArray[np.uint64], keep: npt.NDArray[np.bool_],
+                   new_doc: npt.NDArray[np.int64]) -> TokenChunk:
+    """:func:`_remapped` without positions: every posting list decoded and renumbered at once."""
+    tok, doc, freq = part.all_postings()
+    nd = new_doc[doc]
+    live = nd >= 0
+    tok, nd, freq = tok[live], nd[live], freq[live]
+    # Tokens left without documents go; the others keep their order (by old token id).
+    kept_ids = np.unique(tok)
+    names: list[str] = [""] * int(part.lengths.size)
+    for name, tid in part.tokens.items():
+        names[tid] = name
+    return TokenChunk(np.asarray(new_ids, dtype=np.uint64), part.num_tokens[keep],
+                      [names[i] for i in kept_ids.tolist()], nd.astype(np.uint32),
+                      np.searchsorted(kept_ids, tok).astype(np.uint32), freq, None)
 
 
 KIND = InvertedKind()
