@@ -26,7 +26,9 @@ query runs ``--repeat`` times and the fastest counts (the JVM warms up). Results
 ``local-write`` (a fresh process per round, no Spark) times what a Spark write task does —
 :func:`lance_format.spark.writer.write_task` over the rows in Spark's Arrow form — against a
 local ``lance_format.write_dataset`` and pylance ``write_dataset`` of the same rows.
-``--compact`` adds Spark-run compaction vs pylance ``compact_files``.
+``--compact`` then runs the compaction lines of :mod:`benchmarks.bench_maintenance` (the one
+place compaction is measured: ours locally and on Spark ``local[1]`` / ``local[2]``, pylance)
+on ``--rows`` rows in ``--fragments`` fragments.
 """
 
 from __future__ import annotations
@@ -170,7 +172,7 @@ def _measure(fn: Any, repeat: int) -> tuple[float, float, Any]:
     return wall, cpu, out
 
 
-def _generate(workdir: Path, rows: int, fragments: int, versions: list[str], compact: bool) -> dict[str, Any]:
+def _generate(workdir: Path, rows: int, versions: list[str]) -> dict[str, Any]:
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
@@ -181,15 +183,6 @@ def _generate(workdir: Path, rows: int, fragments: int, versions: list[str], com
     for v in versions:
         lance_format.write_dataset(table, str(workdir / f"table-{v}.lance"), data_storage_version=v)
     pq.write_table(table, str(workdir / "table.parquet"))
-    if compact:
-        import lance
-
-        # Compaction input: small fragments, 10% of rows deleted, built by pylance and copied.
-        frag = str(workdir / "frag.lance")
-        lance.write_dataset(table.select(["id", "x", "category"]), frag, max_rows_per_file=max(1, rows // fragments))
-        lance.dataset(frag).delete("id % 10 = 0")
-        for name in ("frag_spark.lance", "frag_pylance.lance"):
-            shutil.copytree(frag, workdir / name)
     return {"rows": rows, "groups": len(pc.unique(table.column("category")))}
 
 
@@ -282,35 +275,12 @@ def _local_write_child(workdir: Path, version: str) -> dict[str, Any]:
     return result
 
 
-def _compact_child(engine: str, workdir: Path, rows: int) -> dict[str, Any]:
-    result: dict[str, Any] = {"engine": engine}
-    if engine == "compact-pylance":
-        import lance
-
-        t0 = time.perf_counter()
-        lance.dataset(str(workdir / "frag_pylance.lance")).optimize.compact_files()
-        result["compact"] = {"wall": time.perf_counter() - t0}
-        return result
-    from lance_format.spark import compact_files
-
-    spark = _session()
-    try:
-        t0 = time.perf_counter()
-        compact_files(spark, str(workdir / "frag_spark.lance"))
-        result["compact"] = {"wall": time.perf_counter() - t0}
-    finally:
-        spark.stop()
-    return result
-
-
 def _child(args: argparse.Namespace) -> None:
     engine, workdir = args.child[0], Path(args.child[1])
     if engine == "generate":
-        emit(_generate(workdir, args.rows, args.fragments, args.versions.split(","), args.compact))
+        emit(_generate(workdir, args.rows, args.versions.split(",")))
     elif engine.startswith("local-write-"):
         emit(_local_write_child(workdir, engine.removeprefix("local-write-")))
-    elif engine.startswith("compact-"):
-        emit(_compact_child(engine, workdir, args.rows))
     else:
         emit(_spark_child(engine, workdir, args.repeat, args.rows, args.groups))
 
@@ -322,7 +292,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3, help="fresh-process rounds (medians are shown)")
     parser.add_argument("--repeat", type=int, default=2, help="runs of each read query per process (fastest)")
     parser.add_argument("--engines", default=None, help="comma-separated subset: ours,pylance,parquet,local-write")
-    parser.add_argument("--compact", action="store_true", help="also Spark compaction vs pylance")
+    parser.add_argument("--compact", action="store_true", help="also bench_maintenance's compaction lines")
     parser.add_argument("--fragments", type=int, default=100, help="fragments of the compaction input")
     parser.add_argument("--dir", default=None, help="work directory (default: a temporary one, removed after)")
     parser.add_argument("--child", nargs=2, metavar=("ENGINE", "DIR"), help=argparse.SUPPRESS)
@@ -336,14 +306,12 @@ def main(argv: list[str] | None = None) -> int:
     engines = [f"{k}-{v}" for v in versions for k in ("ours", "pylance") if k in kinds]
     engines += ["parquet"] if "parquet" in kinds else []
     engines += [f"local-write-{v}" for v in versions] if "local-write" in kinds else []
-    engines += ["compact-spark", "compact-pylance"] if args.compact else []
     workdir = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="bench_spark_"))
     workdir.mkdir(parents=True, exist_ok=True)
     common = ["--rows", str(args.rows), "--versions", args.versions, "--repeat", str(args.repeat)]
     try:
         print(f"generating {args.rows:,} rows ...", flush=True)
-        gen = run_child(MODULE, ["--child", "generate", str(workdir), "--fragments", str(args.fragments),
-                                 *common, *(["--compact"] if args.compact else [])])
+        gen = run_child(MODULE, ["--child", "generate", str(workdir), *common])
         if "error" in gen:
             print(f"data generation failed: {gen['error']}")
             return 1
@@ -351,12 +319,15 @@ def main(argv: list[str] | None = None) -> int:
         for rnd in range(args.rounds):
             shift = rnd % len(engines)
             for engine in engines[shift:] + engines[:shift]:  # interleaved, order rotating
-                if engine.startswith("compact-") and rnd:
-                    continue  # compaction rewrites its input: once
                 res = run_child(MODULE, ["--child", engine, str(workdir), *common, "--groups", str(gen["groups"])])
                 runs[engine].append(res)
                 print(f"  round {rnd + 1} {engine:16s} {_short(res)}", flush=True)
         _report(runs, args.rows, versions)
+        if args.compact:
+            from benchmarks import bench_maintenance
+
+            bench_maintenance.main(["--ops", "compact", "--rows", str(args.rows), "--fragments", str(args.fragments),
+                                    "--repeat", str(args.rounds)])
     finally:
         if not args.dir:
             shutil.rmtree(workdir, ignore_errors=True)
@@ -400,9 +371,6 @@ def _report(runs: dict[str, list[dict[str, Any]]], rows: int, versions: list[str
                              fmt_ratio(task, ours_w), fmt_ratio(task, py_w)])
         print_table(["version", "write_task", "ours write_dataset", "pylance write_dataset",
                      "task/ours", "task/pylance"], rows_out)
-    if runs.get("compact-spark"):
-        s, p = _median(runs["compact-spark"], "compact", "wall"), _median(runs["compact-pylance"], "compact", "wall")
-        print(f"\ncompaction: Spark {fmt_seconds(s)}, pylance {fmt_seconds(p)}, ratio {fmt_ratio(s, p)}")
 
 
 def _cell(pair: tuple[float | None, float | None]) -> str:
