@@ -117,7 +117,9 @@ def _prepared(seg: IvfSegment) -> _Prepared:
 
 
 def _is_range(r: npt.NDArray[np.int64]) -> bool:
-    return bool(r.size) and int(r[-1]) - int(r[0]) + 1 == r.size and bool(np.all(np.diff(r) == 1))
+    # rows come ascending and distinct (see score_rows), so the end points tell a contiguous run:
+    # an O(1) check, where a diff over every row cost ~0.1 ms per probed partition
+    return bool(r.size) and int(r[-1]) - int(r[0]) + 1 == r.size
 
 
 def _score_pq(seg: IvfSegment, st: PQStorage, q: npt.NDArray[np.floating], parts: npt.NDArray[np.int64],
@@ -158,12 +160,20 @@ def _score_pq(seg: IvfSegment, st: PQStorage, q: npt.NDArray[np.floating], parts
     return acc
 
 
-def _score_sq(seg: IvfSegment, st: SQStorage, q: npt.NDArray[np.floating], rows: npt.NDArray[np.int64]) -> F32:
+def _code_blocks(codes: npt.NDArray[np.uint8], rows: list[npt.NDArray[np.int64]]) -> list[npt.NDArray[np.uint8]]:
+    """The code rows of each probed partition: whole partitions are views (no gather of every row)."""
+    return [codes[int(r[0]):int(r[0]) + r.size] if _is_range(r) else codes[r] for r in rows if r.size]
+
+
+def _score_sq(seg: IvfSegment, st: SQStorage, q: npt.NDArray[np.floating], rows: list[npt.NDArray[np.int64]]) -> F32:
     span = st.end - st.start
+    flat_rows = np.concatenate(rows) if rows else np.empty(0, np.int64)
+    if flat_rows.size == 0:
+        return np.empty(0, np.float32)
     if seg.metric == "dot":
         # 14.0.2 scores dot on the dequantized vectors, ``start + code * span / 255`` (observed on
         # its ``_distance``), not code to code as the l2 path does.
-        xh = (st.start + st.codes[rows].astype(np.float64) * (span / 255.0)).astype(np.float32)
+        xh = (st.start + st.codes[flat_rows].astype(np.float64) * (span / 255.0)).astype(np.float32)
         return distances("dot", xh, q)
     if span == 0:
         qc = np.zeros(q.size, np.float32)
@@ -173,13 +183,15 @@ def _score_sq(seg: IvfSegment, st: SQStorage, q: npt.NDArray[np.floating], rows:
     # ||c - qc||² = ||c||² - 2 c·qc + ||qc||² in float32 (one BLAS product, no int64 copy): every term
     # and partial sum is an integer below 2 · 255² · dim < 2**24 for dim <= 128, so float32 holds it exactly.
     # The products are einsum, not BLAS: a multi-threaded sgemv is many times slower on a busy machine.
-    c = st.codes[rows]
+    blocks = _code_blocks(st.codes, rows)
     norms = _prepared(seg).sq_norms
     if norms is not None:
-        raw = norms[rows] - 2 * np.einsum("ij,j->i", c, qc) + np.float32(qc @ qc)
+        cross = np.concatenate([np.einsum("ij,j->i", c, qc) for c in blocks])
+        raw = norms[flat_rows] - 2 * cross + np.float32(qc @ qc)
     else:  # wider vectors could round: the exact integer path
-        diff = c.astype(np.int64) - qc.astype(np.int64)[None, :]
-        raw = np.einsum("ij,ij->i", diff, diff).astype(np.float32)
+        qi = qc.astype(np.int64)[None, :]
+        raw = np.concatenate([np.einsum("ij,ij->i", c.astype(np.int64) - qi, c.astype(np.int64) - qi)
+                              for c in blocks]).astype(np.float32)
     out: F32 = (raw.astype(np.float32) * np.float32(span) ** 2 / np.float32(255.0 ** 2)).astype(np.float32)
     return out
 
@@ -188,7 +200,8 @@ def score_rows(seg: IvfSegment, q: npt.NDArray[np.generic], parts: npt.NDArray[n
                rows: list[npt.NDArray[np.int64]]) -> F32:
     """Distances from ``q`` to the segment rows ``rows[i]`` of partitions ``parts[i]``.
 
-    IVF_RQ rows get pylance's estimated distances (:func:`rabitq.estimate`) for l2 and cosine.
+    Each ``rows[i]`` is ascending and distinct (positions in the segment); a contiguous run is
+    scored from a view of the codes instead of a gather. IVF_RQ rows get pylance's estimated distances (:func:`rabitq.estimate`) for l2 and cosine.
 
     Raises:
         NotSupportedError: IVF_RQ (RaBitQ) storage of a dot index.
@@ -206,7 +219,7 @@ def score_rows(seg: IvfSegment, q: npt.NDArray[np.generic], parts: npt.NDArray[n
     if isinstance(st, PQStorage):
         return _score_pq(seg, st, qf, parts, rows)
     if isinstance(st, SQStorage):
-        return _score_sq(seg, st, qf, flat_rows)
+        return _score_sq(seg, st, qf, rows)
     assert isinstance(st, RQStorage)
     if metric == "dot":  # 14.0.2's dot estimates differ from rabitq.estimate's: callers score exactly
         raise NotSupportedError(f"scoring {seg.index_type} (RaBitQ) codes on dot is not supported; "
