@@ -18,6 +18,7 @@ The model (:class:`VectorModel`) is picklable and is what a delta segment reuses
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -72,7 +73,8 @@ class VectorModel:
         metric: The distance.
         centroids: ``[num_partitions, dim]`` float32 (unit rows for ``dot``).
         element_type: The column's element type (the stored centroids and FLAT vectors keep it).
-        loss: The k-means loss recorded in ``index.idx`` (``None``: none).
+        loss: The k-means loss of the training sample, or the stored loss of a loaded segment
+            (``None``: none); a segment written from chunks records its rows' loss instead.
         pq: PQ codebooks (``*_PQ``).
         sq: SQ bounds (``*_SQ``).
         hnsw: HNSW parameters (``IVF_HNSW_*``).
@@ -117,11 +119,17 @@ class VectorModel:
 
 @dataclass(frozen=True)
 class VectorChunk:
-    """One task's rows: partition, ``_rowid`` and stored payload (``[n, width]``), in scan order."""
+    """One task's rows: partition, ``_rowid`` and stored payload (``[n, width]``), in scan order.
+
+    ``loss`` sums the rows' distances to their centroids: pylance records the loss of every
+    indexed vector in ``index.idx`` (summed while it shuffles them, ``rust/lance/src/index/vector/
+    builder.rs``), not the loss of its training sample.
+    """
 
     partitions: npt.NDArray[np.uint32]
     row_ids: npt.NDArray[np.uint64]
     payload: npt.NDArray[np.generic]
+    loss: float = 0.0
 
 
 def vectors_of(values: pa.Array) -> tuple[npt.NDArray[np.generic], npt.NDArray[np.bool_]]:
@@ -253,7 +261,9 @@ def encode_rows(data: TrainingData, model: VectorModel) -> VectorChunk:
     arr, ok = vectors_of(data.values)
     arr, ids = arr[ok], data.ids[ok]
     prepared = q.prepare(arr, model.metric)
-    parts, _ = _assign(prepared, model.centroids, model.metric)
+    parts, dist = _assign(prepared, model.centroids, model.metric)
+    loss = float(dist.sum(dtype=np.float64)) if model.metric == "hamming" else \
+        _assignment_loss(prepared, parts, model.centroids, model.metric)
     payload: npt.NDArray[np.generic]
     if model.rq is not None:
         payload = rq.encode(prepared, parts, model.centroids, model.metric, model.rq)
@@ -263,7 +273,28 @@ def encode_rows(data: TrainingData, model: VectorModel) -> VectorChunk:
         payload = q.encode_sq(prepared, model.sq)
     else:
         payload = prepared.astype(arr.dtype) if model.metric == "cosine" else arr
-    return VectorChunk(parts.astype(np.uint32), ids.astype(np.uint64), payload)
+    return VectorChunk(parts.astype(np.uint32), ids.astype(np.uint64), payload, loss)
+
+
+#: Rows whose loss is summed at once (bounds the float64 copy).
+_LOSS_ROWS = 1 << 16
+
+
+def _assignment_loss(x: F32, parts: I32, centroids: F32, metric: Metric) -> float:
+    """Sum of each row's distance to its centroid (squared L2; ``1 - x·c`` for dot).
+
+    Computed elementwise in float64 rather than taken from the assignment's matrix product, so
+    an executor whose BLAS rounds differently records the same loss as a local build.
+    """
+    total = 0.0
+    for lo in range(0, x.shape[0], _LOSS_ROWS):
+        xs = x[lo:lo + _LOSS_ROWS].astype(np.float64)
+        cs = centroids[parts[lo:lo + _LOSS_ROWS]].astype(np.float64)
+        if metric == "dot":
+            total += xs.shape[0] - float((xs * cs).sum())
+        else:
+            total += float(((xs - cs) ** 2).sum())
+    return total
 
 
 def merge_chunks(chunks: Sequence[VectorChunk], model: VectorModel) -> tuple[VectorChunk, npt.NDArray[np.int64]]:
@@ -277,7 +308,8 @@ def merge_chunks(chunks: Sequence[VectorChunk], model: VectorModel) -> tuple[Vec
     payload = np.concatenate([c.payload for c in chunks]) if chunks else np.zeros((0, width), dtype)
     order = np.lexsort((ids, parts))
     lengths = np.bincount(parts, minlength=model.num_partitions).astype(np.int64)
-    return VectorChunk(parts[order], ids[order], np.ascontiguousarray(payload[order], dtype)), lengths
+    loss = math.fsum(c.loss for c in chunks)  # exactly rounded: the same whatever the tasks' order
+    return VectorChunk(parts[order], ids[order], np.ascontiguousarray(payload[order], dtype), loss), lengths
 
 
 _NUMPY = {"float": "float32", "halffloat": "float16", "double": "float64", "uint8": "uint8"}
@@ -330,7 +362,8 @@ def graph_tasks(chunks: Sequence[VectorChunk], model: VectorModel) -> list[tuple
         # the partitions whose rows end within GRAPH_TASK_ROWS of this group's start (at least one)
         q = max(p + 1, int(np.searchsorted(ends, lo + GRAPH_TASK_ROWS, side="right")))
         hi = int(ends[q - 1])
-        part = VectorChunk(rows.partitions[lo:hi], rows.row_ids[lo:hi], rows.payload[lo:hi])
+        # the first task carries the segment's loss (write_model_segment sums the tasks')
+        part = VectorChunk(rows.partitions[lo:hi], rows.row_ids[lo:hi], rows.payload[lo:hi], rows.loss if p == 0 else 0.0)
         tasks.append((PartitionRows(p, part, lengths[p:q]), model))
         p, lo = q, hi
     return tasks
@@ -366,10 +399,10 @@ def write_model_segment(out: IndexDir, chunks: Sequence[VectorChunk], model: Vec
                            np.concatenate([g.rows.row_ids for g in groups]),
                            np.concatenate([g.rows.payload for g in groups]))
         graphs = [g.graph for g in groups if g.graph is not None]
-        return write_rows(out, rows, np.concatenate([g.lengths for g in groups]), model, model.loss,
-                          _hnsw.concat_graphs(graphs))
+        return write_rows(out, rows, np.concatenate([g.lengths for g in groups]), model,
+                          math.fsum(g.rows.loss for g in groups), _hnsw.concat_graphs(graphs))
     rows, lengths = merge_chunks(chunks, model)
-    return write_rows(out, rows, lengths, model, model.loss)
+    return write_rows(out, rows, lengths, model, rows.loss)
 
 
 def with_loss(model: VectorModel, loss: float | None) -> VectorModel:
