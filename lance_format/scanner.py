@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_format.errors import InvalidInputError, NotSupportedError
-from lance_format.index.scan import explain, scan_batches
+from lance_format.index.scan import count_from_index, explain, scan_batches
 from lance_format.scan_stats import ScanStatistics, ScanTimer, attach_callback, format_analysis
 from lance_format.table.count import count_matching, counts_directly
 from lance_format.table.models import FragmentMetadata
@@ -147,9 +147,13 @@ class LanceScanner(Scan):
         if opts.filter is not None and opts.limit is None and not opts.offset:
             # Ordering and projection do not change a count: only the filter's columns are read.
             cols = referenced_columns(opts.filter, self._ctx.arrow_schema.names)
+            frags = opts.fragments if opts.fragments is not None else list(self._ctx.manifest.fragments)
             if counts_directly(self._ctx, opts.filter, cols):
-                frags = opts.fragments if opts.fragments is not None else list(self._ctx.manifest.fragments)
                 return count_matching(self._ctx, frags, opts.filter, row_range=opts.row_range)
+            if not self._include_deleted_rows and not opts.order_by:  # exact indices count without reading rows
+                counted = count_from_index(self, frags)
+                if counted is not None:
+                    return counted
         # Batch boundaries do not change a count: large batches cut the per-batch work (the
         # filter plan, slicing) that dominates a filtered count.
         opts = self._opts if self._opts.order_by else dataclasses.replace(

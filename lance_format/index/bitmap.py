@@ -10,6 +10,7 @@ keys sorted (null first) and the schema metadata ``lance:index_stats`` =
 
 from __future__ import annotations
 
+import collections
 import json
 from collections.abc import Callable
 
@@ -30,6 +31,8 @@ LOOKUP = "bitmap_page_lookup.lance"
 #: keys a damaged file put out of order. Lance's own writers sort too in 14.0.2, but others
 #: write them in hash order, so only files saying so are held to it (pylance ignores the key).
 SORTED_KEYS = "lance_format:sorted_keys"
+#: Decoded keys' row ids an opened segment keeps for repeated queries (the least recent go first).
+MEMO_BYTES = 4 << 20
 
 U64 = npt.NDArray[np.uint64]
 
@@ -112,11 +115,13 @@ class BitmapIndex:
         self._dir = index_dir
         self._fragment_rows = fragment_rows
         self._domain = domain
+        self._memo: collections.OrderedDict[int, U64] = collections.OrderedDict()
+        self._memo_bytes = 0
 
     @property
     def nbytes(self) -> int:
-        """Memory this object holds (the keys and an open file reader), for caches."""
-        return int(self.keys.nbytes) + OPEN_READER_BYTES
+        """Memory this object holds (the keys, an open file reader, decoded keys at most), for caches."""
+        return int(self.keys.nbytes) + OPEN_READER_BYTES + MEMO_BYTES
 
     @property
     def path(self) -> str:
@@ -129,14 +134,38 @@ class BitmapIndex:
         return len(self.keys)
 
     def _rows(self, which: npt.NDArray[np.int64]) -> list[U64]:
-        # A reader per read: this object may live on in the session's cache, and a reader keeps
-        # decoded file pages for later reads.
-        reader = self._dir.reader(LOOKUP, ["bitmaps"])
-        blobs = reader.take_rows(which, batch_size=1 << 20).to_table().column("bitmaps")
-        if blobs.null_count:
-            raise CorruptFileError(f"{self._where}: a null bitmap among keys {which[:8].tolist()}")
-        return [decode_row_set(b, self._fragment_rows, where=f"{self._where} key {int(i)}", domain=self._domain)
-                for i, b in zip(which, blobs.to_pylist(), strict=True)]
+        # Keys asked before come from the decoded-rows memo: a long-lived process repeats queries,
+        # and reading and decoding a key's bitmap costs more than the rest of such a query.
+        keys = which.tolist()
+        found = {k: self._memo[k] for k in keys if k in self._memo}  # before new keys may evict them
+        for k in found:
+            self._memo.move_to_end(k)  # least recently asked goes first
+        todo = [k for k in dict.fromkeys(keys) if k not in found]
+        if todo:
+            # A reader per read: this object may live on in the session's cache, and a reader keeps
+            # decoded file pages for later reads.
+            reader = self._dir.reader(LOOKUP, ["bitmaps"])
+            blobs = reader.take_rows(np.array(todo, np.int64), batch_size=1 << 20).to_table().column("bitmaps")
+            if blobs.null_count:
+                raise CorruptFileError(f"{self._where}: a null bitmap among keys {todo[:8]}")
+            fresh = {i: decode_row_set(b, self._fragment_rows, where=f"{self._where} key {int(i)}",
+                                       domain=self._domain)
+                     for i, b in zip(todo, blobs.to_pylist(), strict=True)}
+            self._remember(fresh)
+            found.update(fresh)
+        return [found[k] for k in keys]
+
+    def _remember(self, fresh: dict[int, U64]) -> None:
+        """Keep decoded keys within :data:`MEMO_BYTES` (the oldest go first)."""
+        for k, rows in fresh.items():
+            if rows.nbytes > MEMO_BYTES or k in self._memo:
+                continue
+            rows.setflags(write=False)  # handed to callers: shared, so read-only
+            self._memo[k] = rows
+            self._memo_bytes += rows.nbytes
+        while self._memo_bytes > MEMO_BYTES:
+            _, old = self._memo.popitem(last=False)
+            self._memo_bytes -= old.nbytes
 
     def key_rows(self, which: npt.NDArray[np.int64]) -> list[U64]:
         """The ids of the keys at positions ``which``, each sorted (checked as :meth:`search_values` does).

@@ -95,12 +95,28 @@ def plan_simple(text: str, schema: pa.Schema, indexed: IndexedColumns) -> FastEx
         return UNKNOWN
 
 
+def plan_whole(text: str, schema: pa.Schema, indexed: IndexedColumns) -> FastExpr | None:
+    """The index plan of ``text`` when every one of its terms became a leaf (none dropped), else ``None``.
+
+    Such a plan stands for the whole filter: with exact kinds only, its rows are the filter's rows.
+    """
+    if not indexed:
+        return None
+    try:
+        planner = _Planner(_tokens(text), schema, indexed)
+        expr = planner.conjunction()
+    except _GiveUp:
+        return None
+    return expr if planner.dropped == 0 else None
+
+
 class _Planner:
     def __init__(self, toks: list[tuple[str, str]], schema: pa.Schema, indexed: IndexedColumns):
         self.toks = toks
         self.pos = 0
         self.schema = schema
         self.indexed = indexed
+        self.dropped = 0  # terms no index answers (left to the filter)
 
     def _next(self) -> tuple[str, str]:
         if self.pos >= len(self.toks):
@@ -127,6 +143,8 @@ class _Planner:
             leaf = self.term()
             if leaf is not None:
                 leaves.append(leaf)
+            else:
+                self.dropped += 1
             if self.pos == len(self.toks):
                 break
             self._expect("name", "AND")

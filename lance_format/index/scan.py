@@ -30,7 +30,7 @@ from lance_format.errors import CorruptFileError
 from lance_format.index import frag_reuse, registry
 from lance_format.index._compat import manifest_indices
 from lance_format.index.btree import same_values
-from lance_format.index.fastplan import FastAnd, FastExpr, FastLeaf, Unknown, plan_simple
+from lance_format.index.fastplan import FastAnd, FastExpr, FastLeaf, Unknown, plan_simple, plan_whole
 from lance_format.index.inverted.tokens_filter import accelerates_tokens
 from lance_format.index.kind import ColumnIndex, IndexedColumns, ValueReader
 from lance_format.index.models import FRAG_REUSE_INDEX
@@ -53,6 +53,8 @@ if TYPE_CHECKING:
 U64 = npt.NDArray[np.uint64]
 #: Candidates per fragment row above which whole ranges are decoded instead of taken.
 DENSE_FRACTION = 16
+#: Rows without a candidate that a dense read decodes through rather than starting a new range.
+DENSE_GAP = 1024
 _OPENED: weakref.WeakKeyDictionary[Any, dict[str, ValueReader]] = weakref.WeakKeyDictionary()
 #: Open fragment readers for candidate takes by (dataset URI, version, fragment, columns).
 TAKE_SCAN: CacheKind[FragmentScan] = CacheKind("take_scan")
@@ -304,10 +306,70 @@ def index_plan(ctx: ReadContext, filter_sql: str | None) -> IndexPlan | None:
         expr = parse_index_expr(filter_sql, ctx.arrow_schema, indexed)
     if expr is None:
         return None
+    return _evaluate(ctx, expr, indexed)
+
+
+def _evaluate(ctx: ReadContext, expr: IndexExpr | FastExpr, indexed: IndexedColumns) -> IndexPlan:
     evaluator = _Evaluator(ctx, indexed)
     covered, addrs = evaluator.eval(expr)
     keep = np.isin(fragment_of(addrs), np.fromiter(covered, np.uint64, len(covered)))
     return IndexPlan(expr, covered, np.sort(addrs[keep]), tuple(evaluator.claims))
+
+
+def count_from_index(scanner: Scan, frags: list[Any]) -> int | None:
+    """Rows of ``frags`` matching the scan's SQL filter, counted without reading indexed rows.
+
+    Only when exact indices (BTREE, BITMAP…) answer every term of the filter: their rows are
+    then the matching rows, so a covered fragment counts its live candidates; fragments no
+    segment covers are scanned with the filter. ``None`` (read the rows) for anything else: a
+    term no index answers, an inexact kind (its candidates must be re-checked), a row range.
+
+    Raises:
+        CorruptFileError: an index names a row past the end of its fragment.
+    """
+    ctx, opts = scanner._ctx, scanner._opts
+    if not opts.filter_sql or opts.row_range is not None or not ctx.manifest.indices:
+        return None
+    indexed = usable_indices(ctx)
+    expr = plan_whole(opts.filter_sql, ctx.arrow_schema, indexed)
+    if expr is None:
+        return None
+    leaves = expr.children if isinstance(expr, FastAnd) else (expr,)
+    if not all(_counts_exactly(indexed, leaf, ctx.arrow_schema.field(leaf.column).type) for leaf in leaves):
+        return None
+    plan = _evaluate(ctx, expr, indexed)
+    total = 0
+    rest: list[Any] = []
+    for frag in frags:
+        if frag.id not in plan.covered:
+            rest.append(frag)
+            continue
+        offsets = _live_candidates(ctx, frag, plan)
+        total += int(offsets.size)
+    if rest:
+        total += sum(b.num_rows for b in _plain(scanner, rest))
+    return total
+
+
+def _counts_exactly(indexed: IndexedColumns, leaf: FastLeaf, typ: pa.DataType) -> bool:
+    """Whether ``leaf``'s candidates are exactly its matching rows: an exact kind on a column whose
+    values compare as in SQL (not floats: a float BTREE hands NaN rows to the filter)."""
+    t = pa.types
+    plain = t.is_integer(typ) or t.is_string(typ) or t.is_large_string(typ) or t.is_date(typ) \
+        or t.is_timestamp(typ) or t.is_boolean(typ)
+    return plain and bool(next(c for c in indexed[leaf.column] if c.name == leaf.index_name).kind.exact)
+
+
+def _live_candidates(ctx: ReadContext, frag: Any, plan: IndexPlan) -> npt.NDArray[np.uint32]:
+    """The plan's candidate offsets of ``frag`` that are not deleted (checked against its rows)."""
+    offsets = plan.offsets(frag.id)
+    deleted = ctx.deleted_offsets(frag)
+    if deleted.size and offsets.size:
+        offsets = offsets[~np.isin(offsets, deleted, assume_unique=True)]
+    if offsets.size and int(offsets[-1]) >= frag.physical_rows:  # segments check their own; remaps too
+        raise CorruptFileError(f"{ctx.store.uri('_indices')}: an index returned row offset {int(offsets[-1])} of "
+                               f"fragment {frag.id}, which has {frag.physical_rows} rows")
+    return offsets
 
 
 def scan_batches(scanner: Scan, frags: list[Any]) -> Iterator[pa.RecordBatch]:
@@ -333,13 +395,7 @@ def _plain(scanner: Scan, frags: list[Any]) -> Iterator[pa.RecordBatch]:
 
 def _indexed(scanner: Scan, frag: Any, plan: IndexPlan) -> Iterator[pa.RecordBatch]:
     ctx, opts = scanner._ctx, scanner._opts
-    offsets = plan.offsets(frag.id)
-    deleted = ctx.deleted_offsets(frag)
-    if deleted.size and offsets.size:
-        offsets = offsets[~np.isin(offsets, deleted, assume_unique=True)]
-    if offsets.size and int(offsets[-1]) >= frag.physical_rows:  # segments check their own; remaps too
-        raise CorruptFileError(f"{ctx.store.uri('_indices')}: an index returned row offset {int(offsets[-1])} of "
-                               f"fragment {frag.id}, which has {frag.physical_rows} rows")
+    offsets = _live_candidates(ctx, frag, plan)
     if offsets.size == 0:
         return
     flt = str(opts.filter) if opts.filter is not None else ""
@@ -350,19 +406,17 @@ def _indexed(scanner: Scan, frag: Any, plan: IndexPlan) -> Iterator[pa.RecordBat
     step = max(1, opts.batch_size)
     # Many candidates: decoding whole ranges and picking rows beats gathering row by row.
     dense = offsets.size * DENSE_FRACTION >= frag.physical_rows
-    scan = FragmentScan(ctx, frag, scanner._read_columns()) if dense else \
-        _take_scan(ctx, frag, tuple(scanner._read_columns()))
-    windows = (range(0, frag.physical_rows, step) if dense else range(0, offsets.size, step))
-    for start in windows:
+    scan = _take_scan(ctx, frag, tuple(scanner._read_columns()))
+    windows = dense_spans(offsets, step) if dense else [(s, s + step) for s in range(0, offsets.size, step)]
+    for start, stop in windows:
         if dense:
-            lo, hi = np.searchsorted(offsets, [start, start + step])
-            if lo == hi:
-                continue
+            lo, hi = np.searchsorted(offsets, [start, stop])
             offs = offsets[lo:hi].astype(np.uint64)
-            stop = min(start + step, frag.physical_rows)
-            batch = scan.read(start, stop).take(pa.array(offs - np.uint64(start)))
+            batch = scan.read(start, stop)
+            if offs.size != stop - start:
+                batch = batch.take(pa.array(offs - np.uint64(start)))
         else:
-            offs = offsets[start:start + step].astype(np.uint64)
+            offs = offsets[start:stop].astype(np.uint64)
             batch = scan.take(offs)
         addr = (np.uint64(frag.id) << np.uint64(32)) | offs
         plan.check(batch, addr)
@@ -379,6 +433,20 @@ def _indexed(scanner: Scan, frag: Any, plan: IndexPlan) -> Iterator[pa.RecordBat
             batch = batch.cast(schema)
         if batch.num_rows:
             yield batch
+
+
+def dense_spans(offsets: npt.NDArray[np.uint32], step: int, gap: int = DENSE_GAP) -> list[tuple[int, int]]:
+    """Row ranges to decode for sorted candidate ``offsets``: each run of candidates (no hole wider than
+    ``gap`` rows) as ranges of at most ``step`` rows, so rows far from every candidate are never read."""
+    if offsets.size == 0:
+        return []
+    cut = np.flatnonzero(np.diff(offsets.astype(np.int64)) > gap) + 1
+    firsts = offsets[np.concatenate(([0], cut))].astype(np.int64).tolist()
+    lasts = offsets[np.append(cut - 1, offsets.size - 1)].astype(np.int64).tolist()
+    out: list[tuple[int, int]] = []
+    for first, last in zip(firsts, lasts, strict=True):  # one step per run of candidates
+        out.extend((a, min(a + step, last + 1)) for a in range(first, last + 1, step))
+    return out
 
 
 def _take_scan(ctx: ReadContext, frag: Any, columns: tuple[str, ...]) -> FragmentScan:
