@@ -76,10 +76,14 @@ def encode_fullzip(sh: Shredded, values: pa.Array, t: pa.DataType) -> tuple[pb.P
         lens = item_len[valid]
         src_start = np.zeros(n_items, np.int64)
         src_start[vis_item] = offs[:-1]
-        src = np.repeat(src_start[valid], lens)
-        dst = np.repeat(vstarts + width, lens)
-        within = np.arange(int(lens.sum()), dtype=np.int64) - np.repeat(np.cumsum(lens) - lens, lens)
-        out[dst + within] = data[src + within]
+        if lens.size * 256 <= int(lens.sum()):  # large values (bloom filters…): one slice copy each
+            for d0, s0, n in zip((vstarts + width).tolist(), src_start[valid].tolist(), lens.tolist(), strict=True):
+                out[d0:d0 + n] = data[s0:s0 + n]
+        else:  # small values: one gather of every byte beats a Python step per value
+            src = np.repeat(src_start[valid], lens)
+            dst = np.repeat(vstarts + width, lens)
+            within = np.arange(int(lens.sum()), dtype=np.int64) - np.repeat(np.cumsum(lens) - lens, lens)
+            out[dst + within] = data[src + within]
         fz.bits_per_offset = 64 if large else 32
         fz.value_compression.variable.offsets.flat.bits_per_value = 64 if large else 32
         rows = np.flatnonzero(rep == max_rep) if rep is not None else np.arange(n_items)
