@@ -41,6 +41,7 @@ from lance_format.errors import (
     ObjectAlreadyExistsError,
     ObjectNotFoundError,
     StorageError,
+    UnsupportedSchemeError,
 )
 from lance_format.storage import register_scheme
 from lance_format.storage.base import ObjectInfo, ObjectStore, normalize_key
@@ -183,10 +184,16 @@ def _client(opts: Mapping[str, str]) -> Any:
 def _boto_client(opts: Mapping[str, str]) -> Any:
     """A botocore S3 client for ``opts`` (imports botocore on first use)."""
     global _BOTO_SESSION, _ERRORS
-    import botocore
-    import botocore.config
-    import botocore.exceptions
-    import botocore.session
+    try:
+        import botocore
+        import botocore.config
+        import botocore.exceptions
+        import botocore.session
+    except ImportError:
+        raise UnsupportedSchemeError(
+            "s3:// without access keys and a region in storage_options resolves credentials through "
+            "botocore's chain, which is not installed (pip install 'lance-dagster[s3]'); or pass "
+            "aws_access_key_id, aws_secret_access_key and aws_region") from None
 
     _ERRORS = (S3HttpError, S3ConnectionError, botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError)
     endpoint = _option(opts, "endpoint")
