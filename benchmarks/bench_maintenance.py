@@ -220,8 +220,10 @@ def cleanup_child(op: str, engine: str, uri: str) -> None:
     # Ours keeps versions superseded within its commit grace (commits in flight); the
     # benchmark compares the removal pylance does, so the grace is 0 here.
     extra = {"commit_grace": dt.timedelta(0)} if engine == "ours" else {}
+    c0 = time.process_time()  # the cleanup's threads are this process's: process CPU covers them
     seconds, stats = timed(lambda: ds.cleanup_old_versions(older_than=dt.timedelta(0), **extra))
-    emit({"seconds": seconds, "old_versions": stats.old_versions, "bytes_removed": stats.bytes_removed,
+    cpu = time.process_time() - c0
+    emit({"seconds": seconds, "cpu": cpu, "old_versions": stats.old_versions, "bytes_removed": stats.bytes_removed,
           "versions_left": len(mod.dataset(uri).versions())})
 
 
@@ -329,6 +331,7 @@ def main(argv: list[str] | None = None) -> int:
                 engines += [f"spark-{n}" for n in args.slots.split(",")] if e == "spark" else [e]
             run_compaction(root, [int(r) for r in args.rows.split(",")], args.variants.split(","), engines, args)
         table: dict[str, dict[str, dict[str, Any]]] = {}
+        cleanup_runs: dict[str, dict[str, list[dict[str, Any]]]] = {}
         if "cleanup" in ops:
             build_cleanup_input(str(root / "cleanup_src"), args.versions)
         if "cleanup_files" in ops:
@@ -344,20 +347,38 @@ def main(argv: list[str] | None = None) -> int:
                     shutil.copytree(root / src, uri)  # copy2: modification times kept
                     results[engine].append(run_child(MODULE, ["--child", op, engine, uri]))
                     shutil.rmtree(uri, ignore_errors=True)
+                    r = results[engine][-1]
+                    print(f"  {op} {engine}: " + (f"{r['seconds']:.3f}s wall, {r['cpu']:.3f}s CPU" if "error" not in r
+                                                  else r["error"]), flush=True)
             table[op] = {}
+            cleanup_runs[op] = results
             for engine, got in results.items():
                 ok = sorted((r for r in got if "error" not in r), key=lambda r: r["seconds"])
                 # the median run; the first error when any run failed
                 table[op][engine] = ok[len(ok) // 2] if len(ok) == len(got) else next(r for r in got if "error" in r)
         if table:
-            print(f"\n{'':<14} {'ours':>10} {'pylance':>10} {'ratio':>8} {'ours MiB':>9} {'py MiB':>9}")
+            print(f"\nmedian of {args.repeat}, fresh process per run, engines interleaved "
+                  f"(ours/pylance of the medians; CPU = the process's, cleanup threads included)")
+            print(f"{'':<14} {'ours':>10} {'pylance':>10} {'ratio':>8} {'ours CPU':>9} {'py CPU':>9} {'CPU ratio':>9} "
+                  f"{'ours MiB':>9} {'py MiB':>9}")
             for op in table:
-                print(_row(op, table[op]))
+                print(_cleanup_row(op, table[op], cleanup_runs[op]))
             print("\nchecks:", json.dumps({op: {e: {k: v for k, v in r.items() if k not in ("seconds", "peak_mib")}
                                                  for e, r in res.items()} for op, res in table.items()}))
     finally:
         shutil.rmtree(root, ignore_errors=True)
     return 0
+
+
+def _cleanup_row(name: str, results: dict[str, dict[str, Any]], runs: dict[str, list[dict[str, Any]]]) -> str:
+    ours, theirs = results["ours"], results["pylance"]
+    if "error" in ours or "error" in theirs:
+        return _row(name, results)
+    med = {e: {k: statistics.median(r[k] for r in got) for k in ("seconds", "cpu")} for e, got in runs.items()}
+    o, t = med["ours"], med["pylance"]
+    return (f"{name:<14} {o['seconds']:>9.2f}s {t['seconds']:>9.2f}s {o['seconds'] / t['seconds']:>7.2f}x "
+            f"{o['cpu']:>8.2f}s {t['cpu']:>8.2f}s {o['cpu'] / t['cpu']:>8.2f}x "
+            f"{ours['peak_mib']:>9.0f} {theirs['peak_mib']:>9.0f}")
 
 
 def _row(name: str, results: dict[str, dict[str, Any]]) -> str:
