@@ -157,42 +157,53 @@ def model_of(st: RQStorage) -> RabitqModel:
 
 # -- rotation -------------------------------------------------------------------------------------
 
-def _fwht(x: F32) -> F32:
-    """In-place-order Walsh–Hadamard butterflies over the last axis (a power of two), unscaled."""
-    n, dim = x.shape
+def _fwht(t: F32) -> F32:
+    """Walsh–Hadamard butterflies over the first axis (a power of two) of transposed rows, unscaled.
+
+    Working on the transpose makes every stage's ``a ± b`` one long contiguous pass (stages
+    that pair neighbouring dimensions are slow as strided views of untransposed rows); each
+    stage writes into a second buffer. The float operations are upstream's, so are the bits.
+    """
+    dim = t.shape[0]
+    src, dst = t, np.empty_like(t)
     h = 1
     while h < dim:
-        v = x.reshape(n, dim // (2 * h), 2, h)
-        a, b = v[:, :, 0, :].copy(), v[:, :, 1, :]
-        v[:, :, 0, :] += b
-        v[:, :, 1, :] = a - b
+        v, w = src.reshape(dim // (2 * h), 2, -1), dst.reshape(dim // (2 * h), 2, -1)
+        np.add(v[:, 0], v[:, 1], out=w[:, 0])
+        np.subtract(v[:, 0], v[:, 1], out=w[:, 1])
+        src, dst = dst, src
         h *= 2
-    return x
+    return src
 
 
 def rotate(x: npt.NDArray[np.generic], signs: U8) -> F32:
-    """Rows of ``x`` under pylance's fast rotation with these sign bytes (float32)."""
-    out: F32 = np.array(x, dtype=np.float32, copy=True, order="C")
-    n, dim = out.shape
+    """Rows of ``x`` under pylance's fast rotation with these sign bytes (float32).
+
+    Computed on the transposed rows (one row per dimension), so sign flips, butterflies and
+    the halves' mixing are contiguous passes over the vectors.
+    """
+    t: F32 = np.array(np.asarray(x).T, dtype=np.float32, order="C")
+    dim, n = t.shape
     per_round = (dim + 7) // 8
     trunc = 1 << (dim.bit_length() - 1)
     scale = np.float32(1.0 / np.sqrt(np.float32(trunc)))
+    half = dim // 2
     for r in range(ROUNDS):
         flip = np.unpackbits(signs[r * per_round:(r + 1) * per_round], bitorder="little")[:dim].astype(bool)
-        out[:, flip] *= np.float32(-1.0)
+        t[flip] = -t[flip]  # exact, as multiplying by -1
         if trunc == dim:
-            out = _fwht(out)
-            out *= scale
+            t = _fwht(t)
+            t *= scale
             continue
         part = slice(0, trunc) if r % 2 == 0 else slice(dim - trunc, dim)
-        block = _fwht(np.ascontiguousarray(out[:, part]))
-        out[:, part] = block * scale
-        half = dim // 2
-        a = out[:, :half].copy()
-        out[:, :half] += out[:, half:2 * half]
-        out[:, half:2 * half] = a - out[:, half:2 * half]
+        block = _fwht(np.ascontiguousarray(t[part]))
+        t[part] = block * scale
+        a = t[:half].copy()
+        t[:half] += t[half:2 * half]
+        t[half:2 * half] = a - t[half:2 * half]
     if trunc != dim:
-        out *= np.float32(0.25)
+        t *= np.float32(0.25)
+    out: F32 = np.ascontiguousarray(t.T)
     return out
 
 
@@ -214,52 +225,61 @@ def _ex_values(rot: F32, ex_bits: int) -> U8:
     step_rows = max(1, _CHUNK_EVENTS // max(1, dim * top))
     for lo in np.arange(0, n, step_rows):
         idx = np.flatnonzero(ok[lo:lo + step_rows]) + lo
-        if idx.size == 0:
-            continue
-        r = rot[idx]
-        a = (np.abs(r) / np.sqrt(norm_sq[idx])[:, None]).astype(np.float32)
-        a[~np.isfinite(a)] = 0
-        t_end = ((top + 10) / a.max(axis=1)).astype(np.float32)
-        t_start = (t_end * np.float32(_EX_TIGHT_START[ex_bits])).astype(np.float32)
-        cur = np.clip(np.floor(t_start[:, None] * a + _EX_EPS), 0, top).astype(np.float32)
-        cur[a <= 0] = 0
-        den0 = np.float32(dim * 0.25) + (cur * cur + cur).sum(axis=1, dtype=np.float32)
-        num0 = ((cur + 0.5) * a).sum(axis=1, dtype=np.float32)
-        # a dimension's code can only step up from cur + 1 while k / a < t_end: enumerate those
-        # (a few per dimension) instead of every code value
-        reach = np.minimum(np.float32(top), np.ceil(t_end[:, None] * a)) - cur  # >= the live steps per dim
-        width = max(1, int(reach.max()))
-        k = cur[:, :, None] + np.arange(1, width + 1, dtype=np.float32)[None, None, :]  # [m, dim, width]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            th = (k / a[:, :, None]).astype(np.float32)
-        live = (k <= top) & (th < t_end[:, None, None]) & (a[:, :, None] > 0)
-        m = idx.size
-        live = live.reshape(m, -1)
-        # sort (threshold, event) pairs as one uint64 key: positive float32 bits order like the
-        # values (+inf marks no event), and np.sort of integers is far faster than an argsort of
-        # floats; only the live events are kept after the sort. An event is dim * top + k - 1.
-        bits = np.where(live, th.reshape(m, -1), np.float32(np.inf)).view(np.uint32)
-        event = (np.arange(dim, dtype=np.int64)[None, :, None] * top + np.minimum(k, top).astype(np.int64) - 1)
-        keys = (bits.astype(np.uint64) << np.uint64(32)) | event.reshape(m, -1).astype(np.uint64)
-        keys.sort(axis=1)
-        keys = keys[:, :max(1, int(np.count_nonzero(live, axis=1).max()))]
-        order = (keys & np.uint64(0xFFFFFFFF)).astype(np.int64)
-        ths = (keys >> np.uint64(32)).astype(np.uint32).view(np.float32)
-        valid = np.isfinite(ths)
-        step_of = (order % top + 1).astype(np.float32)
-        a_of = np.take_along_axis(a, np.minimum(order // top, dim - 1), axis=1)
-        d_den = np.where(valid, 2 * step_of, np.float32(0))
-        d_num = np.where(valid, a_of, np.float32(0))
-        den = den0[:, None] + np.cumsum(d_den, axis=1, dtype=np.float32)
-        num = num0[:, None] + np.cumsum(d_num, axis=1, dtype=np.float32)
-        obj = np.where(valid, num / np.sqrt(den), -np.inf)
-        best = np.argmax(obj, axis=1)
-        first = num0 / np.sqrt(den0)
-        rows = np.arange(idx.size)
-        better = obj[rows, best] > first
-        t = np.where(better, ths[rows, best], t_start).astype(np.float32)
-        code = np.clip(np.floor(t[:, None] * a + _EX_EPS), 0, top).astype(np.uint8)
-        out[idx] = np.where(np.signbit(r), (~code) & top, code)
+        if idx.size:
+            out[idx] = _ex_chunk(rot[idx], norm_sq[idx], ex_bits)
+    return out
+
+
+def _ex_chunk(r: F32, norm_sq: F32, ex_bits: int) -> U8:
+    """:func:`_ex_values` of rows with a positive finite norm.
+
+    An event is one dimension's code stepping up to ``k`` at threshold ``k / a``, keyed as one
+    uint64 ``(threshold bits, dim, k - 1)`` so np.sort of integers (far faster than an argsort of
+    floats) orders them; positive float32 bits order like the values. Steps past the search's end
+    get the key of a no-op event (``+inf``, a zero column of ``a``, a step of 0) that sorts last
+    and leaves the sums unchanged: the objective after it repeats the last real one, so the
+    first maximum (``argmax``) is a real event or none.
+    """
+    m, dim = r.shape
+    top = (1 << ex_bits) - 1
+    a = np.zeros((m, dim + 1), np.float32)  # column ``dim``: the no-op event's
+    np.divide(np.abs(r), np.sqrt(norm_sq)[:, None], out=a[:, :dim])
+    a[~np.isfinite(a)] = 0
+    ad = a[:, :dim]
+    t_end = ((top + 10) / ad.max(axis=1)).astype(np.float32)
+    t_start = (t_end * np.float32(_EX_TIGHT_START[ex_bits])).astype(np.float32)
+    cur = np.clip(np.floor(t_start[:, None] * ad + _EX_EPS), 0, top).astype(np.float32)
+    cur[ad <= 0] = 0
+    den0 = np.float32(dim * 0.25) + (cur * cur + cur).sum(axis=1, dtype=np.float32)
+    num0 = ((cur + 0.5) * ad).sum(axis=1, dtype=np.float32)
+    # a dimension's code can only step up from cur + 1 while k / a < t_end: enumerate those
+    # (a few per dimension) instead of every code value
+    reach = np.minimum(np.float32(top), np.ceil(t_end[:, None] * ad)) - cur  # >= the live steps per dim
+    width = max(1, int(reach.max()))
+    k = cur[:, :, None] + np.arange(1, width + 1, dtype=np.float32)[None, None, :]  # [m, dim, width]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        th = np.divide(k, ad[:, :, None], dtype=np.float32)  # +inf where a = 0: never live
+    live = (th < t_end[:, None, None]) & (k <= top)
+    live = live.reshape(m, -1)
+    event = (np.arange(dim, dtype=np.uint64)[None, :, None] << np.uint64(ex_bits)) \
+        | (np.minimum(k, top).astype(np.uint64) - np.uint64(1))
+    keys = (th.view(np.uint32).astype(np.uint64) << np.uint64(32)) | event
+    noop = (np.uint64(0x7F800000) << np.uint64(32)) | (np.uint64(dim) << np.uint64(ex_bits)) | np.uint64(top)
+    keys = np.where(live, keys.reshape(m, -1), noop)
+    keys.sort(axis=1)
+    keys = keys[:, :max(1, int(np.count_nonzero(live, axis=1).max()))]
+    ev = (keys & np.uint64(0xFFFFFFFF)).astype(np.int64)
+    step2 = np.append(2 * np.arange(1, top + 1, dtype=np.float32), np.float32(0))  # by k - 1; top: no-op
+    den = den0[:, None] + np.cumsum(step2[ev & top], axis=1, dtype=np.float32)
+    num = num0[:, None] + np.cumsum(np.take_along_axis(a, ev >> ex_bits, axis=1), axis=1, dtype=np.float32)
+    obj = num / np.sqrt(den)
+    best = np.argmax(obj, axis=1)
+    rows = np.arange(m)
+    better = obj[rows, best] > num0 / np.sqrt(den0)
+    ths = (keys[rows, best] >> np.uint64(32)).astype(np.uint32).view(np.float32)
+    t = np.where(better, ths, t_start).astype(np.float32)
+    code = np.clip(np.floor(t[:, None] * ad + _EX_EPS), 0, top).astype(np.uint8)
+    out: U8 = np.where(np.signbit(r), (~code) & top, code).astype(np.uint8)
     return out
 
 
