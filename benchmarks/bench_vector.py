@@ -12,8 +12,9 @@ cluster centres (so IVF partitions mean something). Every measurement runs in a 
 the engines alternate (ours, pylance, ours, ...) so machine load hits both alike, and each line
 is the median of ``--repeat`` processes with the ratio ours / pylance.
 
-* ``build IVF_PQ`` (``num_partitions`` 256, or 64 in quick mode; 16 sub-vectors) and
-  ``build IVF_HNSW_SQ`` (same partitions): ``create_index`` on a fresh copy of the data.
+* ``build IVF_PQ`` (``num_partitions`` 256, or 64 in quick mode; 16 sub-vectors),
+  ``build IVF_HNSW_SQ`` (same partitions) and, with ``--kinds``, ``build IVF_RQ`` (same
+  partitions, 5 bits): ``create_index`` on a fresh copy of the data.
 * queries at k=10, ``columns=["id"]``, 50 query vectors near the data, nprobes 1/10/50 and
   ``auto`` (no nprobes: pylance's adaptive default, which ours follows): ``first`` is the
   first query of a fresh process (import, dataset open and index load included), ``warm`` the median
@@ -243,11 +244,12 @@ def main() -> None:
           f"median of {args.repeat} fresh processes, scratch {scratch}", flush=True)
     pq = {"num_partitions": parts, "num_sub_vectors": 16}
     hnsw = {"num_partitions": parts}
+    rq = {"num_partitions": parts, "num_bits": 5}
     table: list[list[str]] = []
 
     # builds: the last build of each engine is kept for the queries
     built: dict[tuple[str, str], str] = {}
-    for kind, params in (("IVF_PQ", pq), ("IVF_HNSW_SQ", hnsw)):
+    for kind, params in (("IVF_PQ", pq), ("IVF_HNSW_SQ", hnsw), ("IVF_RQ", rq)):
         res: dict[str, list[dict[str, Any]]] = {e: [] for e in ENGINES}
         for e in ENGINES:
             built[(e, kind)] = str(scratch / f"{e}_{kind}.lance")
