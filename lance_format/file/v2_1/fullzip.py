@@ -185,6 +185,9 @@ def _walk(
 def _gather_var(data: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> Var:
     offsets = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
     total = int(offsets[-1])
+    if len(lens) * 256 <= total:  # large values (bloom filters…): one slice per value, no byte index
+        pieces = [data[a:a + n] for a, n in zip(np.asarray(starts).tolist(), np.asarray(lens).tolist(), strict=True)]
+        return Var(offsets, np.concatenate(pieces) if pieces else data[:0])
     idx = np.repeat(starts - offsets[:-1], lens) + np.arange(total, dtype=np.int64)
     return Var(offsets, data[idx])
 

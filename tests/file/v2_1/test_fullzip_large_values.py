@@ -1,5 +1,6 @@
 """Full-zip pages of large values (each value copied as one slice when values average 256 bytes or
-more) read back identically by pylance 14.0.2: nulls, empty values and lists of large values."""
+more, on write and on read) read back identically by pylance 14.0.2 and by us: nulls, empty values
+and lists of large values, whole and taken."""
 
 from __future__ import annotations
 
@@ -32,3 +33,6 @@ def test_large_binary_values_round_trip_through_pylance(tmp_path: Path, version:
     uri = str(tmp_path / "big.lance")
     lance_format.write_dataset(table, uri, data_storage_version=version)
     assert lance.dataset(uri).to_table().equals(table)
+    assert lance_format.dataset(uri).to_table().equals(table)
+    rows = [0, 3, 5, 77, 399]
+    assert lance_format.dataset(uri).take(rows).equals(lance.dataset(uri).take(rows))
