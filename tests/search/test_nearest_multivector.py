@@ -212,9 +212,12 @@ def _clustered(n: int = N, seed: int = 0) -> tuple[pa.Table, np.ndarray[Any, Any
 #: differ only in their random draws (ours with other seeds as much as pylance's): 200 queries
 #: bring that to about ±0.01, so a 0.02 margin compares builds, not query luck.
 RECALL_QUERIES = 200
-#: pylance builds whose mean recall ours is held to (each trains from its own random sample, and
-#: its HNSW graphs differ between builds: 0.55-0.60 on IVF_HNSW_FLAT at 200 queries).
-PYLANCE_BUILDS = 3
+#: pylance builds whose mean recall ours is held to. Each trains from its own random sample and
+#: random k-means starts: at 200 queries one build's recall spreads by ~0.01 (standard deviation)
+#: on IVF_PQ (0.446-0.481) and HNSW kinds (IVF_HNSW_FLAT 0.55-0.60), ~0.002 on FLAT/SQ. Our
+#: build is one such draw (fixed seeds; over other seeds ours spread as pylance's, with the same
+#: mean): the mean of 5 keeps a high run of pylance draws from failing it; 3 where builds agree.
+PYLANCE_BUILDS = {"IVF_FLAT": 3, "IVF_SQ": 3, "IVF_RQ": 3}
 
 
 def _recall_queries(vals: np.ndarray[Any, Any]) -> list[np.ndarray[Any, Any]]:
@@ -249,7 +252,7 @@ def test_our_multivector_index_is_used_by_pylance_with_its_recall(tmp_path: Path
     lance.write_dataset(table, plain, max_rows_per_file=FRAG)
     exact = _exact_ids(plain, queries)
     theirs = []
-    for i in range(PYLANCE_BUILDS):
+    for i in range(PYLANCE_BUILDS.get(kind, 5)):
         uri = str(tmp_path / f"pylance{i}.lance")
         shutil.copytree(plain, uri)
         lance.dataset(uri).create_index("mv", kind, **kw)

@@ -205,7 +205,7 @@ class VectorKind(IndexKind):
         total = sum(ctx.fragment_rows.values())
         if mv.is_multivector(ctx.field_type):
             inner = sample
-            sample = lambda n: mv.flatten(inner(n))  # noqa: E731  (train on the rows' vectors)
+            sample = lambda n: mv.sample_vectors(inner, n)  # noqa: E731  (whole rows, n vectors)
         return vb.train_model(self.name, sample, ctx.params, _element(ctx.field_type), total)
 
     def details_value(self, ctx: BuildContext, model: Any) -> bytes:
