@@ -1,14 +1,14 @@
-"""Dataset-level benchmark: what a user feels, ours vs pylance (and Parquet), fresh process per run.
+"""Dataset-level benchmark: what a user feels, ours vs pylance (and Parquet), fresh or warm processes.
 
 Run from the repository root::
 
     python -m benchmarks.bench_dataset --rows 10000000
     python -m benchmarks.bench_dataset --rows 1000000 --versions 2.0,2.2,legacy --repeat 3
+    python -m benchmarks.bench_dataset --rows 2000000 --ops scan,project --mode fresh,warm --hog none,pinned
 
 Both engines write the ``bench_file`` table (``id`` i64, ``x`` f64, ``y`` f32, ``category`` string,
 ``text`` string, ``vec`` fixed_size_list<f32, 16>) as a dataset for every storage version asked
-for; Parquet (pyarrow dataset, one file) is the reference. Then, each in a fresh Python process
-(a Dagster step or a Spark task opens a dataset cold), engines interleaved, median of ``--repeat``:
+for; Parquet (pyarrow dataset, one file) is the reference. Then, engines interleaved:
 
 * write: load the Arrow input and write a new dataset;
 * scan: open the dataset and stream every column;
@@ -17,10 +17,22 @@ for; Parquet (pyarrow dataset, one file) is the reference. Then, each in a fresh
 * count: open and ``count_rows(filter="x > 0.9")``;
 * delete+scan: copy the dataset, delete 10% of the rows (``id % 10 = 0``), open and stream it;
 * import: ``import lance_format`` / ``import lance`` (``pyarrow.dataset`` for Parquet), the cost
-  every fresh process pays before any of the above;
-* bytes (the stretch reference, printed below the table): read every data file of the dataset
-  from the page cache with plain 8 MiB reads; the scan's time over this is its distance from
-  the bytes alone.
+  every fresh process pays before any of the above (fresh mode only);
+* bytes (the stretch reference, printed below the fresh table): read every data file of the
+  dataset from the page cache with plain 8 MiB reads; the scan's time over this is its distance
+  from the bytes alone.
+
+Modes (``--mode``, both may be given):
+
+* ``fresh``: each run in a new Python process (a Dagster step or a Spark task opens a dataset
+  cold), median of ``--repeat``.
+* ``warm``: one long-lived process per engine and version (a Dagster code server, a Spark
+  executor) runs each operation once, then ``--warm-runs`` more times; the first run and the
+  median of the rest are shown. The processes take turns, operation by operation.
+
+Contention (``--hog``): ``none``, ``pinned`` (a busy-loop process pinned to the last CPU this
+process may use: "the other core" of a 2-core machine) or ``free`` (the busy loop unpinned); it
+runs for the whole of every measurement. Several values give one table each.
 
 Fresh processes start as an installed package would: bytecode is compiled once into a private
 cache (``PYTHONPYCACHEPREFIX`` under the work directory; the repository checkout may run with
@@ -30,12 +42,16 @@ every engine: ``import lance`` imports it, and pyarrow imports it lazily on the 
 ``pa.array``/``pa.scalar`` call, so without this the first operation of our process would
 carry pandas' import while pylance's had it for free. The ``import`` line shows both costs.
 
-Prints seconds, peak RSS of the measuring process and ours / pylance ratios per version.
+Prints wall seconds, peak RSS of the measuring process, ours / pylance ratios per version of the
+wall time and of the process's CPU time (all its threads), and the process's OS threads after
+the operation (pylance's Rust runtime threads included).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
 import os
 import shutil
 import statistics
@@ -43,16 +59,20 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import pyarrow as pa
 
 from benchmarks.bench_file import PROJECTION, make_table, take_indices
-from benchmarks.common import REPO_ROOT, emit, fmt_ratio, fmt_seconds, print_table, run_child, timed
+from benchmarks.common import REPO_ROOT, emit, fmt_ratio, fmt_seconds, print_table, run_child
 
 OPS = ("write", "scan", "project", "take", "count", "delete+scan", "import")
 FILTER = "x > 0.9"
+#: The busy loop of ``--hog``: pins itself when given a CPU, says it runs, then spins.
+_HOG = ("import os, sys\nif len(sys.argv) > 1: os.sched_setaffinity(0, {int(sys.argv[1])})\n"
+        "sys.stdout.write('x'); sys.stdout.flush()\nwhile True: pass\n")
 
 
 def _lib(engine: str) -> Any:
@@ -73,6 +93,93 @@ def _uri(workdir: Path, engine: str, version: str) -> str:
     return str(workdir / (f"{engine}-{version}.lance" if engine != "parquet" else "parquet"))
 
 
+def _os_threads() -> int:
+    """Threads of this process as the OS counts them (Rust and numpy threads too)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Threads:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def _measure(result: dict[str, Any], fn: Any) -> None:
+    """Run ``fn`` once: wall and CPU seconds, its row count and the threads alive after it."""
+    c0, t0 = time.process_time(), time.perf_counter()
+    rows = fn()
+    result["seconds"] = time.perf_counter() - t0
+    result["cpu"] = time.process_time() - c0
+    result["rows"] = rows
+    result["threads"] = _os_threads()
+
+
+def _run_op(lib: Any, engine: str, version: str, op: str, workdir: Path) -> dict[str, Any]:
+    """One timed operation (pandas and the engine already imported); the result to emit."""
+    result: dict[str, Any] = {"engine": engine, "version": version, "op": op}
+    uri = _uri(workdir, engine, version)
+    if op == "write":
+        with pa.memory_map(str(workdir / "input.arrow")) as src:
+            table = pa.ipc.open_file(src).read_all()
+        out = uri + ".w"  # the measured write never replaces the dataset the other operations read
+        shutil.rmtree(out, ignore_errors=True)
+
+        def write() -> int:
+            if engine == "parquet":
+                lib.write_dataset(table, out, format="parquet")
+            else:
+                lib.write_dataset(table, out, data_storage_version=version)
+            return int(table.num_rows)
+
+        try:
+            _measure(result, write)
+        finally:
+            shutil.rmtree(out, ignore_errors=True)
+    elif op in ("scan", "project"):
+        cols = PROJECTION if op == "project" else None
+
+        def scan() -> int:
+            ds = lib.dataset(uri, format="parquet") if engine == "parquet" else lib.dataset(uri)
+            return sum(b.num_rows for b in ds.to_batches(columns=cols))
+
+        _measure(result, scan)
+    elif op == "take":
+        idx = take_indices(int((workdir / "rows.txt").read_text()))
+
+        def take() -> int:
+            ds = lib.dataset(uri, format="parquet") if engine == "parquet" else lib.dataset(uri)
+            return int(ds.take(pa.array(idx) if engine == "parquet" else idx).num_rows)
+
+        _measure(result, take)
+    elif op == "count":
+        def count() -> int:
+            if engine == "parquet":
+                import pyarrow.compute as pc
+
+                return int(lib.dataset(uri, format="parquet").count_rows(filter=pc.field("x") > 0.9))
+            return int(lib.dataset(uri).count_rows(filter=FILTER))
+
+        _measure(result, count)
+    elif op == "delete+scan":
+        if engine == "parquet":
+            return dict(result, error="no deletes in plain Parquet")
+        copy = uri + ".del"
+        shutil.rmtree(copy, ignore_errors=True)
+        shutil.copytree(uri, copy)
+
+        def delete_scan() -> int:
+            lib.dataset(copy).delete("id % 10 = 0")
+            return sum(b.num_rows for b in lib.dataset(copy).to_batches())
+
+        try:
+            _measure(result, delete_scan)
+        finally:
+            shutil.rmtree(copy, ignore_errors=True)
+    else:
+        return dict(result, error=f"unknown operation {op!r}")
+    return result
+
+
 def _child(engine: str, version: str, op: str, workdir: Path) -> None:
     result: dict[str, Any] = {"engine": engine, "version": version, "op": op}
     rows = int((workdir / "rows.txt").read_text())
@@ -80,6 +187,19 @@ def _child(engine: str, version: str, op: str, workdir: Path) -> None:
         table = make_table(rows)
         with pa.OSFile(str(workdir / "input.arrow"), "wb") as sink, pa.ipc.new_file(sink, table.schema) as w:
             w.write_table(table, max_chunksize=1 << 20)
+        emit(result)
+        return
+    if op == "setup":  # the datasets every other operation reads, all in one process (not timed)
+        with pa.memory_map(str(workdir / "input.arrow")) as src:
+            table = pa.ipc.open_file(src).read_all()
+        for item in engine.split(","):
+            name, ver = item.split("@")
+            uri = _uri(workdir, name, ver)
+            shutil.rmtree(uri, ignore_errors=True)
+            if name == "parquet":
+                _lib(name).write_dataset(table, uri, format="parquet")
+            else:
+                _lib(name).write_dataset(table, uri, data_storage_version=ver)
         emit(result)
         return
     if op == "bytes":  # the stretch reference: the dataset's files read straight from the page cache
@@ -96,86 +216,208 @@ def _child(engine: str, version: str, op: str, workdir: Path) -> None:
         emit(result)
         return
     if op == "import":
-        t0 = time.perf_counter()
+        c0, t0 = time.process_time(), time.perf_counter()
         _lib(engine)
         result["seconds"] = time.perf_counter() - t0
+        result["cpu"] = time.process_time() - c0
         emit(result)
         return
     import pandas  # noqa: F401 - see the module docstring: pylance's import brings it, pyarrow would later
 
-    lib = _lib(engine)  # imports are not timed
-    uri = _uri(workdir, engine, version)
-    if op == "write":
-        with pa.memory_map(str(workdir / "input.arrow")) as src:
-            table = pa.ipc.open_file(src).read_all()
-        shutil.rmtree(uri, ignore_errors=True)
-        if engine == "parquet":
-            result["seconds"], _ = timed(lambda: lib.write_dataset(table, uri, format="parquet"))
-        else:
-            result["seconds"], _ = timed(lambda: lib.write_dataset(table, uri, data_storage_version=version))
-    elif op in ("scan", "project"):
-        cols = PROJECTION if op == "project" else None
+    emit(_run_op(_lib(engine), engine, version, op, workdir))  # imports are not timed
 
-        def scan() -> int:
-            ds = lib.dataset(uri, format="parquet") if engine == "parquet" else lib.dataset(uri)
-            return sum(b.num_rows for b in ds.to_batches(columns=cols))
 
-        result["seconds"], result["rows"] = timed(scan)
-    elif op == "take":
-        idx = take_indices(rows)
+def _serve(engine: str, version: str, workdir: Path) -> None:
+    """The warm mode's long-lived process: one operation per stdin line, one JSON line back each."""
+    import pandas  # noqa: F401 - as in a fresh child
 
-        def take() -> int:
-            ds = lib.dataset(uri, format="parquet") if engine == "parquet" else lib.dataset(uri)
-            return int(ds.take(pa.array(idx) if engine == "parquet" else idx).num_rows)
-
-        result["seconds"], result["rows"] = timed(take)
-    elif op == "count":
-        def count() -> int:
-            if engine == "parquet":
-                import pyarrow.compute as pc
-
-                return int(lib.dataset(uri, format="parquet").count_rows(filter=pc.field("x") > 0.9))
-            return int(lib.dataset(uri).count_rows(filter=FILTER))
-
-        result["seconds"], result["rows"] = timed(count)
-    elif op == "delete+scan":
-        if engine == "parquet":
-            emit(dict(result, error="no deletes in plain Parquet"))
-            return
-        copy = uri + ".del"
-        shutil.rmtree(copy, ignore_errors=True)
-        shutil.copytree(uri, copy)
-
-        def delete_scan() -> int:
-            lib.dataset(copy).delete("id % 10 = 0")
-            return sum(b.num_rows for b in lib.dataset(copy).to_batches())
-
+    lib = _lib(engine)
+    emit({"engine": engine, "version": version, "op": "ready"})
+    for line in sys.stdin:
+        op = line.strip()
+        if not op:
+            break
         try:
-            result["seconds"], result["rows"] = timed(delete_scan)
-        finally:
-            shutil.rmtree(copy, ignore_errors=True)
-    emit(result)
+            emit(_run_op(lib, engine, version, op, workdir))
+        except Exception as exc:  # noqa: BLE001 - reported in the table, the process keeps serving
+            emit({"engine": engine, "version": version, "op": op, "error": f"{type(exc).__name__}: {exc}"})
+
+
+@contextlib.contextmanager
+def _hog(mode: str) -> Iterator[None]:
+    """A busy-loop process for the duration of the block (``none``: nothing)."""
+    if mode == "none":
+        yield
+        return
+    args = [sys.executable, "-c", _HOG]
+    if mode == "pinned":
+        args.append(str(max(os.sched_getaffinity(0))))
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    try:
+        assert proc.stdout is not None
+        proc.stdout.read(1)  # spinning before the measurement starts
+        yield
+    finally:
+        proc.kill()
+        proc.wait()
 
 
 def _median(runs: list[dict[str, Any]]) -> dict[str, Any]:
     err = next((r["error"] for r in runs if "error" in r), None)
     if err:
         return {"error": err}
-    return {"seconds": statistics.median(r["seconds"] for r in runs), "peak_mib": max(r["peak_mib"] for r in runs)}
+    return {
+        "seconds": statistics.median(r["seconds"] for r in runs),
+        "cpu": statistics.median(r.get("cpu", 0.0) for r in runs),
+        "peak_mib": max(r["peak_mib"] for r in runs),
+        "threads": max(r.get("threads", 0) for r in runs),
+    }
+
+
+def _ratios(med: dict[tuple[str, str], dict[str, Any]], versions: list[str], key: str) -> list[str]:
+    return [fmt_ratio(med[("ours", v)].get(key), med[("pylance", v)].get(key)) for v in versions]
+
+
+def _cell(m: dict[str, Any]) -> str:
+    if "error" in m:
+        return "-"
+    threads = f" {m['threads']}t" if m.get("threads") else ""
+    return f"{fmt_seconds(m['seconds'])} / {m['peak_mib']}M{threads}"
+
+
+def _fresh(args: argparse.Namespace, ops: list[str], combos: list[tuple[str, str]], versions: list[str],
+           workdir: Path, hog: str) -> None:
+    runs: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+    for op in ops:
+        for _ in range(1 if op == "write" else args.repeat):
+            for engine, version in combos:  # interleaved: load drift hits every engine alike
+                with _hog(hog):
+                    r = run_child("benchmarks.bench_dataset", ["--child", engine, version, op, str(workdir)])
+                runs.setdefault((engine, version, op), []).append(r)
+    print(f"\nDataset benchmark, {args.rows:,} rows, fresh process per run, median of {args.repeat}, hog {hog}"
+          f" (wall seconds / peak RSS / OS threads; load {_load()})\n")
+    headers = ["operation"] + [f"{e} {v}" if e != "parquet" else "parquet" for e, v in combos] + \
+        [f"ours/pylance {v}" for v in versions] + [f"cpu ratio {v}" for v in versions] + \
+        [f"peak ratio {v}" for v in versions]
+    table = []
+    for op in ops:
+        med = {(e, v): _median(runs[(e, v, op)]) for e, v in combos}
+        table.append([op] + [_cell(med[c]) for c in combos] + _ratios(med, versions, "seconds")
+                     + _ratios(med, versions, "cpu") + _ratios(med, versions, "peak_mib"))
+        for c in combos:
+            if "error" in med[c] and c[0] != "parquet":
+                print(f"error {c[0]} {c[1]} {op}: {med[c]['error']}")
+    print_table(headers, table)
+    print("\ntargets: every line <= 1.00x pylance; peak memory <= 1.00x on write and scan")
+    if "scan" not in ops:
+        return
+    print("stretch: full scan within 3x of reading the same bytes from the page cache")
+    for engine, version in combos:
+        if engine == "parquet":
+            continue
+        reads = [run_child("benchmarks.bench_dataset", ["--child", engine, version, "bytes", str(workdir)])
+                 for _ in range(args.repeat)]
+        raw, scan = _median(reads), _median(runs[(engine, version, "scan")])
+        if "error" not in raw and "error" not in scan:
+            print(f"  {engine} {version}: {reads[0]['rows'] / 2**20:,.0f} MiB of files read in "
+                  f"{fmt_seconds(raw['seconds'])}, scan {fmt_seconds(scan['seconds'])} = "
+                  f"{fmt_ratio(scan['seconds'], raw['seconds'])}")
+
+
+def _ask(proc: subprocess.Popen[str], op: str) -> dict[str, Any]:
+    stdin, stdout = proc.stdin, proc.stdout
+    assert stdin is not None and stdout is not None
+    stdin.write(op + "\n")
+    stdin.flush()
+    return _reply(stdout)
+
+
+def _reply(stdout: IO[str]) -> dict[str, Any]:
+    for line in stdout:
+        if line.startswith("{"):
+            result: dict[str, Any] = json.loads(line)
+            return result
+    return {"error": "the warm process ended"}
+
+
+def _warm(args: argparse.Namespace, ops: list[str], combos: list[tuple[str, str]], versions: list[str],
+          workdir: Path, hog: str) -> None:
+    ops = [op for op in ops if op != "import"]
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    procs: dict[tuple[str, str], subprocess.Popen[str]] = {}
+    runs: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+    try:
+        for engine, version in combos:
+            proc = subprocess.Popen([sys.executable, "-m", "benchmarks.bench_dataset", "--serve", engine, version,
+                                     str(workdir)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                    cwd=REPO_ROOT, env=env)
+            procs[(engine, version)] = proc
+            assert proc.stdout is not None
+            _reply(proc.stdout)  # imported and ready
+        for op in ops:
+            for _ in range(1 + args.warm_runs):
+                for combo in combos:  # the processes take turns: load drift hits every engine alike
+                    with _hog(hog):
+                        runs.setdefault((*combo, op), []).append(_ask(procs[combo], op))
+    finally:
+        for proc in procs.values():
+            with contextlib.suppress(OSError):
+                assert proc.stdin is not None
+                proc.stdin.close()
+            proc.wait()
+    print(f"\nDataset benchmark, {args.rows:,} rows, one warm process per engine: first run, then median of"
+          f" {args.warm_runs} more, hog {hog} (wall seconds / peak RSS / OS threads; load {_load()})\n")
+    headers = ["operation"] + [f"{e} {v}" if e != "parquet" else "parquet" for e, v in combos] + \
+        [f"ours/pylance {v}" for v in versions] + [f"cpu ratio {v}" for v in versions]
+    table = []
+    for op in ops:
+        first = {c: _median(runs[(*c, op)][:1]) for c in combos}
+        rest = {c: _median(runs[(*c, op)][1:] or runs[(*c, op)][:1]) for c in combos}
+        for label, med in (("first", first), ("warm", rest)):
+            table.append([f"{op} {label}"] + [_cell(med[c]) for c in combos] + _ratios(med, versions, "seconds")
+                         + _ratios(med, versions, "cpu"))
+        for c in combos:
+            if "error" in rest[c] and c[0] != "parquet":
+                print(f"error {c[0]} {c[1]} {op}: {rest[c]['error']}")
+    print_table(headers, table)
+    print("\ntargets: every line <= 1.00x pylance")
+
+
+def _load() -> str:
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "?"
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--versions", default="2.0,2.2", help="storage versions, e.g. 2.0,2.2,legacy")
-    parser.add_argument("--repeat", type=int, default=3, help="runs per operation (median shown)")
+    parser.add_argument("--repeat", type=int, default=3, help="fresh runs per operation (median shown)")
+    parser.add_argument("--ops", default=",".join(OPS), help="operations to measure, e.g. scan,project")
+    parser.add_argument("--mode", default="fresh", help="fresh, warm or fresh,warm (a table each)")
+    parser.add_argument("--warm-runs", type=int, default=5, help="warm runs after the first (median shown)")
+    parser.add_argument("--hog", default="none", help="none, pinned, free, or several: none,pinned (a table each)")
     parser.add_argument("--no-parquet", action="store_true")
     parser.add_argument("--child", nargs=4, metavar=("ENGINE", "VERSION", "OP", "DIR"), help=argparse.SUPPRESS)
+    parser.add_argument("--serve", nargs=3, metavar=("ENGINE", "VERSION", "DIR"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         _child(args.child[0], args.child[1], args.child[2], Path(args.child[3]))
         return 0
+    if args.serve:
+        _serve(args.serve[0], args.serve[1], Path(args.serve[2]))
+        return 0
     versions = [v for v in args.versions.split(",") if v]
+    ops = [op for op in args.ops.split(",") if op]
+    modes = [m for m in args.mode.split(",") if m]
+    hogs = [h for h in args.hog.split(",") if h]
+    for value, allowed, what in ((ops, OPS, "operation"), (modes, ("fresh", "warm"), "mode"),
+                                 (hogs, ("none", "pinned", "free"), "hog")):
+        bad = [v for v in value if v not in allowed]
+        if bad:
+            parser.error(f"unknown {what} {bad[0]!r}: choose from {', '.join(allowed)}")
     workdir = Path(tempfile.mkdtemp(prefix="bench_dataset_"))
     # children compile our modules once into a private bytecode cache, as an install would
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
@@ -189,41 +431,13 @@ def main(argv: list[str] | None = None) -> int:
         combos = [(e, v) for v in versions for e in ("ours", "pylance")]
         if not args.no_parquet:
             combos.append(("parquet", "-"))
-        runs: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
-        for op in OPS:
-            for _ in range(1 if op == "write" else args.repeat):
-                for engine, version in combos:  # interleaved: load drift hits every engine alike
-                    r = run_child("benchmarks.bench_dataset", ["--child", engine, version, op, str(workdir)])
-                    runs.setdefault((engine, version, op), []).append(r)
-        print(f"\nDataset benchmark, {args.rows:,} rows, fresh process per run, median of {args.repeat}"
-              " (seconds / peak RSS)\n")
-        headers = ["operation"] + [f"{e} {v}" if e != "parquet" else "parquet" for e, v in combos] + \
-            [f"ours/pylance {v}" for v in versions] + [f"peak ratio {v}" for v in versions]
-        table = []
-        for op in OPS:
-            med = {(e, v): _median(runs[(e, v, op)]) for e, v in combos}
-            line = [op] + ["-" if "error" in med[c] else f"{fmt_seconds(med[c]['seconds'])} / {med[c]['peak_mib']}M"
-                           for c in combos]
-            line += [fmt_ratio(med[("ours", v)].get("seconds"), med[("pylance", v)].get("seconds")) for v in versions]
-            line += [fmt_ratio(med[("ours", v)].get("peak_mib"), med[("pylance", v)].get("peak_mib"))
-                     for v in versions]
-            table.append(line)
-            for c in combos:
-                if "error" in med[c] and c[0] != "parquet":
-                    print(f"error {c[0]} {c[1]} {op}: {med[c]['error']}")
-        print_table(headers, table)
-        print("\ntargets: every line <= 1.00x pylance; peak memory <= 1.00x on write and scan")
-        print("stretch: full scan within 3x of reading the same bytes from the page cache")
-        for engine, version in combos:
-            if engine == "parquet":
-                continue
-            reads = [run_child("benchmarks.bench_dataset", ["--child", engine, version, "bytes", str(workdir)])
-                     for _ in range(args.repeat)]
-            raw, scan = _median(reads), _median(runs[(engine, version, "scan")])
-            if "error" not in raw and "error" not in scan:
-                print(f"  {engine} {version}: {reads[0]['rows'] / 2**20:,.0f} MiB of files read in "
-                      f"{fmt_seconds(raw['seconds'])}, scan {fmt_seconds(scan['seconds'])} = "
-                      f"{fmt_ratio(scan['seconds'], raw['seconds'])}")
+        every = ",".join(f"{e}@{v}" for e, v in combos)
+        r = run_child("benchmarks.bench_dataset", ["--child", every, "-", "setup", str(workdir)])
+        if "error" in r:
+            print(f"error writing the datasets: {r['error']}")
+        for mode in modes:
+            for hog in hogs:
+                (_fresh if mode == "fresh" else _warm)(args, ops, combos, versions, workdir, hog)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     return 0

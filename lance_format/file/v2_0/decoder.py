@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import os
-import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from typing import Any, TypeVar
 
 import numpy as np
@@ -27,28 +25,12 @@ from lance_format.file.v2_0.columns import (
     storage_of,
 )
 from lance_format.file.v2_0.page_decode import decode_array, read_ranges_encoded
+from lance_format.file.workers import num_threads, run_all
 from lance_format.pbwire import check_varints, check_wire_types
 
 T = TypeVar("T")
 #: Reads of at least this many rows decode their fields in parallel.
 _PARALLEL_MIN_ROWS = 16384
-_POOL: list[ThreadPoolExecutor] = []
-_POOL_LOCK = threading.Lock()
-
-
-def _num_threads() -> int:
-    """Decode threads: ``LANCE_FORMAT_NUM_THREADS`` or min(4, CPUs), as the 2.1 decoder uses."""
-    raw = os.environ.get("LANCE_FORMAT_NUM_THREADS", "")
-    return int(raw) if raw.isdigit() and int(raw) > 0 else min(4, os.cpu_count() or 1)
-
-
-def _pool() -> ThreadPoolExecutor:
-    with _POOL_LOCK:
-        if not _POOL:
-            _POOL.append(ThreadPoolExecutor(max_workers=_num_threads(), thread_name_prefix="lance20-fields"))
-        return _POOL[0]
-
-
 #: Encodings whose ``buffer`` field says where their bytes are. An absent one reads as buffer 0
 #: of the page (another buffer's bytes); pylance's decoder fails on it instead.
 _NEEDS_BUFFER = frozenset({"Flat", "Bitpacked", "BitpackedForNonNeg", "PackedStruct"})
@@ -402,11 +384,13 @@ class FileDecoder20:
             raise InvalidInputError(
                 f"{self.meta.path}: row range [{start}, {stop}) outside 0..{self.num_rows}"
             )
-        if len(self.readers) > 2 and stop - start >= _PARALLEL_MIN_ROWS and _num_threads() > 1:
+        if len(self.readers) > 2 and stop - start >= _PARALLEL_MIN_ROWS and num_threads() > 1:
             # fields decode independently and numpy/pyarrow release the GIL in the heavy steps
-            # (reads into Arrow buffers, copies, casts): decode them on a bounded pool. One or two
-            # fields decode inline: the hand-off cost more than it saved (bench_file projection)
-            return self._batch(list(_pool().map(lambda r: r.read(start, stop), self.readers)), stop - start)
+            # (reads into Arrow buffers, copies, casts): decode them on the shared pool, this
+            # thread taking its share (workers.run_all). One or two fields decode inline: the
+            # hand-off cost more than it saved (bench_file projection)
+            tasks = [partial(r.read, start, stop) for r in self.readers]
+            return self._batch(run_all(tasks, "lance20-fields"), stop - start)
         return self._batch([r.read(start, stop) for r in self.readers], stop - start)
 
     def blob_descriptions(self, name: str, rows: np.ndarray) -> pa.StructArray:

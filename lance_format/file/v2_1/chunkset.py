@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -29,9 +30,10 @@ from lance_format.file.v2_1.compression import (
     kind_of,
     var_offset_bits,
 )
-from lance_format.file.v2_1.fsst import SymbolTable, num_threads, pool
+from lance_format.file.v2_1.fsst import SymbolTable
 from lance_format.file.v2_1.fsst import decode as fsst_decode
 from lance_format.file.v2_1.fsst import decode_serial as fsst_decode_one
+from lance_format.file.workers import num_threads, run_all
 
 _FSST_SPLIT_MIN_BYTES = 4 << 20  # smaller FSST pages are decoded by one thread
 _FEW_RANGES = 8  # up to this many ranges are sliced directly (Arrow's take has a fixed setup cost)
@@ -167,7 +169,7 @@ def _fsst_chunkset(enc: pb.CompressiveEncoding, cs: ChunkSet) -> Var:
         ChunkSet(cs.data, [x[a:b] for x in cs.starts], [x[a:b] for x in cs.sizes], cs.counts[a:b])
         for a, b in zip(cuts[:-1], cuts[1:], strict=True)
     ]
-    results = list(pool("fsst").map(lambda part: _fsst_part(enc, table, part, 1), parts))
+    results = run_all([partial(_fsst_part, enc, table, part, 1) for part in parts], "fsst")
     data = np.concatenate([r.data for r in results])
     offsets = np.empty(sum(len(r.offsets) - 1 for r in results) + 1, np.int64)
     pos = base = 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
+from functools import partial
 from typing import Any, TypeVar
 
 import numpy as np
@@ -15,7 +16,6 @@ from lance_format.errors import CorruptFileError, LanceError, UnsupportedEncodin
 from lance_format.file.v2_0.buffers import gather_ranges
 from lance_format.file.v2_1.arrow import merge, page_to_arrow
 from lance_format.file.v2_1.blocks import BlobRefs, Var
-from lance_format.file.v2_1.fsst import num_threads, pool
 from lance_format.file.v2_1.layout import PageData, decode_page, repeated_rows
 from lance_format.file.v2_1.pagerange import (
     MiniPlan,
@@ -32,6 +32,7 @@ from lance_format.file.v2_1.pagerange import (
 )
 from lance_format.file.v2_1.repdef import layers_from_pb
 from lance_format.file.v2_1.types21 import leaf_paths
+from lance_format.file.workers import num_threads, pool, result_or_run, run_all
 from lance_format.pbwire import check_varints
 from lance_format.session import CacheKind, LruCache
 
@@ -387,7 +388,8 @@ class Decoder21:
             sequential = start == 0 or start == self._range_stop
             self._range_stop = stop
         if ahead is not None and ahead[0] == (start, stop):
-            batch = ahead[1].result()
+            # not started yet (the worker not scheduled: a busy machine): decode it here, now
+            batch = result_or_run(ahead[1], lambda: self._read_range(start, stop))
         else:
             batch = self._read_range(start, stop)
         n = stop - start
@@ -408,9 +410,11 @@ class Decoder21:
             decoded: list[pa.Array] = []
         elif len(all_leaves) > 1 and stop - start >= _PARALLEL_MIN_ROWS and num_threads() > 1:
             # the slowest leaves first (strings: FSST / offsets work), so they do not finish last
+            # (this thread starts the slowest itself; see workers.run_all)
             order = sorted(range(len(all_leaves)), key=lambda i: all_leaves[i].cost_rank)
-            futures = {i: pool().submit(self._leaf_range, all_leaves[i], start, stop) for i in order}
-            decoded = [futures[i].result() for i in range(len(all_leaves))]
+            results = run_all([partial(self._leaf_range, all_leaves[i], start, stop) for i in order])
+            by_leaf = dict(zip(order, results, strict=True))
+            decoded = [by_leaf[i] for i in range(len(all_leaves))]
         else:
             decoded = [self._leaf_range(leaf, start, stop) for leaf in all_leaves]
         pos = 0
@@ -429,7 +433,8 @@ class Decoder21:
             raise IndexError(f"{self.path}: row index out of range (file has {self.num_rows} rows)")
         all_leaves = [leaf for leaves in self._leaves for leaf in leaves]
         if len(all_leaves) > 1 and len(idx) >= 1024 and num_threads() > 1:
-            results = [r for rs in pool().map(lambda leaf: self._take_leaves([leaf], idx), all_leaves) for r in rs]
+            tasks = [partial(self._take_leaves, [leaf], idx) for leaf in all_leaves]
+            results = [r for rs in run_all(tasks) for r in rs]
         else:
             results = self._take_leaves(all_leaves, idx)
         decoded = {id(leaf): arr for leaf, arr in zip(all_leaves, results, strict=True)}

@@ -8,9 +8,8 @@ symbol lengths (one byte each).  Compressed data: a byte ``c != 255`` emits symb
 
 from __future__ import annotations
 
-import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -18,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_format.errors import CorruptFileError
+from lance_format.file.workers import num_threads, run_all
 from lance_format.session import CacheKind, LruCache
 
 _MAGIC = 0x46535354
@@ -133,9 +133,7 @@ def decode(table: SymbolTable, data: np.ndarray, offsets: np.ndarray) -> tuple[n
         table.pairs(len(data) * 8 >= 1 << 31)  # build once, before the workers share it
     cuts = np.linspace(0, nstr, workers + 1).astype(np.int64)
     pieces = [(int(offsets[a]), offsets[a : b + 1]) for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
-    results = list(
-        _fsst_pool().map(lambda p: _decode(table, data[p[0] : int(p[1][-1])], p[1] - p[0]), pieces)
-    )
+    results = run_all([partial(_decode_piece, table, data, start, offs) for start, offs in pieces], "fsst")
     out = np.concatenate([r[0] for r in results])
     offs = [results[0][1]]
     base = int(results[0][1][-1])
@@ -145,39 +143,13 @@ def decode(table: SymbolTable, data: np.ndarray, offsets: np.ndarray) -> tuple[n
     return out, np.concatenate(offs)
 
 
+def _decode_piece(table: SymbolTable, data: np.ndarray, start: int, offs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return _decode(table, data[start : int(offs[-1])], offs - start)
+
+
 def decode_serial(table: SymbolTable, data: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """:func:`decode` on the calling thread only (for callers that already split the work)."""
     return _decode(table, data, offsets)
-
-
-_POOLS: dict[str, ThreadPoolExecutor] = {}
-_POOL_LOCK = threading.Lock()
-
-
-def num_threads() -> int:
-    """Worker threads for decoding: ``LANCE_FORMAT_NUM_THREADS`` or min(4, CPUs); 1 = no threads."""
-    raw = os.environ.get("LANCE_FORMAT_NUM_THREADS", "")
-    if raw.isdigit() and int(raw) > 0:
-        return int(raw)
-    return min(4, os.cpu_count() or 1)
-
-
-def pool(name: str = "columns") -> ThreadPoolExecutor:
-    """Shared worker threads (numpy releases the GIL in the heavy loops).
-
-    Separate pools per nesting level keep a column task that waits on FSST sub-tasks from
-    starving them.
-    """
-    with _POOL_LOCK:
-        ex = _POOLS.get(name)
-        if ex is None:
-            ex = ThreadPoolExecutor(max_workers=num_threads(), thread_name_prefix=f"lance21-{name}")
-            _POOLS[name] = ex
-        return ex
-
-
-def _fsst_pool() -> ThreadPoolExecutor:
-    return pool("fsst")
 
 
 def _decode(
