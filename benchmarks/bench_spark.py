@@ -195,7 +195,8 @@ def _session() -> Any:
     return spark
 
 
-def _spark_child(engine: str, workdir: Path, repeat: int, rows: int, groups: int) -> dict[str, Any]:
+def _spark_child(engine: str, workdir: Path, repeat: int, rows: int, groups: int,
+                 lines: tuple[str, ...] = QUERIES) -> dict[str, Any]:
     from pyspark.sql import functions as F
 
     spark = _session()
@@ -229,6 +230,8 @@ def _spark_child(engine: str, workdir: Path, repeat: int, rows: int, groups: int
     result: dict[str, Any] = {"engine": engine}
     try:
         for name, fn in queries.items():
+            if name not in lines:
+                continue
             wall, cpu, value = _measure(fn, repeat if name != "read+write" else 1)
             if name.startswith("groupby"):
                 assert len(value) == groups, value
@@ -282,7 +285,7 @@ def _child(args: argparse.Namespace) -> None:
     elif engine.startswith("local-write-"):
         emit(_local_write_child(workdir, engine.removeprefix("local-write-")))
     else:
-        emit(_spark_child(engine, workdir, args.repeat, args.rows, args.groups))
+        emit(_spark_child(engine, workdir, args.repeat, args.rows, args.groups, tuple(args.lines.split(","))))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -292,6 +295,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3, help="fresh-process rounds (medians are shown)")
     parser.add_argument("--repeat", type=int, default=2, help="runs of each read query per process (fastest)")
     parser.add_argument("--engines", default=None, help="comma-separated subset: ours,pylance,parquet,local-write")
+    parser.add_argument("--lines", default=",".join(QUERIES),
+                        help="comma-separated subset of the Spark lines (e.g. read+write)")
     parser.add_argument("--compact", action="store_true", help="also bench_maintenance's compaction lines")
     parser.add_argument("--fragments", type=int, default=100, help="fragments of the compaction input")
     parser.add_argument("--dir", default=None, help="work directory (default: a temporary one, removed after)")
@@ -308,7 +313,8 @@ def main(argv: list[str] | None = None) -> int:
     engines += [f"local-write-{v}" for v in versions] if "local-write" in kinds else []
     workdir = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="bench_spark_"))
     workdir.mkdir(parents=True, exist_ok=True)
-    common = ["--rows", str(args.rows), "--versions", args.versions, "--repeat", str(args.repeat)]
+    common = ["--rows", str(args.rows), "--versions", args.versions, "--repeat", str(args.repeat),
+              "--lines", args.lines]
     try:
         print(f"generating {args.rows:,} rows ...", flush=True)
         gen = run_child(MODULE, ["--child", "generate", str(workdir), *common])

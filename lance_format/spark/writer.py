@@ -7,7 +7,11 @@
    otherwise a new schema from the DataFrame (an ``Overwrite`` creates the dataset).
 2. Each Spark task streams its Arrow batches into data files (``max_rows_per_file`` rows
    each) and returns their fragment metadata in a :class:`FragmentsMessage`. A task that
-   fails removes the files it wrote before re-raising (``write_fragment_files`` does that).
+   fails removes the files it wrote before re-raising (``write_input_files`` does that).
+   Tasks write with what the driver resolved (field ids, file version): they neither list
+   versions nor read a manifest. Spark hands a task Arrow batches of
+   ``spark.sql.execution.arrow.maxRecordsPerBatch`` rows (10,000 by default); they go to the
+   encoder as they are (joining them into bigger batches first measured slower: one more copy).
 3. The driver commits ONE transaction (``Append`` or ``Overwrite``) carrying the
    ``transaction_properties`` option. Appends commit through the normal conflict
    resolution, so concurrent appends (Spark or local) all land.
@@ -30,16 +34,22 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
 from lance_format.errors import DatasetAlreadyExistsError, SchemaError
-from lance_format.fragment import FragmentMetadata, write_fragments
+from lance_format.fragment import FragmentMetadata
 from lance_format.schema import LanceSchema
 from lance_format.spark.options import WriteOptions
 from lance_format.spark.types import to_table_batch
 from lance_format.storage import open_store
+from lance_format.table.apply import DEFAULT_DATA_STORAGE_VERSION
 from lance_format.table.commit import commit_transaction
 from lance_format.table.discard import discard_fragment_files
 from lance_format.table.manifest import Manifest, arrow_schema
 from lance_format.table.transaction import LanceOperation, Transaction
 from lance_format.table.versions import find_latest, read_manifest
+from lance_format.table.writing import (
+    DEFAULT_MAX_BYTES_PER_FILE,
+    DEFAULT_MAX_ROWS_PER_GROUP,
+    write_input_files,
+)
 from lance_format.write import normalize_storage_version
 
 
@@ -60,7 +70,10 @@ class WritePlan:
             nothing), else ``"overwrite"``/``"create"`` (new schema).
         read_version: Version the write is based on (0 = no dataset yet).
         schema: Arrow schema of the files written (the table's for appends).
-        data_storage_version: Lance file version of the files written.
+        data_storage_version: The ``data_storage_version`` option (``None``: the table's, or
+            the library default), as the commit gets it.
+        lance_schema: Field ids of ``schema``'s columns (the table's for appends, else from 0).
+        file_version: The normalized Lance file version tasks write.
     """
 
     options: WriteOptions
@@ -68,6 +81,8 @@ class WritePlan:
     read_version: int
     schema: pa.Schema
     data_storage_version: str | None
+    lance_schema: LanceSchema | None
+    file_version: str | None
 
 
 def plan_write(options: WriteOptions, input_schema: pa.Schema) -> WritePlan:
@@ -80,7 +95,7 @@ def plan_write(options: WriteOptions, input_schema: pa.Schema) -> WritePlan:
     store = open_store(options.uri, dict(options.storage_options) or None)
     found = find_latest(store)
     if found is not None and options.mode == "ignore":
-        return WritePlan(options, "ignore", found[0], input_schema, None)
+        return WritePlan(options, "ignore", found[0], input_schema, None, None, None)
     if found is not None and options.mode == "create":
         raise DatasetAlreadyExistsError(f"{store.uri('')}: dataset already exists (version {found[0]}); "
                                         "write with mode('append') or mode('overwrite')")
@@ -91,25 +106,35 @@ def plan_write(options: WriteOptions, input_schema: pa.Schema) -> WritePlan:
         if extra:
             raise SchemaError(f"{store.uri('')}: DataFrame column(s) {extra} are not in the table "
                               f"(columns: {table.names})")
-        return WritePlan(options, "append", found[0], table, options.data_storage_version)
-    # New schema: field ids from 0, exactly as every task's write_fragments assigns them.
-    new_schema = LanceSchema.from_arrow(input_schema).to_arrow()
+        version = normalize_storage_version(options.data_storage_version, base.data_storage_version)
+        return WritePlan(options, "append", found[0], table, options.data_storage_version, base.schema, version)
+    # New schema: field ids from 0. An overwrite keeps the table's file version unless the
+    # options name one (as write_dataset does).
+    lance_schema = LanceSchema.from_arrow(input_schema)
+    default = DEFAULT_DATA_STORAGE_VERSION
+    if found is not None and options.data_storage_version is None:
+        default = read_manifest(store, found[1]).data_storage_version
+    version = normalize_storage_version(options.data_storage_version, default)
     mode = "create" if options.mode == "ignore" else options.mode
-    return WritePlan(options, mode, found[0] if found is not None else 0, new_schema,
-                     options.data_storage_version)
+    return WritePlan(options, mode, found[0] if found is not None else 0, lance_schema.to_arrow(),
+                     options.data_storage_version, lance_schema, version)
 
 
 def write_task(plan: WritePlan, batches: Iterator[pa.RecordBatch]) -> FragmentsMessage:
-    """Write one task's batches as uncommitted fragments (runs on an executor)."""
-    if plan.mode == "ignore":
-        return FragmentsMessage(())
+    """Write one task's batches as uncommitted fragments (runs on an executor).
+
+    Raises:
+        SchemaError: a column is missing or a value does not fit the table's type (named).
+    """
+    if plan.mode == "ignore" or plan.lance_schema is None or plan.file_version is None:
+        return FragmentsMessage(())  # only an ignore plan lacks the schema and version
     opts = plan.options
     converted = (to_table_batch(b, plan.schema) for b in batches if b.num_rows)
-    frags = write_fragments(converted, opts.uri, plan.schema,
-                            mode="append" if plan.mode == "append" else "overwrite",
-                            max_rows_per_file=opts.max_rows_per_file,
-                            data_storage_version=plan.data_storage_version,
-                            storage_options=dict(opts.storage_options) or None)
+    store = open_store(opts.uri, dict(opts.storage_options) or None)
+    frags = write_input_files(store, plan.schema, converted, plan.lance_schema,
+                              max_rows_per_file=opts.max_rows_per_file, max_rows_per_group=DEFAULT_MAX_ROWS_PER_GROUP,
+                              max_bytes_per_file=DEFAULT_MAX_BYTES_PER_FILE, data_storage_version=plan.file_version,
+                              max_page_bytes=None, progress=None, data_cache_bytes=None, from_python=True)
     return FragmentsMessage(tuple(frags))
 
 
