@@ -6,10 +6,8 @@ read decode in parallel on a few threads. Two rules keep that from backfiring on
 * the thread count follows the CPUs this process may run on (``os.sched_getaffinity``: a task
   pinned to one CPU, a container's cpuset), not the machine's count, so a process limited to
   one CPU decodes on its calling thread only;
-* a thread that waits for tasks runs them itself: it starts on its own share at once and takes
-  back every submitted task that no worker has started yet (:func:`run_all`). Under load a woken
-  worker may wait a scheduler slice or more before it runs; the caller is already running, so a
-  read never waits for a worker that has not started.
+* a thread that waits for a read-ahead no worker has started yet runs it itself
+  (:func:`result_or_run`): under load a woken worker may wait a scheduler slice or more.
 
 The pools are created once per process (per name) and reused by every read.
 """
@@ -80,35 +78,14 @@ def result_or_run(future: Future[T], fn: Callable[[], T]) -> T:
 
 
 def run_all(tasks: Sequence[Callable[[], T]], name: str = "columns") -> list[T]:
-    """Results of ``tasks`` in order; the caller runs the first and any no worker has started.
+    """Results of ``tasks`` in order, run on ``pool(name)`` (inline with one thread or one task).
 
-    Put the slowest task first: the calling thread starts it without a hand-off. The others go
-    to ``pool(name)``; the caller then takes back, from the end, those still queued. An error
-    is raised as the task's own (the first failing task in order).
+    Put the slowest task first: it starts first. The caller waits rather than running a task
+    itself: a third busy thread on two CPUs cost more CPU in GIL hand-offs than it saved
+    (bench_dataset, 2.2 scans). An error is raised as the first failing task's, in order.
     """
     if len(tasks) <= 1 or num_threads() <= 1:
         return [task() for task in tasks]
     ex = pool(name)
-    futures = [ex.submit(task) for task in tasks[1:]]
-    try:
-        first = tasks[0]()
-    except BaseException:
-        for f in futures:
-            f.cancel()
-        raise
-    # the workers take tasks from the front of the queue: take back one from the end, run it,
-    # look again (a worker that finished meanwhile takes the next one from the front)
-    done: dict[int, T] = {}
-    failed: dict[int, Exception] = {}
-    for i in range(len(futures) - 1, -1, -1):
-        if futures[i].cancel():
-            try:
-                done[i] = tasks[i + 1]()
-            except Exception as exc:  # noqa: BLE001 - raised below in task order, as a worker's would be
-                failed[i] = exc
-    results = [first]
-    for i, f in enumerate(futures):
-        if i in failed:
-            raise failed[i]
-        results.append(done[i] if i in done else f.result())
-    return results
+    futures = [ex.submit(task) for task in tasks]
+    return [f.result() for f in futures]

@@ -1,7 +1,7 @@
 """Decode worker threads: sized by the CPUs the process may use, the caller taking its share.
 
 A scan decodes columns on a few shared threads. A process pinned to one CPU decodes on its own
-thread only, and returns the same rows; a waiting thread runs the tasks no worker has started;
+thread only, and returns the same rows; a waiting thread runs a read-ahead no worker started;
 errors surface in task order; a forked child (a Spark Python worker) gets pools of its own.
 Every scan is compared with pylance 14.0.2 on the same dataset.
 """
@@ -94,21 +94,6 @@ def test_a_scan_returns_pylances_rows_whatever_the_thread_count(
     for columns in (None, ["text", "id"]):
         batches = list(lance_format.dataset(uri).to_batches(columns=columns, batch_size=7_000))
         assert pa.Table.from_batches(batches).equals(lance.dataset(uri).to_table(columns=columns))
-
-
-def test_the_waiting_thread_runs_the_tasks_no_worker_started(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("LANCE_FORMAT_NUM_THREADS", "2")
-    ex = workers.pool("test-busy")
-    release = threading.Event()
-    busy = [ex.submit(release.wait) for _ in range(2)]  # every worker of the pool is held
-    caller = threading.get_ident()
-    try:
-        idents = workers.run_all([threading.get_ident] * 4, "test-busy")
-    finally:
-        release.set()
-        for f in busy:
-            f.result()
-    assert idents == [caller] * 4  # nothing waited for a worker
 
 
 def test_results_come_back_in_task_order(monkeypatch: pytest.MonkeyPatch) -> None:

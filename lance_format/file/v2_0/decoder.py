@@ -386,9 +386,9 @@ class FileDecoder20:
             )
         if len(self.readers) > 2 and stop - start >= _PARALLEL_MIN_ROWS and num_threads() > 1:
             # fields decode independently and numpy/pyarrow release the GIL in the heavy steps
-            # (reads into Arrow buffers, copies, casts): decode them on the shared pool, this
-            # thread taking its share (workers.run_all). One or two fields decode inline: the
-            # hand-off cost more than it saved (bench_file projection)
+            # (reads into Arrow buffers, copies, casts): decode them on the shared pool
+            # (workers.run_all). One or two fields decode inline: the hand-off cost more than it
+            # saved (bench_file projection)
             tasks = [partial(r.read, start, stop) for r in self.readers]
             return self._batch(run_all(tasks, "lance20-fields"), stop - start)
         return self._batch([r.read(start, stop) for r in self.readers], stop - start)

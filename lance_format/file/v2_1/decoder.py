@@ -410,7 +410,6 @@ class Decoder21:
             decoded: list[pa.Array] = []
         elif len(all_leaves) > 1 and stop - start >= _PARALLEL_MIN_ROWS and num_threads() > 1:
             # the slowest leaves first (strings: FSST / offsets work), so they do not finish last
-            # (this thread starts the slowest itself; see workers.run_all)
             order = sorted(range(len(all_leaves)), key=lambda i: all_leaves[i].cost_rank)
             results = run_all([partial(self._leaf_range, all_leaves[i], start, stop) for i in order])
             by_leaf = dict(zip(order, results, strict=True))
