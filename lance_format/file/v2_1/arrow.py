@@ -285,7 +285,9 @@ def merge(field: pa.Field, arrays: list[pa.Array]) -> pa.Array:
     o1 = offsets[-1].as_py()
     child_arrays = [a.values.slice(a.offsets[0].as_py(), o1 - o0) for a in arrays]
     child = merge(item_field(t), child_arrays)
-    new_offs = pa.compute.subtract(offsets, pa.scalar(o0, offsets.type)) if o0 else offsets
+    # a sliced offsets array cannot carry a validity mask into from_arrays (Arrow refuses "null
+    # bitmap with offsets slice"), so a slice is rebased into a fresh array even when it starts at 0
+    new_offs = pa.compute.subtract(offsets, pa.scalar(o0, offsets.type)) if o0 or offsets.offset else offsets
     mask = pa.compute.invert(first.is_valid()) if first.null_count else None
     if pa.types.is_map(t):
         if child.type.num_fields != 2 or child.null_count:
