@@ -11,6 +11,8 @@ import lance
 import pyarrow as pa
 import pytest
 
+from lance_format.spark.source import LanceDataSource
+
 from .helpers import spark_table
 
 pytestmark = pytest.mark.slow
@@ -87,6 +89,21 @@ def test_fragment_ids_read_only_those_fragments(spark: Any, tmp_path: Path) -> N
     assert spark_table(df).equals(expected.sort_by("id"))
     with pytest.raises(Exception, match="has no fragment 99"):
         spark.read.format("lance").option("fragment_ids", "99").load(uri).collect()
+
+
+def test_batch_size_cuts_the_batches_the_source_hands_spark(spark: Any, tmp_path: Path) -> None:
+    uri = str(tmp_path / "b.lance")
+    lance.write_dataset(_table(40), uri, max_rows_per_file=20)
+    lance.dataset(uri).delete("id % 9 = 0")
+    df = spark.read.format("lance").option("batch_size", "7").load(uri)
+    assert spark_table(df).equals(lance.dataset(uri).to_table().sort_by("id"))
+    # what Spark's Python worker gets from the source for each partition: batches of at most 7 rows
+    source = LanceDataSource(options={"path": uri, "batch_size": "7"})
+    reader = source.reader(source.schema())
+    sizes = [b.num_rows for p in reader.partitions() for b in reader.read(p)]
+    assert max(sizes) <= 7 and sum(sizes) == lance.dataset(uri).count_rows()
+    with pytest.raises(Exception, match="'batch_size' must be positive"):
+        spark.read.format("lance").option("batch_size", "0").load(uri).collect()
 
 
 def test_hadoop_file_uris_name_the_local_dataset(spark: Any, tmp_path: Path) -> None:

@@ -41,6 +41,12 @@ def test_nearest_option_equals_to_table(spark: Any, tmp_path: Path, index: bool)
     want = lf.dataset(uri).to_table(columns=["id", "cat"], nearest={**query, "q": q})
     assert got == list(zip(want.column("id").to_pylist(), want.column("cat").to_pylist(), strict=True))
     assert got[0][0] == 11
+    # pylance's neighbours: every row it ranks strictly inside its k-th distance (a tie at the cut may go either way)
+    theirs = lance.dataset(uri).to_table(columns=["id"], nearest={**query, "q": q})
+    dist = theirs.column("_distance").to_numpy()
+    assert {i for i, d in zip(theirs.column("id").to_pylist(), dist, strict=True) if d < dist[-1] - 1e-5} \
+        <= {i for i, _ in got}
+    np.testing.assert_allclose(sorted(r._distance for r in df.collect()), np.sort(dist), rtol=1e-5, atol=1e-5)
 
 
 def test_nearest_with_filter_and_prefilter(spark: Any, tmp_path: Path) -> None:
