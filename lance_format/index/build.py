@@ -36,7 +36,7 @@ from lance_format.table.transaction import LanceOperation, Transaction
 if TYPE_CHECKING:
     from lance_format.dataset import LanceDataset
 
-#: Rows one build task reads (tasks cover whole fragments).
+#: Rows one build task reads (tasks cover whole fragments); a kind may ask for less.
 TASK_ROWS = 2_000_000
 #: Seed of the training sample, so two builds of the same data train the same model.
 SAMPLE_SEED = 42
@@ -182,10 +182,11 @@ def plan_index_build(ds: LanceDataset, column: str, index_type: str, *, name: st
     tasks: list[IndexBuildTask] = []
     group: list[int] = []
     rows = 0
+    limit = TASK_ROWS if kind.task_rows is None else min(kind.task_rows, TASK_ROWS)
     for f in frags:
         group.append(f.id)
         rows += f.physical_rows
-        if rows >= TASK_ROWS:
+        if rows >= limit:
             tasks.append(IndexBuildTask(ds, tuple(group), kind, ctx, model))
             group, rows = [], 0
     if group:

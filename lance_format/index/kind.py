@@ -137,6 +137,9 @@ class IndexKind:
     delta_absorbs_older: ClassVar[bool] = False
     #: Create-time keyword arguments accepted, with their defaults.
     defaults: ClassVar[Mapping[str, Any]] = {}
+    #: Rows one build task reads at most (before its last fragment), below the build's own
+    #: limit (``index.build.TASK_ROWS``); ``None``: that limit.
+    task_rows: ClassVar[int | None] = None
 
     @property
     def type_url(self) -> str:

@@ -82,6 +82,10 @@ class VectorKind(IndexKind):
     remappable: ClassVar[bool] = True
     incremental: ClassVar[bool] = True
     defaults: ClassVar[Mapping[str, Any]] = DEFAULTS
+    #: Encoding (assignment, PQ/SQ/RaBitQ codes) is numpy work that releases the GIL: tasks of
+    #: ~256k rows let local threads and Spark executors share a 1M-row build, where one 2M-row
+    #: task left a core idle (the output does not depend on the split: rows are merged sorted).
+    task_rows: ClassVar[int] = 262_144
 
     def __reduce__(self) -> tuple[Callable[[str], VectorKind], tuple[str]]:
         # the per-name classes are not module attributes: pickle (build tasks sent to Spark) by name
