@@ -52,7 +52,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from benchmarks.common import emit, print_table, run_child, timed
+from benchmarks.common import emit, print_table, run_child, timed, tree_cpu
 
 MODULE = "benchmarks.bench_maintenance"
 INDICES = (("id", "BTREE", {}), ("category", "BITMAP", {}),
@@ -126,29 +126,6 @@ def build_cleanup_files_input(uri: str, files: int) -> None:
 
     lance.write_dataset(pa.table({"id": np.arange(files, dtype=np.int64)}), uri, max_rows_per_file=1)
     lance.write_dataset(pa.table({"id": np.zeros(1, dtype=np.int64)}), uri, mode="overwrite")
-
-
-def tree_cpu() -> float:
-    """CPU seconds (user + system) of this process and its children, live or reaped (from ``/proc``)."""
-    root, tick = os.getpid(), os.sysconf("SC_CLK_TCK")
-    parents: dict[int, int] = {}
-    cpu: dict[int, float] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as fh:
-                    fields = fh.read().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            parents[int(entry)] = int(fields[1])
-            cpu[int(entry)] = sum(int(v) for v in fields[11:15]) / tick  # utime stime cutime cstime
-    total = 0.0
-    for pid, seconds in cpu.items():
-        p = pid
-        while p and p != root:
-            p = parents.get(p, 0)
-        total += seconds if p == root else 0.0
-    return total
 
 
 def _check_compacted(uri: str, indexed: bool) -> dict[str, Any]:

@@ -53,7 +53,7 @@ from pyspark.sql.datasource import (
     WriterCommitMessage,
 )
 
-from benchmarks.common import emit, fmt_ratio, fmt_seconds, print_table, run_child
+from benchmarks.common import emit, fmt_ratio, fmt_seconds, print_table, run_child, tree_cpu
 
 MODULE = "benchmarks.bench_spark"
 QUERIES = ("groupby", "groupby cols", "filter count", "read+write")
@@ -134,32 +134,6 @@ class PylanceWriter(DataSourceArrowWriter):
 
 
 # --- Measuring --------------------------------------------------------------------------------
-
-
-def tree_cpu(root: int | None = None) -> float:
-    """CPU seconds (user + system, reaped children included) of ``root``'s process tree."""
-    root = os.getpid() if root is None else root
-    parents: dict[int, int] = {}
-    times: dict[int, float] = {}
-    tick = os.sysconf("SC_CLK_TCK")
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as fh:
-                fields = fh.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        parents[int(entry)] = int(fields[1])
-        times[int(entry)] = sum(int(v) for v in fields[11:15]) / tick  # utime stime cutime cstime
-    total = 0.0
-    for pid, cpu in times.items():
-        p = pid
-        while p and p != root:
-            p = parents.get(p, 0)
-        if p == root:
-            total += cpu
-    return total
 
 
 def _measure(fn: Any, repeat: int) -> tuple[float, float, Any]:

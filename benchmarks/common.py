@@ -79,3 +79,29 @@ def print_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
     print("  ".join("-" * w for w in widths))
     for r in rows:
         print("  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)))
+
+
+def tree_cpu(root: int | None = None) -> float:
+    """CPU seconds (user + system, reaped children included) of ``root``'s process tree."""
+    root = os.getpid() if root is None else root
+    parents: dict[int, int] = {}
+    times: dict[int, float] = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents[int(entry)] = int(fields[1])
+        times[int(entry)] = sum(int(v) for v in fields[11:15]) / tick  # utime stime cutime cstime
+    total = 0.0
+    for pid, cpu in times.items():
+        p = pid
+        while p and p != root:
+            p = parents.get(p, 0)
+        if p == root:
+            total += cpu
+    return total
