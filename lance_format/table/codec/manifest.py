@@ -155,7 +155,8 @@ def encode_manifest_decoded(m: Manifest, transaction_bytes: bytes, *, session: S
     return data, decoded
 
 
-def _read_lp(data: bytes, offset: int, end: int, what: str, where: str) -> bytes:
+def read_length_prefixed(data: bytes, offset: int, end: int, what: str, where: str) -> bytes:
+    """``data[offset + 4 : offset + 4 + n]`` where ``n`` is the u32 at ``offset``, checked against ``end``."""
     if offset < 0 or offset + 4 > end:
         raise CorruptFileError(f"{where}: {what} offset {offset} is outside the file ({end} bytes)")
     (length,) = struct.unpack_from("<I", data, offset)
@@ -169,15 +170,15 @@ def _decode_pb(data: bytes, where: str) -> tuple[Any, bytes | None, int]:
     if size < FOOTER_SIZE or data[-4:] != MAGIC:
         raise CorruptFileError(f"{where}: not a Lance manifest (missing LANC footer, {size} bytes)")
     (pos,) = struct.unpack_from("<q", data, size - FOOTER_SIZE)
-    body = _read_lp(data, pos, size - FOOTER_SIZE, "manifest", where)
+    body = read_length_prefixed(data, pos, size - FOOTER_SIZE, "manifest", where)
     if pos + 4 + len(body) != size - FOOTER_SIZE:
         raise CorruptFileError(f"{where}: manifest does not end at the footer (truncated or corrupt)")
     pb = parse(table_pb2.Manifest, body, where, "manifest protobuf")
     txn: bytes | None = None
     if pb.HasField("transaction_section"):
-        txn = _read_lp(data, pb.transaction_section, pos, "inline transaction", where)
+        txn = read_length_prefixed(data, pb.transaction_section, pos, "inline transaction", where)
     elif pb.HasField("transaction_section_deprecated"):
-        txn = _read_lp(data, pb.transaction_section_deprecated, pos, "inline transaction", where)
+        txn = read_length_prefixed(data, pb.transaction_section_deprecated, pos, "inline transaction", where)
     return pb, txn, pos
 
 
@@ -190,7 +191,7 @@ def decode_manifest(data: bytes, where: str, *, session: Session | None = None) 
     pb, txn, pos = _decode_pb(data, where)
     indices: tuple[Any, ...] = ()
     if pb.HasField("index_section"):
-        indices = decode_index_section(_read_lp(data, pb.index_section, pos, "index section", where), where)
+        indices = decode_index_section(read_length_prefixed(data, pb.index_section, pos, "index section", where), where)
     return _from_pb(pb, fragments_from_pb(pb.fragments[:], where, session=session), where, indices, txn,
                     session)
 

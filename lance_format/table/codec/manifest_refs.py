@@ -11,14 +11,13 @@ parts: fragment files, deletion files, the transaction file and the index uuids.
 from __future__ import annotations
 
 import datetime as dt
-import struct
 from dataclasses import dataclass
 from typing import Any
 
 from lance_format._pb import table_pb2
-from lance_format.errors import CorruptFileError, IncompatibleFeatureError
+from lance_format.errors import IncompatibleFeatureError
 from lance_format.table.codec.indices import uuid_from_pb
-from lance_format.table.codec.manifest import FOOTER_SIZE, manifest_message
+from lance_format.table.codec.manifest import FOOTER_SIZE, manifest_message, read_length_prefixed
 from lance_format.table.codec.wire import parse
 from lance_format.table.manifest import SUPPORTED_FLAGS
 from lance_format.table.naming import DATA_DIR, deletion_file_key, index_dir, transaction_key
@@ -46,13 +45,7 @@ class ManifestRefs:
 
 def _index_section(data: bytes, offset: int, where: str) -> bytes:
     # The section is length-prefixed (u32 little-endian) at ``offset`` and ends before the manifest.
-    end = len(data) - FOOTER_SIZE
-    if offset < 0 or offset + 4 > end:
-        raise CorruptFileError(f"{where}: index section offset {offset} is outside the file ({end} bytes)")
-    (length,) = struct.unpack_from("<I", data, offset)
-    if offset + 4 + length > end:
-        raise CorruptFileError(f"{where}: index section of {length} bytes at {offset} runs past the end of the file")
-    return data[offset + 4:offset + 4 + length]
+    return read_length_prefixed(data, offset, len(data) - FOOTER_SIZE, "index section", where)
 
 
 def _fragment_refs(fragments: Any, out: set[str]) -> None:
