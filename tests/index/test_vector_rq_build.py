@@ -46,8 +46,9 @@ def test_pylance_lists_our_rq_index_and_plans_ann_with_its_recall(tmp_path: Path
 
 @pytest.mark.parametrize("metric", ["l2", "cosine", "dot"])
 def test_codes_and_factors_are_pylances_for_its_rotation(tmp_path: Path, metric: str) -> None:
-    # Encode pylance's rows with pylance's centroids and rotation signs: sign codes equal, factors
-    # equal to float32 rounding, extended codes equal but for rare float ties in the rescale search.
+    # Encode pylance's rows with pylance's centroids and rotation signs: sign codes equal but for
+    # float ties at zero, factors equal to float32 rounding, extended codes equal but for rare float
+    # ties in the rescale search.
     theirs = segment(fresh_rq(tmp_path, metric))
     st = theirs.storage
     assert isinstance(st, RQStorage) and st.metadata["packed"] is True
@@ -60,7 +61,10 @@ def test_codes_and_factors_are_pylances_for_its_rotation(tmp_path: Path, metric:
     mine = rabitq.encode(x.astype(np.float32), parts, np.asarray(theirs.centroids, np.float32), metric, model)
     stored = rabitq.payload_of(st, theirs.lengths)
     cb, eb = model.code_bytes, model.ex_bytes
-    assert np.array_equal(mine[:, :cb], stored[:, :cb])
+    # a sign bit is a float tie when a rotated component is within rounding of zero (640k components
+    # here; CI saw one such row once): rows may differ only there, in one bit
+    flipped = np.unpackbits(mine[:, :cb] ^ stored[:, :cb], axis=1).sum(axis=1)
+    assert flipped.max() <= 1 and (flipped == 0).mean() >= 0.999, np.flatnonzero(flipped)
     as_f32 = lambda p, at: np.ascontiguousarray(p[:, at:at + 12]).view("<f4")  # noqa: E731
     assert np.allclose(as_f32(mine, cb), as_f32(stored, cb), rtol=1e-3, atol=1e-3)
     assert (mine[:, cb + 12:cb + 12 + eb] == stored[:, cb + 12:cb + 12 + eb]).all(axis=1).mean() > 0.99
