@@ -83,13 +83,23 @@ def _ids(table: pa.Table) -> list[int]:
 
 
 def _overlaps(uri: str, nearest: dict[str, Any], **kw: Any) -> list[float]:
+    """Per query, the share of pylance's rows we return; 1.0 also when the rows differ only in a
+    tie at the cut (PQ/SQ codes give exactly equal distances, kept in each engine's search order)."""
     theirs_ds, ours_ds = lance.dataset(uri), lance_format.dataset(uri)
     out = []
     for q in _queries(_data()):
         n = {"column": "vec", "q": q, "k": 10, **nearest}
-        theirs = _ids(theirs_ds.to_table(nearest=n, columns=["id", "_distance"], with_row_id=True, **kw))
-        ours = _ids(ours_ds.to_table(nearest=n, columns=["id"], with_row_id=True, **kw))
-        out.append(len(set(theirs) & set(ours)) / max(1, len(theirs)))
+        theirs_t = theirs_ds.to_table(nearest=n, columns=["id", "_distance"], with_row_id=True, **kw)
+        ours_t = ours_ds.to_table(nearest=n, columns=["id", "_distance"], with_row_id=True, **kw)
+        theirs, ours = _ids(theirs_t), _ids(ours_t)
+        share = len(set(theirs) & set(ours)) / max(1, len(theirs))
+        if share < 1.0 and len(theirs) == len(ours) and theirs:
+            d_theirs, d_ours = theirs_t["_distance"].to_numpy(), ours_t["_distance"].to_numpy()
+            cut = d_theirs[-1]
+            inside = {i for i, d in zip(theirs, d_theirs, strict=True) if d < cut - 1e-5 * (1 + abs(cut))}
+            if inside <= set(ours) and np.allclose(np.sort(d_ours), np.sort(d_theirs), rtol=1e-5, atol=1e-5):
+                share = 1.0
+        out.append(share)
     return out
 
 
