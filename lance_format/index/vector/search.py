@@ -123,17 +123,15 @@ def _is_range(r: npt.NDArray[np.int64]) -> bool:
 
 
 def _score_pq(seg: IvfSegment, st: PQStorage, q: npt.NDArray[np.floating], parts: npt.NDArray[np.int64],
-              rows: list[npt.NDArray[np.int64]]) -> F32:
+              rows: list[npt.NDArray[np.int64]], flat_rows: npt.NDArray[np.int64]) -> F32:
     m, k, sd = st.codebook.shape
     cb = st.codebook.astype(np.float32, copy=False)
-    flat_rows = np.concatenate(rows) if rows else np.empty(0, np.int64)
     if flat_rows.size == 0:
         return np.empty(0, np.float32)
     prep = _prepared(seg)
     assert prep.codes_t is not None and prep.codebook_t is not None and prep.codebook_norms is not None
     # [m, n]: each sub-vector's codes contiguous; whole partitions are slices (copied, not gathered)
-    codes = np.concatenate([prep.codes_t[:, int(r[0]):int(r[0]) + r.size] if _is_range(r) else prep.codes_t[:, r]
-                            for r in rows if r.size], axis=1)
+    codes = np.concatenate(_code_blocks(prep.codes_t, rows, axis=1), axis=1)
     if seg.metric == "dot":  # one table: dot does not use residuals
         tables = (1 - np.einsum("sd,skd->sk", q.reshape(m, sd), cb)).reshape(m, k)
         base = np.zeros(flat_rows.size, np.int32)
@@ -160,14 +158,19 @@ def _score_pq(seg: IvfSegment, st: PQStorage, q: npt.NDArray[np.floating], parts
     return acc
 
 
-def _code_blocks(codes: npt.NDArray[np.uint8], rows: list[npt.NDArray[np.int64]]) -> list[npt.NDArray[np.uint8]]:
-    """The code rows of each probed partition: whole partitions are views (no gather of every row)."""
-    return [codes[int(r[0]):int(r[0]) + r.size] if _is_range(r) else codes[r] for r in rows if r.size]
+def _code_blocks(codes: npt.NDArray[np.uint8], rows: list[npt.NDArray[np.int64]],
+                 axis: int = 0) -> list[npt.NDArray[np.uint8]]:
+    """The codes of each probed partition along ``axis`` (rows, or columns of transposed codes):
+    whole partitions are views, not a gather of every row."""
+    def block(r: npt.NDArray[np.int64]) -> npt.NDArray[np.uint8]:
+        sel: slice | npt.NDArray[np.int64] = slice(int(r[0]), int(r[0]) + r.size) if _is_range(r) else r
+        return codes[sel] if axis == 0 else codes[:, sel]
+    return [block(r) for r in rows if r.size]
 
 
-def _score_sq(seg: IvfSegment, st: SQStorage, q: npt.NDArray[np.floating], rows: list[npt.NDArray[np.int64]]) -> F32:
+def _score_sq(seg: IvfSegment, st: SQStorage, q: npt.NDArray[np.floating], rows: list[npt.NDArray[np.int64]],
+              flat_rows: npt.NDArray[np.int64]) -> F32:
     span = st.end - st.start
-    flat_rows = np.concatenate(rows) if rows else np.empty(0, np.int64)
     if flat_rows.size == 0:
         return np.empty(0, np.float32)
     if seg.metric == "dot":
@@ -190,8 +193,8 @@ def _score_sq(seg: IvfSegment, st: SQStorage, q: npt.NDArray[np.floating], rows:
         raw = norms[flat_rows] - 2 * cross + np.float32(qc @ qc)
     else:  # wider vectors could round: the exact integer path
         qi = qc.astype(np.int64)[None, :]
-        raw = np.concatenate([np.einsum("ij,ij->i", c.astype(np.int64) - qi, c.astype(np.int64) - qi)
-                              for c in blocks]).astype(np.float32)
+        diffs = [c.astype(np.int64) - qi for c in blocks]
+        raw = np.concatenate([np.einsum("ij,ij->i", d, d) for d in diffs]).astype(np.float32)
     out: F32 = (raw.astype(np.float32) * np.float32(span) ** 2 / np.float32(255.0 ** 2)).astype(np.float32)
     return out
 
@@ -201,7 +204,8 @@ def score_rows(seg: IvfSegment, q: npt.NDArray[np.generic], parts: npt.NDArray[n
     """Distances from ``q`` to the segment rows ``rows[i]`` of partitions ``parts[i]``.
 
     Each ``rows[i]`` is ascending and distinct (positions in the segment); a contiguous run is
-    scored from a view of the codes instead of a gather. IVF_RQ rows get pylance's estimated distances (:func:`rabitq.estimate`) for l2 and cosine.
+    scored from a view of the codes instead of a gather. IVF_RQ rows get pylance's estimated
+    distances (:func:`rabitq.estimate`) for l2 and cosine.
 
     Raises:
         NotSupportedError: IVF_RQ (RaBitQ) storage of a dot index.
@@ -217,9 +221,9 @@ def score_rows(seg: IvfSegment, q: npt.NDArray[np.generic], parts: npt.NDArray[n
             return distances("dot", st.vectors[flat_rows], qf)
         return distances(metric, st.vectors[flat_rows], q if metric == "hamming" else qf)
     if isinstance(st, PQStorage):
-        return _score_pq(seg, st, qf, parts, rows)
+        return _score_pq(seg, st, qf, parts, rows, flat_rows)
     if isinstance(st, SQStorage):
-        return _score_sq(seg, st, qf, rows)
+        return _score_sq(seg, st, qf, rows, flat_rows)
     assert isinstance(st, RQStorage)
     if metric == "dot":  # 14.0.2's dot estimates differ from rabitq.estimate's: callers score exactly
         raise NotSupportedError(f"scoring {seg.index_type} (RaBitQ) codes on dot is not supported; "
