@@ -24,6 +24,8 @@ from lance_format.index.vector.distance import centroid_distances
 from lance_format.index.vector.probes import initial_probes
 from lance_format.search.nearest import _segment, _vector_segments
 
+from .ties import tie_groups
+
 lance = pytest.importorskip("lance")
 os.environ.setdefault("RUST_LOG", "error")
 
@@ -95,8 +97,8 @@ def _overlaps(uri: str, nearest: dict[str, Any], **kw: Any) -> list[float]:
         share = len(set(theirs) & set(ours)) / max(1, len(theirs))
         if share < 1.0 and len(theirs) == len(ours) and theirs:
             d_theirs, d_ours = theirs_t["_distance"].to_numpy(), ours_t["_distance"].to_numpy()
-            cut = d_theirs[-1]
-            inside = {i for i, d in zip(theirs, d_theirs, strict=True) if d < cut - 1e-5 * (1 + abs(cut))}
+            groups = tie_groups(d_theirs)
+            inside = {i for i, g in zip(theirs, groups, strict=True) if g < groups[-1]}
             if inside <= set(ours) and np.allclose(np.sort(d_ours), np.sort(d_theirs), rtol=1e-5, atol=1e-5):
                 share = 1.0
         out.append(share)

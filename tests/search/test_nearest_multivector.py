@@ -20,6 +20,8 @@ import pytest
 import lance_format
 from lance_format.errors import InvalidInputError
 
+from .ties import tie_groups
+
 lance = pytest.importorskip("lance")
 os.environ.setdefault("RUST_LOG", "error")
 
@@ -55,21 +57,15 @@ def _both(uri: str, nearest: dict[str, Any], **kw: Any) -> tuple[pa.Table, pa.Ta
     return theirs, ours
 
 
-def _tied_groups(dist: np.ndarray[Any, Any]) -> list[slice]:
-    """Runs of ranks whose distances tie (quantised codes give exact ties; the order inside one is search order)."""
-    cuts = [0, *(np.flatnonzero(np.abs(np.diff(dist)) > 1e-5 * (1 + np.abs(dist[1:]))) + 1).tolist(), len(dist)]
-    return [slice(a, b) for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
-
-
 def _equal_up_to_ties(theirs: pa.Table, ours: pa.Table) -> bool:
     """pylance's rows and ``_distance``, where rows of equal distance may come in any order (or be cut at k)."""
     mine, other = ours["_distance"].to_numpy(), theirs["_distance"].to_numpy()
     if len(mine) != len(other) or not np.allclose(mine, other, rtol=1e-5, atol=1e-5):
         return False
-    ids_ours, ids_theirs = ours["id"].to_pylist(), theirs["id"].to_pylist()
-    groups = _tied_groups(other)
+    ids_ours, ids_theirs = np.array(ours["id"].to_pylist()), np.array(theirs["id"].to_pylist())
+    groups = tie_groups(other)
     # every tie group but the last must hold the same rows; the last may be cut at k differently
-    return all(sorted(ids_ours[g]) == sorted(ids_theirs[g]) for g in groups[:-1])
+    return all(sorted(ids_ours[groups == g]) == sorted(ids_theirs[groups == g]) for g in range(int(groups[-1])))
 
 
 def _same(theirs: pa.Table, ours: pa.Table) -> None:

@@ -18,6 +18,8 @@ import pytest
 
 import lance_format
 
+from .ties import tie_groups
+
 lance = pytest.importorskip("lance")
 os.environ.setdefault("RUST_LOG", "error")
 
@@ -60,20 +62,18 @@ def _same(uri: str, columns: list[str], **kw: Any) -> None:
         if ours["_rowid"].to_pylist() != theirs["_rowid"].to_pylist():
             # PQ codes give exactly equal distances; each engine keeps tied rows in its search
             # order, so only the rows of each tie (but a tie cut at k) must agree
-            ours, theirs = _by_distance_then_rowid(ours, other), _by_distance_then_rowid(theirs, other)
-            last = int(np.searchsorted(other, other[-1] - 1e-5 * (1 + abs(other[-1]))))
+            groups = tie_groups(other)
+            last = int(np.argmax(groups == groups[-1]))  # where the last tie starts
+            ours, theirs = _by_tie_then_rowid(ours, groups), _by_tie_then_rowid(theirs, groups)
             ours, theirs = ours.slice(0, last), theirs.slice(0, last)
         assert ours["_rowid"].to_pylist() == theirs["_rowid"].to_pylist()
         for c in columns:
             assert ours[c].to_pylist() == theirs[c].to_pylist(), c
 
 
-def _by_distance_then_rowid(table: pa.Table, reference: np.ndarray[Any, Any]) -> pa.Table:
-    """``table`` ordered by pylance's tie groups (equal ``reference`` distances), then row id."""
-    cuts = np.concatenate([[0], np.flatnonzero(np.diff(reference) > 1e-5 * (1 + np.abs(reference[1:]))) + 1])
-    group = np.searchsorted(cuts, np.arange(len(reference)), side="right")
-    order = np.lexsort((table["_rowid"].to_numpy(), group))
-    return table.take(pa.array(order))
+def _by_tie_then_rowid(table: pa.Table, groups: np.ndarray[Any, Any]) -> pa.Table:
+    """``table`` ordered by pylance's tie groups, then row id."""
+    return table.take(pa.array(np.lexsort((table["_rowid"].to_numpy(), groups))))
 
 
 def test_every_column_type_comes_back_as_pylances(uri: str) -> None:
