@@ -167,6 +167,11 @@ class UnsupportedIndexTypeError(InvalidInputError, NotImplementedError):
     """The index type is unknown (pylance: ``NotImplementedError``), or cannot index the column's data type."""
 
 
+class IndexBuildRefusedError(InvalidInputError, RuntimeError):
+    """pylance's index builder refuses the column and parameters (pylance: ``RuntimeError``), e.g. a
+    multivector index with another metric than cosine."""
+
+
 class UnsupportedFrameTypeError(InvalidInputError, TypeError):
     """A Dagster output or input uses a frame type that no lance_dagster handler stores or loads."""
 

@@ -44,6 +44,7 @@ from lance_format.index.vector.layout import IvfSegment, RQStorage, read_segment
 from lance_format.index.vector.search import Probe, Scorer, search_segment, top_k
 from lance_format.scanner import LanceScanner
 from lance_format.search import multivector
+from lance_format.search.metrics import check_metric, default_metric
 from lance_format.search.placement import placed
 from lance_format.search.prefilter import RowMask, prefilter_mask
 from lance_format.search.rows import take_addresses
@@ -282,8 +283,10 @@ class NearestScanner(LanceScanner):
             fields.append(pa.field(ROW_ADDR, pa.uint64()))
         self._schema = placed(pa.schema(fields), order)  # _distance where columns= named it
         typ = ctx.arrow_schema.field(query.column).type
-        self._dim = typ.value_type.list_size if query.multi else typ.list_size
-        self._metric: Metric = query.metric or "l2"
+        vec = typ.value_type if query.multi else typ
+        self._dim = vec.list_size
+        self._element = vec.value_type
+        self._metric: Metric = query.metric or default_metric(self._element)
 
     @property
     def projected_schema(self) -> pa.Schema:
@@ -298,7 +301,9 @@ class NearestScanner(LanceScanner):
         key = (query.column, query.use_index, query.metric)
         hit = cache.get(key)
         if hit is None:
-            hit = cache[key] = self._plan_index()
+            hit = self._plan_index()
+            check_metric(hit[1], self._element, query.column)  # before a row is read, and never cached
+            cache[key] = hit
         return hit
 
     def _plan_index(self) -> tuple[list[IndexMetadata], Metric, frozenset[int]]:
@@ -320,7 +325,7 @@ class NearestScanner(LanceScanner):
                         bitmap = frag_reuse.covered_after(bitmap, reuse, m.dataset_version)
                     covered |= bitmap
                 return segs, index_metric, frozenset(covered) & live
-        return [], query.metric or "l2", frozenset()
+        return [], query.metric or default_metric(self._element), frozenset()
 
     def _reuse(self) -> tuple[frag_reuse.ReuseVersion, ...]:
         st = _state(self._ctx)

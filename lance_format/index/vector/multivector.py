@@ -26,7 +26,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lance_format.errors import InvalidInputError
+from lance_format.errors import IndexBuildRefusedError
 from lance_format.index.kind import TrainingData
 
 
@@ -44,10 +44,10 @@ def check_metric(column: str, index_type: str, metric: str) -> None:
     """pylance builds multivector indices on cosine only.
 
     Raises:
-        InvalidInputError: another metric.
+        IndexBuildRefusedError: another metric (a ``RuntimeError`` too, as pylance's refusal).
     """
     if metric != "cosine":
-        raise InvalidInputError(f"{index_type} index on multivector column {column!r}: multivector columns "
+        raise IndexBuildRefusedError(f"{index_type} index on multivector column {column!r}: multivector columns "
                                 f"support only the cosine metric, got {metric!r}")
 
 
