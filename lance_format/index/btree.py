@@ -172,6 +172,12 @@ class BTreeIndex:
             raise CorruptFileError(f"{self._data.path}: expected columns values, ids")
         self.num_rows = self._data.num_rows
         self._check_lookup(lookup)
+        # integer bounds without nulls as numpy: a range query's pages are then two binary searches
+        # (the lookup is checked sorted above), not a pass of Arrow kernels over every page
+        self._int_bounds: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]] | None = None
+        typ = self.mins.type
+        if pa.types.is_integer(typ) and typ != pa.uint64() and not self.mins.null_count and not self.maxs.null_count:
+            self._int_bounds = (self.mins.to_numpy().astype(np.int64), self.maxs.to_numpy().astype(np.int64))
 
     # -- validation ----------------------------------------------------------------------------
     def _page_bounds(self, pages: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
@@ -276,6 +282,10 @@ class BTreeIndex:
         if isinstance(query, IsNull):
             return np.flatnonzero(self.null_counts > 0)
         ranges = [Range(v, True, v, True) for v in query.values] if isinstance(query, In) else [query]
+        if self._int_bounds is not None and len(ranges) == 1:
+            run = self._page_run(ranges[0])
+            if run is not None:
+                return run
         hit = np.zeros(self.num_pages, dtype=bool)
         nan_pages = np.zeros(self.num_pages, dtype=bool)
         if pa.types.is_floating(self.mins.type):
@@ -289,6 +299,18 @@ class BTreeIndex:
                 ok = pc.and_(ok, pc.or_kleene(pc.is_null(self.mins), pc.less_equal(self.mins, r.hi)))
             hit |= pc.fill_null(ok, False).to_numpy(zero_copy_only=False)
         return np.flatnonzero(hit | nan_pages)
+
+    def _page_run(self, r: Range) -> npt.NDArray[np.int64] | None:
+        """Pages that may hold values of ``r`` from the integer bounds (``None``: not integer literals)."""
+        assert self._int_bounds is not None
+        mins, maxs = self._int_bounds
+        lo, hi = (None if v is None else v.as_py() for v in (r.lo, r.hi))
+        if not all(v is None or (type(v) is int and -(1 << 63) <= v < 1 << 63) for v in (lo, hi)):
+            return None
+        # pages with max >= lo and min <= hi: both bounds are sorted, so they are one run of pages
+        first = 0 if lo is None else int(np.searchsorted(maxs, lo, side="left"))
+        stop = self.num_pages if hi is None else int(np.searchsorted(mins, hi, side="right"))
+        return np.arange(first, max(first, stop), dtype=np.int64)
 
     def search(self, query: ValueQuery) -> U64:
         """Ids (row addresses or stable row ids) of rows matching ``query``, sorted and unique."""

@@ -14,6 +14,7 @@ changes speed, never plans (``tests/index/test_fast_index_plan.py`` compares bot
 from __future__ import annotations
 
 import re
+import threading
 from dataclasses import dataclass
 from typing import Final
 
@@ -89,10 +90,7 @@ def plan_simple(text: str, schema: pa.Schema, indexed: IndexedColumns) -> FastEx
     """The index plan of ``text``, ``None`` if no index answers it, :data:`UNKNOWN` if not read here."""
     if not indexed:
         return None
-    try:
-        return _Planner(_tokens(text), schema, indexed).conjunction()
-    except _GiveUp:
-        return UNKNOWN
+    return _planned(text, schema, indexed)[0]
 
 
 def plan_whole(text: str, schema: pa.Schema, indexed: IndexedColumns) -> FastExpr | None:
@@ -102,12 +100,37 @@ def plan_whole(text: str, schema: pa.Schema, indexed: IndexedColumns) -> FastExp
     """
     if not indexed:
         return None
+    expr, dropped = _planned(text, schema, indexed)
+    return None if isinstance(expr, Unknown) or dropped else expr
+
+
+#: Plans by (text, schema, which indices answer which column): a count plans its filter twice
+#: (``plan_whole``, then ``plan_simple`` when the index cannot count alone) and a long-lived
+#: process sees the same filters again. Plans are immutable. Bounded: the oldest entries go first.
+_PLANS: dict[tuple[str, pa.Schema, tuple[object, ...]], tuple[FastExpr | None | Unknown, int]] = {}
+_PLANS_LOCK = threading.Lock()
+_MAX_PLANS = 256
+
+
+def _planned(text: str, schema: pa.Schema, indexed: IndexedColumns) -> tuple[FastExpr | None | Unknown, int]:
+    """The plan of ``text`` and the number of its terms no index answers (memoised)."""
+    # a leaf depends on the indices only through their names and kinds (kinds are registry singletons)
+    key = (text, schema, tuple((col, tuple((c.name, id(c.kind)) for c in choices))
+                               for col, choices in indexed.items()))
+    found = _PLANS.get(key)
+    if found is not None:
+        return found
+    planner = _Planner([], schema, indexed)
     try:
-        planner = _Planner(_tokens(text), schema, indexed)
-        expr = planner.conjunction()
+        planner.toks = _tokens(text)
+        out: tuple[FastExpr | None | Unknown, int] = (planner.conjunction(), planner.dropped)
     except _GiveUp:
-        return None
-    return expr if planner.dropped == 0 else None
+        out = (UNKNOWN, 0)
+    with _PLANS_LOCK:
+        while len(_PLANS) >= _MAX_PLANS:
+            _PLANS.pop(next(iter(_PLANS)), None)
+        _PLANS[key] = out
+    return out
 
 
 class _Planner:

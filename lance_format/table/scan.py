@@ -11,6 +11,7 @@ from __future__ import annotations
 import collections
 import itertools
 import re
+import threading
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -23,7 +24,7 @@ import pyarrow.compute as pc
 
 from lance_format.errors import InvalidInputError
 from lance_format.sql_fast import parse_simple  # neither imports sqlglot nor pyarrow.dataset
-from lance_format.sql_program import Node, filter_table, program_for, project_table
+from lance_format.sql_program import Node, filter_table, program_for, project_table, remember
 from lance_format.table.blobs import bytes_field, scan_field
 from lance_format.table.models import FragmentMetadata
 from lance_format.table.read import DEFAULT_BATCH_SIZE, ROW_ADDR, ROW_ID, FragmentScan, ReadContext
@@ -327,6 +328,34 @@ def filter_expression(filter: Filter, schema: pa.Schema) -> pc.Expression | None
     Raises:
         InvalidInputError: for SQL this library cannot translate.
     """
+    if filter is None or isinstance(filter, pc.Expression):
+        return filter
+    if isinstance(filter, str):
+        key = (filter, schema)
+        hit = _PARSED.get(key)
+        if hit is not None:
+            if hit[1] is not None and program_for(hit[0]) is None:
+                remember(hit[1])  # pushed out of sql_program's table since: scans evaluate it directly again
+            return hit[0]
+        expr = _parse(filter, schema)
+        with _PARSED_LOCK:
+            while len(_PARSED) >= _MAX_PARSED:
+                _PARSED.pop(next(iter(_PARSED)), None)
+            _PARSED[key] = (expr, program_for(expr))
+        return expr
+    return _parse(filter, schema)
+
+
+#: Parsed SQL filters by (text, schema): a request parses its filter more than once
+#: (``count_rows`` and its scanner, a scan and its index plan) and a long-lived process sees
+#: the same filters again; parsing is ~0.3-0.7 ms of pure Python each time. Expressions are
+#: immutable, so one may serve every caller. Bounded: the oldest entries go first.
+_PARSED: dict[tuple[str, pa.Schema], tuple[pc.Expression, Node | None]] = {}
+_PARSED_LOCK = threading.Lock()
+_MAX_PARSED = 256
+
+
+def _parse(filter: Filter, schema: pa.Schema) -> pc.Expression | None:
     if filter is None or isinstance(filter, pc.Expression):
         return filter
     if isinstance(filter, str):

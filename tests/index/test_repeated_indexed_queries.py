@@ -1,0 +1,101 @@
+"""Indexed queries asked again (a long-lived process) return pylance 14.0.2's rows: the parsed
+filter and its index plan are remembered per (text, schema, indices) and a BTREE on integers
+picks its pages by binary search; the answers stay those of pylance on 2.0 and 2.2 files, with
+deletions, nulls, bounds outside the values, and the same filter text over another schema."""
+
+from __future__ import annotations
+
+import lance
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import lance_format
+from lance_format.index import fastplan
+from lance_format.table import scan as table_scan
+
+
+def _table(n: int, start: int = 0) -> pa.Table:
+    i = np.arange(start, start + n)
+    return pa.table({"id": pa.array(i, pa.int64()),
+                     "k": pa.array((i * 7919) % 1009 - 300, pa.int64(), mask=i % 29 == 0),
+                     "n": pa.array(i % 500, pa.int32()),  # no nulls: the binary-search page path
+                     "cat": pa.array([f"c{v % 11}" for v in i], pa.string())})
+
+
+@pytest.fixture(scope="module", params=["2.0", "2.2"])
+def both(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
+    out = []
+    for engine in ("ours", "pylance"):
+        uri = str(tmp_path_factory.mktemp(f"{engine}{request.param}") / "q.lance")
+        lance.write_dataset(_table(6000), uri, max_rows_per_file=2000, data_storage_version=request.param)
+        lance.dataset(uri).delete("id % 31 = 0 OR (id >= 2500 AND id < 2600)")
+        handle = lance_format.dataset(uri) if engine == "ours" else lance.dataset(uri)
+        handle.create_scalar_index("k", "BTREE")
+        handle.create_scalar_index("n", "BTREE")
+        handle.create_scalar_index("cat", "BITMAP")
+        out.append(uri)
+    return out[0], out[1]
+
+
+FILTERS = ["k = 5", "k = -300", "k = 708", "k = 709", "k = -301", "k < -250", "k <= -300", "k > 650",
+           "k >= 708", "k BETWEEN 10 AND 20", "k BETWEEN 20 AND 10", "k IN (1, 2, 300, 5000)", "k IS NULL",
+           "n = 0", "n = 499", "n = 500", "n < 3", "n > 496", "n BETWEEN 100 AND 102", "n >= 2147483647",
+           "n < -5", "n IN (4, 40, 400)", "n IS NULL", "cat = 'c3'", "k > 100 AND n < 20",
+           "n = 7 AND cat = 'c7'", "10 < n AND n <= 12"]
+
+
+@pytest.mark.parametrize("flt", FILTERS)
+def test_repeated_queries_return_pylances_rows(both: tuple[str, str], flt: str) -> None:
+    ours, theirs = both
+    want = lance.dataset(theirs).to_table(columns=["id"], filter=flt).column("id").to_pylist()
+    count = lance.dataset(theirs).count_rows(filter=flt)
+    ds = lance_format.dataset(ours)
+    for handle in (ds, ds, lance_format.dataset(ours)):  # the second and third ask again
+        assert handle.to_table(columns=["id"], filter=flt).column("id").to_pylist() == want
+        assert handle.count_rows(filter=flt) == count
+
+
+def test_point_query_plan_uses_the_index(both: tuple[str, str]) -> None:
+    ours, _ = both
+    plan = lance_format.dataset(ours).scanner(filter="n = 3").explain_plan()
+    assert "ScalarIndexQuery" in plan
+
+
+def test_same_filter_text_over_another_schema_is_parsed_again(tmp_path: object) -> None:
+    ints = str(tmp_path) + "/ints.lance"  # type: ignore[operator]
+    strs = str(tmp_path) + "/strs.lance"  # type: ignore[operator]
+    lance.write_dataset(pa.table({"v": pa.array([1, 2, 3], pa.int64())}), ints)
+    lance.write_dataset(pa.table({"v": pa.array([1.5, 2.0, 3.5])}), strs)
+    for uri in (ints, strs, ints, strs):
+        got = lance_format.dataset(uri).to_table(filter="v >= 2").column("v").to_pylist()
+        assert got == lance.dataset(uri).to_table(filter="v >= 2").column("v").to_pylist()
+
+
+def test_parsed_filters_stay_bounded_and_correct_after_eviction(both: tuple[str, str],
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    ours, theirs = both
+    monkeypatch.setattr(table_scan, "_MAX_PARSED", 4)
+    monkeypatch.setattr(fastplan, "_MAX_PLANS", 4)
+    ds = lance_format.dataset(ours)
+    flts = [f"n = {v}" for v in range(12)] + ["n = 0", "n = 1"]
+    for flt in flts:
+        want = lance.dataset(theirs).count_rows(filter=flt)
+        assert ds.count_rows(filter=flt) == want
+        assert ds.to_table(filter=flt).num_rows == want
+    assert len(table_scan._PARSED) <= 4 and len(fastplan._PLANS) <= 4
+
+
+def test_a_new_index_changes_the_remembered_plan(tmp_path: object) -> None:
+    uri = str(tmp_path) + "/grow.lance"  # type: ignore[operator]
+    lance.write_dataset(_table(3000), uri, max_rows_per_file=1000)
+    ds = lance_format.dataset(uri)
+    flt = "n = 17"
+    want = lance.dataset(uri).count_rows(filter=flt)
+    assert ds.count_rows(filter=flt) == want
+    assert "ScalarIndexQuery" not in ds.scanner(filter=flt).explain_plan()
+    ds.create_scalar_index("n", "BTREE")
+    ds = lance_format.dataset(uri)
+    assert "ScalarIndexQuery" in ds.scanner(filter=flt).explain_plan()
+    assert ds.count_rows(filter=flt) == want
+    assert ds.to_table(filter=flt).num_rows == want
