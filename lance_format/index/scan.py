@@ -455,8 +455,9 @@ def _take_scan(ctx: ReadContext, frag: Any, columns: tuple[str, ...]) -> Fragmen
     Opening a fragment's data files (footer, column metadata) and planning the chunks of the
     pages a take touches cost ~1 ms a fragment, more than gathering a few rows; a long-lived
     process answering indexed queries on the same version reuses them. Only scans of flat
-    columns in 2.1+ files are kept: their takes decode the chunks holding the rows and keep no
-    decoded pages (older formats' takes decode and keep whole pages, which the estimate would miss).
+    columns in 2.0+ files are kept: their takes decode the chunks (2.1+) or value ranges (2.0)
+    holding the rows and keep no decoded pages (legacy files' takes decode and keep whole pages,
+    which the estimate would miss).
     """
     key = (ctx.store.uri(""), ctx.manifest.version, frag.id, columns)
     cache = ctx.store.session.index_cache
@@ -464,7 +465,7 @@ def _take_scan(ctx: ReadContext, frag: Any, columns: tuple[str, ...]) -> Fragmen
     if found is None:
         found = FragmentScan(ctx, frag, columns)
         flat = not any(pa.types.is_nested(ctx.arrow_schema.field(c).type) for c in columns)
-        if flat and all(v >= (2, 1) for v in found.file_versions()):
+        if flat and all(v >= (2, 0) for v in found.file_versions()):
             cache.put(TAKE_SCAN, key, found, TAKE_SCAN_BYTES)
     return found
 

@@ -99,3 +99,20 @@ def test_a_new_index_changes_the_remembered_plan(tmp_path: object) -> None:
     assert "ScalarIndexQuery" in ds.scanner(filter=flt).explain_plan()
     assert ds.count_rows(filter=flt) == want
     assert ds.to_table(filter=flt).num_rows == want
+
+
+def test_a_take_from_a_2_0_file_returns_pylances_values_and_keeps_no_page_buffers(tmp_path: object) -> None:
+    from lance_format.file import LanceFileReader
+
+    uri = str(tmp_path) + "/z.lance"  # type: ignore[operator]
+    field = pa.field("v", pa.int64(), metadata={"lance-encoding:compression": "zstd"})
+    table = pa.table({"v": pa.array(np.arange(50_000, dtype=np.int64) * 3)}, schema=pa.schema([field]))
+    lance.write_dataset(table, uri, data_storage_version="2.0")
+    frag = lance.dataset(uri).get_fragments()[0]
+    path = uri + "/data/" + frag.data_files()[0].path
+    reader = LanceFileReader(path)
+    rows = [3, 4000, 4001, 49_999]
+    assert reader.take_rows(rows).to_table().column("v").to_pylist() == [r * 3 for r in rows]
+    assert all(r.pages._cache == {} for r in reader._decoder.readers)  # type: ignore[attr-defined]
+    got = lance.dataset(uri).take(rows).column("v").to_pylist()
+    assert lance_format.dataset(uri).take(rows).column("v").to_pylist() == got

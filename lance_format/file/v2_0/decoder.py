@@ -107,6 +107,10 @@ class ColumnPages:
             self.source, self.meta, self.info, self.info.pages[page], self.where(page), self._cache
         )
 
+    def release(self) -> None:
+        """Drop the decompressed buffers kept for the most recent page."""
+        self._cache_page, self._cache = -1, {}
+
     def check_rows(self, stop: int) -> None:
         if stop > self.num_rows:
             raise CorruptFileError(
@@ -188,6 +192,12 @@ class FieldReader:
         self.pages = ColumnPages(meta, source, node.column, node.field.name)
         self._items_cache: np.ndarray | None = None
         self.children = [FieldReader(c, meta, source) for c in node.children]
+
+    def release(self) -> None:
+        """Drop the decompressed page buffers kept for the next read (metadata stays)."""
+        self.pages.release()
+        for child in self.children:
+            child.release()
 
     # -- spans ------------------------------------------------------------------------------
     def read(self, start: int, stop: int) -> pa.Array:
@@ -409,6 +419,10 @@ class FileDecoder20:
         else:
             uniq, inverse = np.unique(idx, return_inverse=True)
         arrays = [r.take(uniq) for r in self.readers]
+        for r in self.readers:
+            # a take keeps nothing decoded: a reader kept open for takes (indexed queries in a
+            # long-lived process) then holds only the file's metadata
+            r.release()
         if inverse is not None and not (len(uniq) == len(idx) and bool((uniq == idx).all())):
             take = pa.array(inverse.reshape(-1))
             arrays = [a.take(take) for a in arrays]
