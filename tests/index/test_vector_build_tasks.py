@@ -1,6 +1,6 @@
 """Vector index builds split into several encode tasks write the index one task writes.
 
-Vector kinds cut their builds into tasks of ~256k rows (``VectorKind.task_rows``) so local
+Vector kinds cut their builds into tasks of ~50k rows (``VectorKind.task_rows``) so local
 threads and Spark executors share the encoding; rows are merged sorted by (partition, row id),
 so the split must not show in what is written.
 """
@@ -74,4 +74,4 @@ def test_vector_builds_cut_a_million_rows_into_several_tasks(tmp_path: Path) -> 
     lance.write_dataset(pa.table({"vec": pa.FixedSizeListArray.from_arrays(pa.array(x.ravel()), 2)}), uri,
                         max_rows_per_file=100_000)
     plan = index_build.plan_index_build(lance_format.dataset(uri), "vec", "IVF_FLAT", params={"num_partitions": 2})
-    assert [len(t.fragment_ids) for t in plan.tasks] == [3, 3]
+    assert [len(t.fragment_ids) for t in plan.tasks] == [1] * 6  # one 100k-row fragment per task

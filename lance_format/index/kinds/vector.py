@@ -83,9 +83,11 @@ class VectorKind(IndexKind):
     incremental: ClassVar[bool] = True
     defaults: ClassVar[Mapping[str, Any]] = DEFAULTS
     #: Encoding (assignment, PQ/SQ/RaBitQ codes) is numpy work that releases the GIL: tasks of
-    #: ~256k rows let local threads and Spark executors share a 1M-row build, where one 2M-row
-    #: task left a core idle (the output does not depend on the split: rows are merged sorted).
-    task_rows: ClassVar[int] = 262_144
+    #: ~50k rows let local threads and Spark executors share a build, where one 2M-row task left
+    #: a core idle; 256k-row tasks still left a 100k-row IVF_RQ build (its extended-code search
+    #: is most of the work) on one thread. The output does not depend on the split: rows are
+    #: merged sorted.
+    task_rows: ClassVar[int] = 50_000
 
     def __reduce__(self) -> tuple[Callable[[str], VectorKind], tuple[str]]:
         # the per-name classes are not module attributes: pickle (build tasks sent to Spark) by name

@@ -288,12 +288,13 @@ def _assignment_loss(x: F32, parts: I32, centroids: F32, metric: Metric) -> floa
     """
     total = 0.0
     for lo in range(0, x.shape[0], _LOSS_ROWS):
-        xs = x[lo:lo + _LOSS_ROWS].astype(np.float64)
-        cs = centroids[parts[lo:lo + _LOSS_ROWS]].astype(np.float64)
+        xs, cs = x[lo:lo + _LOSS_ROWS], centroids[parts[lo:lo + _LOSS_ROWS]]
+        # float32 operands cast inside the ufunc: one float64 buffer instead of three
         if metric == "dot":
-            total += xs.shape[0] - float((xs * cs).sum())
+            total += xs.shape[0] - float(np.multiply(xs, cs, dtype=np.float64).sum())
         else:
-            total += float(((xs - cs) ** 2).sum())
+            d = np.subtract(xs, cs, dtype=np.float64)
+            total += float(np.square(d, out=d).sum())
     return total
 
 
