@@ -263,7 +263,7 @@ def _ex_chunk(r: F32, norm_sq: F32, ex_bits: int) -> U8:
     steps = np.arange(top + 1, dtype=np.float32)[:, None] + np.arange(1, width + 1, dtype=np.float32)[None, :]
     steps[steps > top] = np.inf
     icur = cur.astype(np.intp)
-    keys = np.empty((m, dim, width), np.uint64)
+    keys: npt.NDArray[np.uint64] = np.empty((m, dim, width), np.uint64)
     words = keys.view(np.uint32).reshape(m, dim, width, 2)  # [..., 0]: low word, [..., 1]: high
     with np.errstate(divide="ignore", invalid="ignore"):
         th = np.divide(steps[icur], ad[:, :, None], out=words[..., 1].view(np.float32))  # +inf where a = 0
