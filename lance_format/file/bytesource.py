@@ -21,6 +21,8 @@ from lance_format.io_stats import record_read
 from lance_format.storage import ObjectStore, uri_scheme
 
 _GATHER_GAP = 4096  # local files: ranges closer than this are read with one request
+#: Up to this many ranges, :meth:`ByteSource.gather` plans its reads in plain integers.
+_FEW_RANGES = 16
 #: Object stores: ranges closer than this share a request, and a merged request is cut into
 #: parts of at most ``_REMOTE_MAX_REQUEST`` fetched side by side. A request costs a round trip
 #: (tens of ms on S3) where a MiB more of transfer costs about as much, so scattered small reads
@@ -214,26 +216,32 @@ class ByteSource:
             ``(blob, pos)``: range ``i`` is ``blob[pos[i] : pos[i] + lengths[i]]``.
         """
         starts = np.asarray(starts, dtype=np.int64)
-        lens = np.broadcast_to(np.asarray(lengths, dtype=np.int64), starts.shape)
         if starts.size == 0:
             return np.empty(0, np.uint8), np.empty(0, np.int64)
-        ends = starts + lens
-        if int(starts.min()) < 0 or int(lens.min()) < 0 or int(ends.max()) > self.size:
-            raise CorruptFileError(f"{self.path}: {what} ranges reach outside the file ({self.size} bytes)")
-        order = np.argsort(starts, kind="stable")
-        s = starts[order]
-        e = np.maximum.accumulate(ends[order])
-        new = np.empty(len(s), dtype=bool)
-        new[0] = True
-        new[1:] = s[1:] > e[:-1] + (_GATHER_GAP if self._fd is not None else _REMOTE_GAP)
-        first = np.flatnonzero(new)
-        last = np.append(first[1:] - 1, len(s) - 1)
-        bstart = s[first]
-        bsize = e[last] - bstart
-        bbase = np.zeros(len(first), dtype=np.int64)
-        np.cumsum(bsize[:-1], out=bbase[1:])
-        blob = pooled_bytes(int(bsize.sum()))
-        blocks = list(zip(bstart.tolist(), bsize.tolist(), bbase.tolist(), strict=True))
+        gap = _GATHER_GAP if self._fd is not None else _REMOTE_GAP
+        few = starts.ndim == 1 and starts.size <= _FEW_RANGES
+        if few:  # a take of a few rows: plain integers cost less than a dozen numpy calls
+            blocks, where, total = self._few_blocks(starts, lengths, gap, what)
+        else:
+            lens = np.broadcast_to(np.asarray(lengths, dtype=np.int64), starts.shape)
+            ends = starts + lens
+            if int(starts.min()) < 0 or int(lens.min()) < 0 or int(ends.max()) > self.size:
+                raise CorruptFileError(f"{self.path}: {what} ranges reach outside the file ({self.size} bytes)")
+            order = np.argsort(starts, kind="stable")
+            s = starts[order]
+            e = np.maximum.accumulate(ends[order])
+            new = np.empty(len(s), dtype=bool)
+            new[0] = True
+            new[1:] = s[1:] > e[:-1] + gap
+            first = np.flatnonzero(new)
+            last = np.append(first[1:] - 1, len(s) - 1)
+            bstart = s[first]
+            bsize = e[last] - bstart
+            bbase = np.zeros(len(first), dtype=np.int64)
+            np.cumsum(bsize[:-1], out=bbase[1:])
+            total = int(bsize.sum())
+            blocks = list(zip(bstart.tolist(), bsize.tolist(), bbase.tolist(), strict=True))
+        blob = pooled_bytes(total)
 
         def fetch(block: tuple[int, int, int]) -> None:
             b0, n, base = block
@@ -251,10 +259,38 @@ class ByteSource:
             else:
                 for part in parts:
                     fetch(part)
+        if few:
+            return blob, np.array(where, dtype=np.int64)
         block_of = np.cumsum(new) - 1
         pos = np.empty(len(s), dtype=np.int64)
         pos[order] = bbase[block_of] + (s - bstart[block_of])
         return blob, pos
+
+    def _few_blocks(self, starts: np.ndarray, lengths: np.ndarray | int, gap: int, what: str
+                    ) -> tuple[list[tuple[int, int, int]], list[int], int]:
+        """:meth:`gather`'s merged blocks ``(file offset, size, blob offset)`` for a few ranges, each
+        range's position in the blob, and the blob's size (the same merging, in plain integers)."""
+        st = starts.tolist()
+        ln = [int(lengths)] * len(st) if isinstance(lengths, (int, np.integer)) else \
+            np.broadcast_to(np.asarray(lengths, dtype=np.int64), starts.shape).tolist()
+        if min(st) < 0 or min(ln) < 0 or max(a + b for a, b in zip(st, ln, strict=True)) > self.size:
+            raise CorruptFileError(f"{self.path}: {what} ranges reach outside the file ({self.size} bytes)")
+        blocks: list[tuple[int, int, int]] = []
+        where = [0] * len(st)
+        order = sorted(range(len(st)), key=st.__getitem__)  # stable, as the numpy path's argsort
+        total = 0  # bytes of the blocks closed so far: the open block's offset in the blob
+        b0, b1 = st[order[0]], st[order[0]] + ln[order[0]]
+        for i in order:
+            a, b = st[i], st[i] + ln[i]
+            if a > b1 + gap:  # too far from the open block: close it
+                blocks.append((b0, b1 - b0, total))
+                total += b1 - b0
+                b0, b1 = a, b
+            else:
+                b1 = max(b1, b)
+            where[i] = total + a - b0
+        blocks.append((b0, b1 - b0, total))
+        return blocks, where, total + b1 - b0
 
     def _pread_blocks(self, fd: int, blob: np.ndarray, blocks: list[tuple[int, int, int]], tail_start: int) -> None:
         """Read ``(file offset, size, blob offset)`` blocks of a local file into ``blob``.
