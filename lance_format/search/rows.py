@@ -4,7 +4,8 @@ A search returns a handful of rows spread over many fragments. Decoding one row 
 through the file decoder costs a whole mini-block chunk and the Python around it, about the
 same as decoding the fragment's column once. So fixed-width columns small enough
 (:data:`COLUMN_LIMIT` per fragment) are decoded whole on their first take and kept, keyed by
-data file: data files never change, so the copy serves every later query and version. Other
+data file: data files never change, so the copy serves every later query and version; numbers
+and vectors of numbers without nulls are then gathered with numpy across fragments. Other
 columns (strings, lists, large vectors) are taken through the fragment's open readers, which
 are kept per dataset version.
 """
@@ -38,6 +39,9 @@ class _Columns:
 
 
 _KEPT = _Columns()
+#: Zero-copy numpy views of kept columns that are numbers or vectors of numbers without nulls
+#: (``None``: the column has another type or nulls), keyed like ``_KEPT``; dropped with it.
+_VIEWS: dict[tuple[str, int, str, str], npt.NDArray[Any] | None] = {}
 #: Per dataset version: the key of each (fragment, column) in ``_KEPT`` (``None``: not kept).
 _KEYS: weakref.WeakKeyDictionary[ReadContext, dict[tuple[int, str], tuple[str, int, str, str] | None]] = \
     weakref.WeakKeyDictionary()
@@ -80,9 +84,60 @@ def kept_column(ctx: ReadContext, frag: Any, column: str) -> pa.Array | None:
     _KEPT.arrays[key] = arr
     _KEPT.nbytes += arr.nbytes
     while _KEPT.nbytes > COLUMN_BUDGET and len(_KEPT.arrays) > 1:
-        _, old = _KEPT.arrays.popitem(last=False)
+        gone, old = _KEPT.arrays.popitem(last=False)
         _KEPT.nbytes -= old.nbytes
+        _VIEWS.pop(gone, None)
     return arr
+
+
+def _numeric(typ: pa.DataType) -> bool:
+    return bool(pa.types.is_integer(typ) or pa.types.is_floating(typ))
+
+
+def _view(ctx: ReadContext, frag: Any, column: str) -> npt.NDArray[Any] | None:
+    """The kept column as a numpy array (``[rows]`` or ``[rows, dim]`` for vectors), when it
+    converts without a copy (numbers without nulls); ``None`` otherwise."""
+    arr = kept_column(ctx, frag, column)
+    if arr is None:
+        return None
+    key = _KEYS[ctx][(int(frag.id), column)]
+    assert key is not None
+    if key in _VIEWS:
+        return _VIEWS[key]
+    out: npt.NDArray[Any] | None = None
+    typ = arr.type
+    if arr.null_count == 0 and _numeric(typ):
+        out = arr.to_numpy(zero_copy_only=True)
+    elif arr.null_count == 0 and pa.types.is_fixed_size_list(typ) and _numeric(typ.value_type):
+        values = arr.values
+        if values.null_count == 0:
+            dim = typ.list_size
+            out = values.slice(arr.offset * dim, len(arr) * dim).to_numpy(zero_copy_only=True).reshape(len(arr), dim)
+    _VIEWS[key] = out
+    return out
+
+
+def _gathered(ctx: ReadContext, addrs: U64, column: str, typ: pa.DataType) -> pa.Array | None:
+    """The column at ``addrs`` gathered with numpy from the kept views (one small take per
+    fragment instead of an Arrow take and a table per fragment), or ``None`` when a fragment's
+    column has no view."""
+    frag_of = addrs >> np.uint64(32)
+    offsets = (addrs & np.uint64(0xFFFFFFFF)).astype(np.int64)
+    out: npt.NDArray[Any] | None = None
+    for fid in np.unique(frag_of).tolist():
+        frag = ctx.manifest.fragment(int(fid))
+        assert frag is not None  # candidates only come from live fragments
+        view = _view(ctx, frag, column)
+        if view is None:
+            return None
+        if out is None:
+            out = np.empty((addrs.size, *view.shape[1:]), view.dtype)
+        hit = frag_of == fid
+        out[hit] = view[offsets[hit]]
+    assert out is not None
+    if out.ndim == 2:
+        return pa.FixedSizeListArray.from_arrays(pa.array(out.reshape(-1), type=typ.value_type), type=typ)
+    return pa.array(out, type=typ)
 
 
 def _column_key(ctx: ReadContext, frag: Any, column: str) -> tuple[str, int, str, str] | None:
@@ -129,6 +184,9 @@ def take_addresses(ctx: ReadContext, addrs: U64, columns: Sequence[str]) -> pa.T
     schema = pa.schema([ctx.arrow_schema.field(c) for c in cols])
     if addrs.size == 0:
         return schema.empty_table()
+    fast = [_gathered(ctx, addrs, c, schema.field(c).type) for c in cols]
+    if all(a is not None for a in fast):
+        return pa.Table.from_arrays(fast, schema=schema)
     order = np.argsort(addrs, kind="stable")
     sorted_addrs = addrs[order]
     frag_of = sorted_addrs >> np.uint64(32)

@@ -20,6 +20,7 @@ partitions, so recall is equal to or better than pylance's graph walk for the sa
 
 from __future__ import annotations
 
+import math
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -92,9 +93,13 @@ class _Prepared:
     #: PQ codebook as ``[m, sub_dim, 2**nbits]`` float32 and its codewords' squared norms ``[m, 2**nbits]``.
     codebook_t: F32 | None = None
     codebook_norms: F32 | None = None
+    #: ``||code[:SQ_HEAD]||²`` of each SQ row: a lower bound of its distance from the first dimensions.
+    sq_head_norms: F32 | None = None
 
 
 _PREPARED: dict[int, _Prepared] = {}
+#: Dimensions of the first SQ pass when rows can be pruned (:func:`_score_sq`).
+SQ_HEAD = 32
 
 
 def _prepared(seg: IvfSegment) -> _Prepared:
@@ -108,7 +113,9 @@ def _prepared(seg: IvfSegment) -> _Prepared:
                             codebook_t=np.ascontiguousarray(cb.transpose(0, 2, 1)),
                             codebook_norms=np.einsum("skd,skd->sk", cb, cb))
         elif isinstance(st, SQStorage) and st.codes.shape[1] <= 128:
-            hit = _Prepared(sq_norms=np.einsum("ij,ij->i", st.codes, st.codes, dtype=np.float32))
+            head = st.codes[:, :SQ_HEAD]
+            hit = _Prepared(sq_norms=np.einsum("ij,ij->i", st.codes, st.codes, dtype=np.float32),
+                            sq_head_norms=np.einsum("ij,ij->i", head, head, dtype=np.float32))
         else:
             hit = _Prepared()
         _PREPARED[key] = hit
@@ -122,40 +129,106 @@ def _is_range(r: npt.NDArray[np.int64]) -> bool:
     return bool(r.size) and int(r[-1]) - int(r[0]) + 1 == r.size
 
 
-def _score_pq(seg: IvfSegment, st: PQStorage, q: npt.NDArray[np.floating], parts: npt.NDArray[np.int64],
-              rows: list[npt.NDArray[np.int64]], flat_rows: npt.NDArray[np.int64]) -> F32:
+def pq_tables(seg: IvfSegment, q: npt.NDArray[np.generic], parts: npt.NDArray[np.int64]) -> F32:
+    """PQ lookup tables for ``q`` (the raw query) and the partitions ``parts``: ``[m, len(parts) · 2**nbits]``
+    (``[m, 2**nbits]`` on dot, which does not use residuals). Computed once per probing round: the
+    matmul's rounding depends on how many partitions it covers."""
+    st = seg.storage
+    assert isinstance(st, PQStorage)
+    qf = _query(seg, q)
     m, k, sd = st.codebook.shape
-    cb = st.codebook.astype(np.float32, copy=False)
+    if seg.metric == "dot":
+        dot: F32 = (1 - np.einsum("sd,skd->sk", qf.reshape(m, sd), st.codebook.astype(np.float32, copy=False)))
+        return dot.reshape(m, k)
+    prep = _prepared(seg)
+    assert prep.codebook_t is not None and prep.codebook_norms is not None
+    # One lookup table per probed partition, all built at once: [m, partitions · k] squared l2
+    # between each residual sub-query and each codeword, as ||r||² - 2 r·c + ||c||² (one
+    # small matmul per sub-vector; within 1e-5 of summing the squared differences).
+    resid = (qf[None, :] - seg.centroids[parts].astype(np.float32)).reshape(parts.size, m, sd).transpose(1, 0, 2)
+    out: F32 = np.matmul(resid, prep.codebook_t)  # [m, partitions, k]: r·c
+    out *= -2  # in place, the same float32 operations as ||r||² - 2 r·c + ||c||² written out
+    out += np.einsum("spd,spd->sp", resid, resid)[:, :, None]
+    out += prep.codebook_norms[:, None, :]
+    return out.reshape(m, parts.size * k)
+
+
+def _query(seg: IvfSegment, q: npt.NDArray[np.generic]) -> npt.NDArray[np.floating]:
+    qf: npt.NDArray[np.floating] = np.asarray(q, dtype=np.float32)
+    return normalize(qf[None, :])[0] if seg.metric == "cosine" else qf
+
+
+def _score_pq(seg: IvfSegment, st: PQStorage, q: npt.NDArray[np.generic], parts: npt.NDArray[np.int64],
+              rows: list[npt.NDArray[np.int64]], flat_rows: npt.NDArray[np.int64], bound: float | None,
+              tables: F32 | None) -> F32:
+    m, k = st.codebook.shape[:2]
     if flat_rows.size == 0:
         return np.empty(0, np.float32)
     prep = _prepared(seg)
-    assert prep.codes_t is not None and prep.codebook_t is not None and prep.codebook_norms is not None
-    # [m, n]: each sub-vector's codes contiguous; whole partitions are slices (copied, not gathered)
-    codes = np.concatenate(_code_blocks(prep.codes_t, rows, axis=1), axis=1)
-    if seg.metric == "dot":  # one table: dot does not use residuals
-        tables = (1 - np.einsum("sd,skd->sk", q.reshape(m, sd), cb)).reshape(m, k)
+    assert prep.codes_t is not None
+    if tables is None:
+        tables = pq_tables(seg, q, parts)
+    if seg.metric == "dot":
         base = np.zeros(flat_rows.size, np.int32)
     else:
-        # One lookup table per probed partition, all built at once: [m, partitions · k] squared l2
-        # between each residual sub-query and each codeword, as ||r||² - 2 r·c + ||c||² (one
-        # small matmul per sub-vector; within 1e-5 of summing the squared differences).
-        resid = (q[None, :] - seg.centroids[parts].astype(np.float32)).reshape(parts.size, m, sd).transpose(1, 0, 2)
-        cross = np.matmul(resid, prep.codebook_t)  # [m, partitions, k]
-        tables = (np.einsum("spd,spd->sp", resid, resid)[:, :, None] - 2 * cross
-                  + prep.codebook_norms[:, None, :]).astype(np.float32).reshape(m, parts.size * k)
         base = np.repeat(np.arange(parts.size, dtype=np.int32) * k, [r.size for r in rows])
+    shift = float(m - 1) if seg.metric == "dot" else 0.0
+    stops = _pq_stops(m) if bound is not None and math.isfinite(bound) else []
+    first = stops[0] if stops else m
     # Summed one sub-vector after the other (as pylance adds the table entries), each a gather
     # over every candidate row; no [n, m] temporary, int32 indices, no bounds checks (in range).
+    # [first, n]: each sub-vector's codes contiguous; whole partitions are slices (copied, not gathered)
+    codes = np.concatenate(_code_blocks(prep.codes_t[:first], rows, axis=1), axis=1)
     acc = np.zeros(flat_rows.size, np.float32)
     idx = np.empty(flat_rows.size, np.int32)
     val = np.empty(flat_rows.size, np.float32)
-    for s in range(m):  # m sub-vectors (16-96)
+    for s in range(first):
         np.add(base, codes[s], out=idx)
         np.take(tables[s], idx, out=val, mode="clip")
         acc += val
-    if seg.metric == "dot":
-        acc -= np.float32(m - 1)
+    if stops:
+        assert bound is not None
+        return _pq_pruned(prep.codes_t, tables, base, flat_rows, acc, stops, bound, shift)
+    if shift:
+        acc -= np.float32(shift)
     return acc
+
+
+def _pq_stops(m: int) -> list[int]:
+    """Sub-vector counts after which rows are pruned (``m // 8``, ``m // 4``, ``m // 2``), then ``m``."""
+    cuts = sorted({c for c in (m // 8, m // 4, m // 2) if 0 < c < m})
+    return [*cuts, m] if cuts else []
+
+
+def _pq_pruned(codes_t: npt.NDArray[np.uint8], tables: F32, base: npt.NDArray[np.int32],
+               flat_rows: npt.NDArray[np.int64], acc: F32, stops: list[int], bound: float, shift: float) -> F32:
+    """Finish PQ sums of ``stops[0]`` sub-vectors, dropping rows that cannot reach ``bound``.
+
+    A row's final sum is at least its partial sum plus the smallest table entry of every
+    sub-vector still to add (float rounding is monotone, and ``margin`` covers the rounding of
+    the additions), so a row whose partial sum already exceeds ``bound`` minus that rest is
+    farther than ``bound`` and gets NaN. Rows kept are summed in the same order as without
+    pruning, so their distances are bit-identical.
+    """
+    m = tables.shape[0]
+    mins = tables.min(axis=1).astype(np.float64)
+    rest = np.concatenate([np.cumsum(mins[::-1])[::-1], [0.0]])  # rest[s]: sum of mins of sub-vectors s..m-1
+    mag = float(np.maximum(tables.max(axis=1).astype(np.float64), -mins).sum())  # sum of the largest |entry|
+    margin = 4 * (m + 2) * float(np.finfo(np.float32).eps) * (mag + abs(bound) + shift)
+    pos = np.arange(flat_rows.size, dtype=np.int64)
+    r = flat_rows
+    for done, stop in zip(stops[:-1], stops[1:], strict=True):
+        keep = np.flatnonzero(acc <= bound + shift - rest[done] + margin)
+        pos, acc, base, r = pos[keep], acc[keep], base[keep], r[keep]
+        idx = np.empty(pos.size, np.int32)
+        val = np.empty(pos.size, np.float32)
+        for s in range(done, stop):
+            np.add(base, codes_t[s].take(r), out=idx)
+            np.take(tables[s], idx, out=val, mode="clip")
+            acc += val
+    out = np.full(flat_rows.size, np.nan, np.float32)
+    out[pos] = acc - np.float32(shift) if shift else acc
+    return out
 
 
 def _code_blocks(codes: npt.NDArray[np.uint8], rows: list[npt.NDArray[np.int64]],
@@ -169,7 +242,7 @@ def _code_blocks(codes: npt.NDArray[np.uint8], rows: list[npt.NDArray[np.int64]]
 
 
 def _score_sq(seg: IvfSegment, st: SQStorage, q: npt.NDArray[np.floating], rows: list[npt.NDArray[np.int64]],
-              flat_rows: npt.NDArray[np.int64]) -> F32:
+              flat_rows: npt.NDArray[np.int64], bound: float | None = None) -> F32:
     span = st.end - st.start
     if flat_rows.size == 0:
         return np.empty(0, np.float32)
@@ -183,29 +256,48 @@ def _score_sq(seg: IvfSegment, st: SQStorage, q: npt.NDArray[np.floating], rows:
     else:  # Rust's saturating `as u8`: NaN -> 0, out of range clamped
         qc = np.clip(np.nan_to_num((q.astype(np.float64) - st.start) * 255.0 / span, nan=0.0), 0, 255)
         qc = qc.astype(np.int64).astype(np.float32)
+
+    def scaled(raw: F32) -> F32:  # code-space distance -> pylance's units (monotone in raw)
+        out: F32 = (raw.astype(np.float32) * np.float32(span) ** 2 / np.float32(255.0 ** 2)).astype(np.float32)
+        return out
+
     # ||c - qc||² = ||c||² - 2 c·qc + ||qc||² in float32 (one BLAS product, no int64 copy): every term
     # and partial sum is an integer below 2 · 255² · dim < 2**24 for dim <= 128, so float32 holds it exactly.
     # The products are einsum, not BLAS: a multi-threaded sgemv is many times slower on a busy machine.
     blocks = _code_blocks(st.codes, rows)
-    norms = _prepared(seg).sq_norms
-    if norms is not None:
-        cross = np.concatenate([np.einsum("ij,j->i", c, qc) for c in blocks])
-        raw = norms[flat_rows] - 2 * cross + np.float32(qc @ qc)
-    else:  # wider vectors could round: the exact integer path
+    prep = _prepared(seg)
+    norms = prep.sq_norms
+    if norms is None:  # wider vectors could round: the exact integer path
         qi = qc.astype(np.int64)[None, :]
         diffs = [c.astype(np.int64) - qi for c in blocks]
-        raw = np.concatenate([np.einsum("ij,ij->i", d, d) for d in diffs]).astype(np.float32)
-    out: F32 = (raw.astype(np.float32) * np.float32(span) ** 2 / np.float32(255.0 ** 2)).astype(np.float32)
+        return scaled(np.concatenate([np.einsum("ij,ij->i", d, d) for d in diffs]).astype(np.float32))
+    if bound is None or not math.isfinite(bound) or prep.sq_head_norms is None or qc.size < 2 * SQ_HEAD:
+        cross = np.concatenate([np.einsum("ij,j->i", c, qc) for c in blocks])
+        return scaled(norms[flat_rows] - 2 * cross + np.float32(qc @ qc))
+    # Two passes: the squared distance over the first SQ_HEAD dimensions is a lower bound of the
+    # whole one (a sum of non-negative integers, exact in float32), so rows whose head alone is
+    # beyond ``bound`` are dropped (NaN) and only the others are scored in full, with the same
+    # exact integer sums (bit-identical distances).
+    qh = qc[:SQ_HEAD]
+    head_cross = np.concatenate([np.einsum("ij,j->i", c[:, :SQ_HEAD], qh) for c in blocks])
+    head = prep.sq_head_norms[flat_rows] - 2 * head_cross + np.float32(qh @ qh)
+    keep = np.flatnonzero(scaled(head) <= bound)
+    r = flat_rows[keep]
+    out = np.full(flat_rows.size, np.nan, np.float32)
+    out[keep] = scaled(norms[r] - 2 * np.einsum("ij,j->i", st.codes[r], qc) + np.float32(qc @ qc))
     return out
 
 
 def score_rows(seg: IvfSegment, q: npt.NDArray[np.generic], parts: npt.NDArray[np.int64],
-               rows: list[npt.NDArray[np.int64]]) -> F32:
+               rows: list[npt.NDArray[np.int64]], bound: float | None = None, tables: F32 | None = None) -> F32:
     """Distances from ``q`` to the segment rows ``rows[i]`` of partitions ``parts[i]``.
 
     Each ``rows[i]`` is ascending and distinct (positions in the segment); a contiguous run is
     scored from a view of the codes instead of a gather. IVF_RQ rows get pylance's estimated
-    distances (:func:`rabitq.estimate`) for l2 and cosine.
+    distances (:func:`rabitq.estimate`) for l2 and cosine. With a ``bound``, PQ rows and SQ rows
+    of l2 / cosine indices (:func:`prunable`) whose distance is certainly above it may come back
+    as NaN instead (the others are unchanged, bit for bit). ``tables``: the PQ lookup tables of
+    ``parts`` (:func:`pq_tables`), when the caller computed them for more partitions at once.
 
     Raises:
         NotSupportedError: IVF_RQ (RaBitQ) storage of a dot index.
@@ -213,23 +305,27 @@ def score_rows(seg: IvfSegment, q: npt.NDArray[np.generic], parts: npt.NDArray[n
     st = seg.storage
     metric: Metric = seg.metric
     flat_rows = np.concatenate(rows) if rows else np.empty(0, np.int64)
-    qf: npt.NDArray[np.floating] = np.asarray(q, dtype=np.float32)
-    if metric == "cosine":
-        qf = normalize(qf[None, :])[0]
+    qf = _query(seg, q)
     if isinstance(st, FlatStorage):
         if metric == "cosine":  # stored normalized: 1 - cos is 1 - q̂·x
             return distances("dot", st.vectors[flat_rows], qf)
         return distances(metric, st.vectors[flat_rows], q if metric == "hamming" else qf)
     if isinstance(st, PQStorage):
-        return _score_pq(seg, st, qf, parts, rows, flat_rows)
+        return _score_pq(seg, st, q, parts, rows, flat_rows, bound, tables)
     if isinstance(st, SQStorage):
-        return _score_sq(seg, st, qf, rows, flat_rows)
+        return _score_sq(seg, st, qf, rows, flat_rows, bound)
     assert isinstance(st, RQStorage)
     if metric == "dot":  # 14.0.2's dot estimates differ from rabitq.estimate's: callers score exactly
         raise NotSupportedError(f"scoring {seg.index_type} (RaBitQ) codes on dot is not supported; "
                                 "pass use_index=False")
     return rabitq.estimate(st, np.asarray(q, np.float32), metric, np.asarray(seg.centroids, np.float32), parts,
                            seg.offsets.astype(np.int64), seg.lengths.astype(np.int64))
+
+
+def prunable(seg: IvfSegment) -> bool:
+    """Whether :func:`score_rows` can drop rows beyond a bound for this segment's storage."""
+    st = seg.storage
+    return isinstance(st, PQStorage) or (isinstance(st, SQStorage) and seg.metric != "dot")
 
 
 def top_k(dist: F32, ids: U64, k: int) -> npt.NDArray[np.int64]:
@@ -272,30 +368,56 @@ def search_segment(seg: IvfSegment, q: npt.NDArray[np.generic], k: int, probe: P
     done = 0
     best_rows = np.empty(0, np.int64)
     best_dist = np.empty(0, np.float32)
-    lo, hi = distance_range
+    pruning = score is None and not best_per_row and prunable(seg)
+    pq = pruning and isinstance(seg.storage, PQStorage) and seg.metric != "dot"
     while True:
         parts = order[done:n]
-        rows = [np.arange(offsets[p], offsets[p] + lengths[p], dtype=np.int64) for p in parts.tolist()]
-        if rows and sum(r.size for r in rows):
-            dist = score_rows(seg, q, parts, rows) if score is None else score(parts, rows)
-            cand = np.concatenate(rows)
-            keep = np.ones(cand.size, bool) if allowed is None else allowed(cand)
-            if lo is not None:
-                keep &= dist >= lo
-            if hi is not None:
-                keep &= dist < hi
-            if best_per_row:
-                sel = _partition_best(cand, dist, keep, [r.size for r in rows], seg.row_ids, k)
-                best_rows, best_dist = np.concatenate([best_rows, cand[sel]]), np.concatenate([best_dist, dist[sel]])
-            else:
-                best_rows = np.concatenate([best_rows, cand[keep]])
-                best_dist = np.concatenate([best_dist, dist[keep]])
-            pick = top_k(best_dist, seg.row_ids[best_rows], k)
-            best_rows, best_dist = best_rows[pick], best_dist[pick]
+        # the round's tables at once, as without pruning (same rounding); chunks take their columns
+        tables = pq_tables(seg, q, parts) if pq and parts.size > 1 else None
+        width = tables.shape[1] // parts.size if tables is not None else 0
+        at = 0
+        while at < parts.size:
+            # Once k rows are known, the k-th distance bounds the rest: score_rows may then skip
+            # rows that cannot come closer. Until then partitions go one at a time (nearest first).
+            bound = float(best_dist[k - 1]) if pruning and best_rows.size >= k else None
+            step = 1 if pruning and bound is None else parts.size - at
+            chunk = parts[at:at + step]
+            sub = None if tables is None else tables[:, at * width:(at + step) * width]
+            at += step
+            rows = [np.arange(offsets[p], offsets[p] + lengths[p], dtype=np.int64) for p in chunk.tolist()]
+            if not sum(r.size for r in rows):
+                continue
+            dist = score_rows(seg, q, chunk, rows, bound, sub) if score is None else score(chunk, rows)
+            best_rows, best_dist = _merge(seg, best_rows, best_dist, rows, dist, k, allowed, distance_range,
+                                          best_per_row, bound is not None)
         done = n
         if best_rows.size >= enough or done >= top:
             return best_rows, best_dist
         n = _widen(order, offsets, lengths, done, top, enough - best_rows.size, k, allowed)
+
+
+def _merge(seg: IvfSegment, best_rows: npt.NDArray[np.int64], best_dist: F32, rows: list[npt.NDArray[np.int64]],
+           dist: F32, k: int, allowed: Allowed | None, distance_range: tuple[float | None, float | None],
+           best_per_row: bool, pruned: bool) -> tuple[npt.NDArray[np.int64], F32]:
+    """The ``k`` best of the rows so far and the newly scored ``rows`` (those allowed and in range)."""
+    cand = np.concatenate(rows)
+    if pruned:  # rows dropped by score_rows are NaN: look at the survivors only
+        live = np.flatnonzero(~np.isnan(dist))
+        cand, dist = cand[live], dist[live]
+    keep = np.ones(cand.size, bool) if allowed is None else allowed(cand)
+    lo, hi = distance_range
+    if lo is not None:
+        keep &= dist >= lo
+    if hi is not None:
+        keep &= dist < hi
+    if best_per_row:
+        sel = _partition_best(cand, dist, keep, [r.size for r in rows], seg.row_ids, k)
+        best_rows, best_dist = np.concatenate([best_rows, cand[sel]]), np.concatenate([best_dist, dist[sel]])
+    else:
+        best_rows = np.concatenate([best_rows, cand[keep]])
+        best_dist = np.concatenate([best_dist, dist[keep]])
+    pick = top_k(best_dist, seg.row_ids[best_rows], k)
+    return best_rows[pick], best_dist[pick]
 
 
 def _partition_best(cand: npt.NDArray[np.int64], dist: F32, keep: BoolMask, sizes: list[int], row_ids: U64,
