@@ -212,14 +212,23 @@ class TakeRequest:
 def take_request(plan: MiniPlan, rows: np.ndarray) -> TakeRequest:
     """What to read for page ``rows``, so that many pages can be read with one gather."""
     chunk_of = np.searchsorted(plan.first_row, rows, side="right") - 1
-    chunks = np.unique(chunk_of)
+    if len(rows) > 1 and bool((rows[1:] >= rows[:-1]).all()):
+        # rows in order (a take's usual case): chunks and positions from where the chunk changes,
+        # no hash-unique or second binary search
+        new = np.empty(len(rows), bool)
+        new[0] = True
+        np.not_equal(chunk_of[1:], chunk_of[:-1], out=new[1:])
+        chunks = chunk_of[new]
+        where = np.cumsum(new) - 1
+    else:
+        chunks = np.unique(chunk_of)
+        where = np.searchsorted(chunks, chunk_of)
     lens = plan.sizes[chunks]
     total = int(plan.first_byte[-1])
     if int(lens.sum()) * _WHOLE_BUFFER_FRACTION >= total:
-        return TakeRequest(rows, chunks, np.searchsorted(chunks, chunk_of), np.array([plan.data_pos], np.int64),
-                           np.array([total], np.int64), True)
-    return TakeRequest(rows, chunks, np.searchsorted(chunks, chunk_of), plan.data_pos + plan.first_byte[chunks],
-                       lens, False)
+        return TakeRequest(rows, chunks, where, np.array([plan.data_pos], np.int64), np.array([total], np.int64),
+                           True)
+    return TakeRequest(rows, chunks, where, plan.data_pos + plan.first_byte[chunks], lens, False)
 
 
 def decode_taken(plans: Sequence[MiniPlan], reqs: Sequence[TakeRequest], data: np.ndarray,
