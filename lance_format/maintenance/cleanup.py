@@ -63,7 +63,7 @@ import os
 import posixpath
 import re
 from collections.abc import Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal
 
@@ -78,6 +78,7 @@ from lance_format.errors import (
 from lance_format.maintenance.runner import LocalRunner
 from lance_format.scanner import is_low_latency
 from lance_format.storage import ObjectStore, open_store
+from lance_format.storage.base import ObjectInfo
 from lance_format.storage.redact import redact_options, redact_url
 from lance_format.table.codec.manifest_refs import ManifestRefs, decode_refs
 from lance_format.table.naming import (
@@ -286,9 +287,12 @@ def _load_all(store: ObjectStore, keys: Sequence[str]) -> Iterator[ManifestRefs]
     (:mod:`lance_format.table.codec.manifest_refs`), not its table models.
     """
 
-    if is_low_latency(store) or len(keys) < 4:
+    if len(keys) < 4:
         return (_read_refs(store, key) for key in keys)
-    with ThreadPoolExecutor(max_workers=16) as pool:
+    # Local disk: a few threads overlap one file's read with another's decode (reads release
+    # the interpreter lock; on a loaded machine a second runnable thread also gets its own
+    # share of the CPU). A remote store: many requests in flight (latency-bound).
+    with ThreadPoolExecutor(max_workers=4 if is_low_latency(store) else 16) as pool:
         return iter(list(pool.map(lambda key: _read_refs(store, key), keys)))
 
 
@@ -376,6 +380,23 @@ def plan_cleanup(ds: LanceDataset, older_than: dt.timedelta | None = None, retai
         raise InvalidInputError(f"{ds.uri}: {exc}") from None
     if older_than is None and retain_versions is None:
         older_than = DEFAULT_OLDER_THAN
+    with ThreadPoolExecutor(max_workers=1) as lister:
+        # The other directories are listed (a stat per file locally, requests remotely) while
+        # the manifests are read and decoded: the listing does not depend on them, and a file
+        # a commit adds after its directory was listed is simply not a candidate.
+        listings = lister.submit(_list_dirs, store, (DATA_DIR, DELETIONS_DIR, TRANSACTIONS_DIR, INDICES_DIR))
+        return _plan(ds, store, now, older_than, retain_versions, delete_unverified, error_if_tagged_old_versions,
+                     current_version, grace, listings)
+
+
+def _list_dirs(store: ObjectStore, prefixes: Sequence[str]) -> dict[str, list[ObjectInfo]]:
+    return {prefix: list(store.list(prefix)) for prefix in prefixes}
+
+
+def _plan(ds: LanceDataset, store: ObjectStore, now: dt.datetime, older_than: dt.timedelta | None,
+          retain_versions: int | None, delete_unverified: bool, error_if_tagged_old_versions: bool,
+          current_version: int | None, grace: dt.timedelta,
+          listings: Future[dict[str, list[ObjectInfo]]]) -> CleanupPlan:
     # One listing of _versions/ gives the manifests, their sizes and leftover .tmp files.
     listed = list(store.list(VERSIONS_DIR))
     keys: dict[int, str] = {}
@@ -427,9 +448,10 @@ def plan_cleanup(ds: LanceDataset, older_than: dt.timedelta | None = None, retai
                            "delete the tags or pass error_if_tagged_old_versions=False")
     cutoffs = _listing_cutoffs(earliest_kept, latest_gone, now, delete_unverified)
     files: list[CleanupFile] = []
+    dirs = {**listings.result(), VERSIONS_DIR: listed}
     for prefix in (DATA_DIR, DELETIONS_DIR, TRANSACTIONS_DIR, INDICES_DIR, VERSIONS_DIR):
         cutoff = cutoffs.get(prefix)
-        for info in (listed if prefix == VERSIONS_DIR else store.list(prefix)):
+        for info in dirs[prefix]:
             kind = _kind(info.key)
             if kind is None or _is_referenced(info.key, kind, kept_refs):
                 continue

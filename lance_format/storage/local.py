@@ -50,6 +50,33 @@ class _AtomicFile:
             self.abort()
 
 
+def _walk(path: str, key_prefix: str) -> Iterator[ObjectInfo]:
+    """Every file below directory ``path``, keyed ``key_prefix + relative path``.
+
+    ``scandir`` tells files from directories without a stat (one stat per file remains, for
+    its size and modification time). Symbolic links to directories are not followed (as
+    ``os.walk`` does not), links to files are listed with their target's stat.
+    """
+    try:
+        entries = list(os.scandir(path))
+    except (FileNotFoundError, NotADirectoryError):
+        return  # removed while listing
+    subdirs = []
+    utc = dt.UTC
+    for entry in entries:
+        try:
+            if entry.is_dir():
+                if not entry.is_symlink():
+                    subdirs.append(entry)
+                continue
+            st = entry.stat()
+        except FileNotFoundError:
+            continue  # deleted while listing
+        yield ObjectInfo(key_prefix + entry.name, st.st_size, dt.datetime.fromtimestamp(st.st_mtime, tz=utc))
+    for entry in subdirs:
+        yield from _walk(entry.path, f"{key_prefix}{entry.name}/")
+
+
 class LocalStore(ObjectStore):
     """Objects are files below a local directory."""
 
@@ -95,18 +122,11 @@ class LocalStore(ObjectStore):
         base = self._path(prefix)
         if not os.path.isdir(base):
             return
-        # Keys by slicing off the root (os.walk yields paths below ``base``, itself below the
-        # root): relpath per file costs more than the stat on a directory of thousands of files.
+        # Keys by slicing off the root (every path below ``base`` is below the root): relpath
+        # per file costs more than the stat on a directory of thousands of files.
         strip = len(self._dir.rstrip(os.sep)) + 1
-        for dirpath, _dirs, files in os.walk(base):
-            rel_dir = dirpath[strip:].replace(os.sep, "/") if len(dirpath) >= strip else ""
-            for name in files:
-                try:
-                    st = os.stat(os.path.join(dirpath, name))
-                except FileNotFoundError:
-                    continue  # deleted while listing
-                mtime = dt.datetime.fromtimestamp(st.st_mtime, tz=dt.UTC)
-                yield ObjectInfo(f"{rel_dir}/{name}" if rel_dir else name, st.st_size, mtime)
+        rel = base[strip:].replace(os.sep, "/") if len(base) >= strip else ""
+        yield from _walk(base, f"{rel}/" if rel else "")
 
     def write(self, key: str, data: bytes) -> None:
         with _AtomicFile(self._path(key)) as fh:
