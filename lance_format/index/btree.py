@@ -54,7 +54,9 @@ def _integer_order(values: pa.Array) -> npt.NDArray[np.int64] | None:
     """Stable sort order of integer-like values without nulls through numpy (``None`` otherwise).
 
     When ``span * rows`` fits in 63 bits, ``(value - min) * rows + position`` is a unique key, so
-    numpy's unstable introsort gives the stable order, about 2-3x faster than Arrow's stable sort.
+    numpy's unstable sort gives the stable order, about 2-3x faster than Arrow's stable sort. The
+    keys themselves are sorted (not argsorted: ~3x faster on 1M rows) and each sorted key's
+    position is its remainder by ``rows``.
     """
     t = values.type
     if values.null_count or len(values) < 2 or not (
@@ -72,7 +74,9 @@ def _integer_order(values: pa.Array) -> npt.NDArray[np.int64] | None:
         return out
     key = (raw.astype(np.int64) - lo).astype(np.uint64) if raw.dtype != np.uint64 else raw - np.uint64(lo)
     key = key * np.uint64(n) + np.arange(n, dtype=np.uint64)
-    order: npt.NDArray[np.int64] = np.argsort(key)
+    key.sort()
+    np.remainder(key, np.uint64(n), out=key)
+    order: npt.NDArray[np.int64] = key.view(np.int64)  # positions < n < 2**63
     return order
 
 
