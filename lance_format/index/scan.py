@@ -55,6 +55,8 @@ U64 = npt.NDArray[np.uint64]
 DENSE_FRACTION = 16
 #: Rows without a candidate that a dense read decodes through rather than starting a new range.
 DENSE_GAP = 1024
+#: Scattered candidate rows gathered by one take (then cut into batches).
+TAKE_GROUP_ROWS = 1 << 16
 _OPENED: weakref.WeakKeyDictionary[Any, dict[str, ValueReader]] = weakref.WeakKeyDictionary()
 #: Open fragment readers for candidate takes by (dataset URI, version, fragment, columns).
 TAKE_SCAN: CacheKind[FragmentScan] = CacheKind("take_scan")
@@ -408,6 +410,10 @@ def _indexed(scanner: Scan, frag: Any, plan: IndexPlan) -> Iterator[pa.RecordBat
     dense = offsets.size * DENSE_FRACTION >= frag.physical_rows
     scan = _take_scan(ctx, frag, tuple(scanner._read_columns()))
     windows = dense_spans(offsets, step) if dense else [(s, s + step) for s in range(0, offsets.size, step)]
+    # scattered candidates are taken TAKE_GROUP_ROWS at a time (each take reads the chunks of
+    # every page it touches: per batch, a 1% query read every page again), unless a limit may stop early
+    group = step * max(1, TAKE_GROUP_ROWS // step) if opts.limit is None else step
+    taken_at, taken = -1, None
     for start, stop in windows:
         if dense:
             lo, hi = np.searchsorted(offsets, [start, stop])
@@ -416,8 +422,12 @@ def _indexed(scanner: Scan, frag: Any, plan: IndexPlan) -> Iterator[pa.RecordBat
             if offs.size != stop - start:
                 batch = batch.take(pa.array(offs - np.uint64(start)))
         else:
+            first = start - start % group
+            if first != taken_at:
+                taken_at, taken = first, scan.take(offsets[first:first + group].astype(np.uint64))
+            assert taken is not None
             offs = offsets[start:stop].astype(np.uint64)
-            batch = scan.take(offs)
+            batch = taken.slice(start - first, offs.size)
         addr = (np.uint64(frag.id) << np.uint64(32)) | offs
         plan.check(batch, addr)
         if need_ids:

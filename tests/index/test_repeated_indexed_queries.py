@@ -116,3 +116,15 @@ def test_a_take_from_a_2_0_file_returns_pylances_values_and_keeps_no_page_buffer
     assert all(r.pages._cache == {} for r in reader._decoder.readers)  # type: ignore[attr-defined]
     got = lance.dataset(uri).take(rows).column("v").to_pylist()
     assert lance_format.dataset(uri).take(rows).column("v").to_pylist() == got
+
+
+@pytest.mark.parametrize("limit", [None, 37])
+def test_scattered_candidates_taken_together_come_in_pylances_batches_and_rows(
+        both: tuple[str, str], limit: int | None) -> None:
+    ours, theirs = both
+    flt = "n IN (3, 77, 150, 222, 499)"  # ~60 scattered rows in 2,000-row fragments: taken, not read
+    want = lance.dataset(theirs).to_table(columns=["id", "cat"], filter=flt, limit=limit)
+    batches = list(lance_format.dataset(ours).to_batches(columns=["id", "cat"], filter=flt, limit=limit,
+                                                        batch_size=4))
+    assert all(b.num_rows <= 4 for b in batches)
+    assert pa.Table.from_batches(batches).to_pydict() == want.to_pydict()
