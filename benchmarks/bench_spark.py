@@ -14,6 +14,12 @@ Engines, each in a fresh process with its own Spark ``local[2]`` session, run in
   yielding Arrow batches; writes with ``lance.fragment.write_fragments`` + one commit);
 * ``parquet``: Spark's own Parquet reader and writer on the same rows.
 
+Python workers: ours fork from :mod:`lance_format.spark.daemon` (what
+:func:`lance_format.spark.local_session` sets up: the source's modules, pyarrow and pandas
+preloaded once per session), the anchors' from PySpark's default daemon; ``--daemon none``
+gives every engine PySpark's daemon. Every process reads compiled bytecode (a private
+``PYTHONPYCACHEPREFIX``), as an installed package would.
+
 Lines: ``groupby`` (read + ``groupBy(category).avg(x)``), ``groupby cols`` (the same with the
 ``columns=category,x`` option; Parquet prunes by itself), ``filter count``
 (``filter(x > 0.9).count()``), ``read+write`` (read all, write back as a new dataset). Each
@@ -160,21 +166,31 @@ def _generate(workdir: Path, rows: int, versions: list[str]) -> dict[str, Any]:
     return {"rows": rows, "groups": len(pc.unique(table.column("category")))}
 
 
-def _session() -> Any:
-    from lance_format.spark import local_session
+#: ``--daemon``: which engines' Python workers fork from :mod:`lance_format.spark.daemon` (ours
+#: preloads the source's modules, pyarrow and pandas); the others use PySpark's default daemon,
+#: as their users would.
+DAEMONS = {"ours": ("ours",), "none": ()}
 
-    spark = local_session("local[2]", shuffle_partitions=2, conf={"spark.driver.memory": "4g"})
+
+def _session(kind: str, daemon: str) -> Any:
+    from lance_format.spark import local_session
+    from lance_format.spark.session import DAEMON_MODULE_KEY
+
+    conf = {"spark.driver.memory": "4g"}
+    if kind not in DAEMONS[daemon]:
+        conf[DAEMON_MODULE_KEY] = "pyspark.daemon"
+    spark = local_session("local[2]", shuffle_partitions=2, conf=conf)
     spark.sparkContext.setLogLevel("ERROR")
     spark.dataSource.register(PylanceSource)
     return spark
 
 
 def _spark_child(engine: str, workdir: Path, repeat: int, rows: int, groups: int,
-                 lines: tuple[str, ...] = QUERIES) -> dict[str, Any]:
+                 lines: tuple[str, ...] = QUERIES, daemon: str = "ours") -> dict[str, Any]:
     from pyspark.sql import functions as F
 
-    spark = _session()
     kind, _, version = engine.partition("-")
+    spark = _session(kind, daemon)
     src = str(workdir / (f"table-{version}.lance" if version else "table.parquet"))
     out = workdir / f"out-{engine}-{os.getpid()}"
 
@@ -259,7 +275,8 @@ def _child(args: argparse.Namespace) -> None:
     elif engine.startswith("local-write-"):
         emit(_local_write_child(workdir, engine.removeprefix("local-write-")))
     else:
-        emit(_spark_child(engine, workdir, args.repeat, args.rows, args.groups, tuple(args.lines.split(","))))
+        emit(_spark_child(engine, workdir, args.repeat, args.rows, args.groups, tuple(args.lines.split(",")),
+                          args.daemon))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -274,6 +291,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--compact", action="store_true", help="also bench_maintenance's compaction lines")
     parser.add_argument("--fragments", type=int, default=100, help="fragments of the compaction input")
     parser.add_argument("--dir", default=None, help="work directory (default: a temporary one, removed after)")
+    parser.add_argument("--daemon", choices=sorted(DAEMONS), default="ours",
+                        help="ours: our engine's workers fork from lance_format.spark.daemon (local_session's "
+                             "default), the anchors' from PySpark's; none: every engine uses PySpark's daemon")
     parser.add_argument("--child", nargs=2, metavar=("ENGINE", "DIR"), help=argparse.SUPPRESS)
     parser.add_argument("--groups", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -288,7 +308,11 @@ def main(argv: list[str] | None = None) -> int:
     workdir = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="bench_spark_"))
     workdir.mkdir(parents=True, exist_ok=True)
     common = ["--rows", str(args.rows), "--versions", args.versions, "--repeat", str(args.repeat),
-              "--lines", args.lines]
+              "--lines", args.lines, "--daemon", args.daemon]
+    # Every child and Spark worker reads compiled bytecode, as from an installed package (a checkout
+    # run with PYTHONDONTWRITEBYTECODE would recompile our modules in every fresh worker).
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    os.environ["PYTHONPYCACHEPREFIX"] = str(workdir / "pycache")
     try:
         print(f"generating {args.rows:,} rows ...", flush=True)
         gen = run_child(MODULE, ["--child", "generate", str(workdir), *common])

@@ -24,14 +24,53 @@ imports ``pyspark``.
 
 from __future__ import annotations
 
-from lance_format.spark.columns import add_columns
-from lance_format.spark.dataframe import count_rows, write_dataframe
-from lance_format.spark.maintenance import cleanup_old_versions, compact_files, optimize_indices
-from lance_format.spark.rowlevel import delete, merge_insert, update
-from lance_format.spark.runner import SparkRunner
-from lance_format.spark.session import local_session, register
-from lance_format.spark.source import LanceDataSource
-from lance_format.spark.tables import create_table, save_as_table
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from lance_format.spark.columns import add_columns
+    from lance_format.spark.dataframe import count_rows, write_dataframe
+    from lance_format.spark.maintenance import cleanup_old_versions, compact_files, optimize_indices
+    from lance_format.spark.rowlevel import delete, merge_insert, update
+    from lance_format.spark.runner import SparkRunner
+    from lance_format.spark.session import local_session, register
+    from lance_format.spark.source import LanceDataSource
+    from lance_format.spark.tables import create_table, save_as_table
+
+#: Public name -> its module, loaded on first use (PEP 562): a Spark Python worker unpickling the
+#: data source or its reader imports this package, and needs none of the row-level writes,
+#: maintenance or catalog code (tests/test_lazy_import.py).
+_HOMES = {
+    "add_columns": "lance_format.spark.columns",
+    "count_rows": "lance_format.spark.dataframe",
+    "write_dataframe": "lance_format.spark.dataframe",
+    "cleanup_old_versions": "lance_format.spark.maintenance",
+    "compact_files": "lance_format.spark.maintenance",
+    "optimize_indices": "lance_format.spark.maintenance",
+    "delete": "lance_format.spark.rowlevel",
+    "merge_insert": "lance_format.spark.rowlevel",
+    "update": "lance_format.spark.rowlevel",
+    "SparkRunner": "lance_format.spark.runner",
+    "local_session": "lance_format.spark.session",
+    "register": "lance_format.spark.session",
+    "LanceDataSource": "lance_format.spark.source",
+    "create_table": "lance_format.spark.tables",
+    "save_as_table": "lance_format.spark.tables",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'lance_format.spark' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_HOMES))
+
 
 __all__ = [
     "LanceDataSource",

@@ -72,7 +72,7 @@ from typing import Any, Literal
 
 from lance_format.errors import InvalidInputError
 from lance_format.table.transaction import COMMIT_MESSAGE_KEY
-from lance_format.write import DEFAULT_MAX_ROWS_PER_FILE
+from lance_format.table.writing import DEFAULT_MAX_ROWS_PER_FILE
 
 DEFAULT_MAX_ROWS_PER_PARTITION = 1 << 18
 

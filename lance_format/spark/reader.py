@@ -42,22 +42,25 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
-from lance_format.dataset import LanceDataset
-from lance_format.dataset import dataset as open_lance
 from lance_format.errors import InvalidInputError, SchemaError
-from lance_format.scanner import DEFAULT_BATCH_SIZE, ROW_ADDR, ROW_ID
 from lance_format.spark.options import METADATA_COLUMNS, ReadOptions
 from lance_format.spark.types import spark_arrow_schema, spark_schema, to_spark_batch
-from lance_format.sql import to_expression
+from lance_format.storage import open_store
 from lance_format.table.blobs import bytes_field
+from lance_format.table.manifest import Manifest
 from lance_format.table.models import FragmentMetadata
-from lance_format.table.scan import Scan, ScanOptions
+from lance_format.table.read import DEFAULT_BATCH_SIZE, ROW_ADDR, ROW_ID, ReadContext
+from lance_format.table.scan import Scan, ScanOptions, filter_expression
+from lance_format.table.versions import load_manifest
+
+if TYPE_CHECKING:
+    from lance_format.dataset import LanceDataset
 
 
 @dataclass(frozen=True)
@@ -122,8 +125,42 @@ FRAG_ID = "_fragid"
 DISTANCE = "_distance"
 
 
+class PinnedVersion:
+    """What a read task needs of one dataset version: its manifest and read context.
+
+    Spark's Python workers unpickle the reader for every task; opening the version through
+    the table layer keeps ``lance_format.dataset`` (and the index, search and maintenance
+    code it loads, ~0.5 s of CPU per cold worker) out of them. Only the driver's planning
+    and ``nearest`` searches open a :class:`~lance_format.dataset.LanceDataset`.
+    """
+
+    def __init__(self, uri: str, version: int, storage_options: dict[str, str] | None = None) -> None:
+        store = open_store(uri, storage_options)
+        self.uri = uri
+        self._ctx = ReadContext(store, load_manifest(store, version), storage_options)
+
+    @property
+    def manifest(self) -> Manifest:
+        """The pinned manifest (row counts filled in)."""
+        return self._ctx.manifest
+
+    @property
+    def version(self) -> int:
+        """The pinned version number."""
+        return self._ctx.manifest.version
+
+    @property
+    def schema(self) -> pa.Schema:
+        """Arrow schema of the version."""
+        return self._ctx.arrow_schema
+
+
 def open_dataset(opts: ReadOptions, version: int | None = None) -> LanceDataset:
     """Open ``version`` if given, else the version, tag or timestamp ``opts`` asks for, else the latest."""
+    # Deferred: the driver plans with a LanceDataset, the workers read through PinnedVersion.
+    from lance_format.dataset import LanceDataset
+    from lance_format.dataset import dataset as open_lance
+
     storage = dict(opts.storage_options) or None
     if version is not None:
         return LanceDataset(opts.uri, version, storage_options=storage)
@@ -133,13 +170,13 @@ def open_dataset(opts: ReadOptions, version: int | None = None) -> LanceDataset:
                         storage_options=storage)
 
 
-def search_schema(ds: LanceDataset, columns: Sequence[str] | None) -> pa.Schema:
+def search_schema(ds: LanceDataset | PinnedVersion, columns: Sequence[str] | None) -> pa.Schema:
     """:func:`projected_schema` plus the ``_distance`` column a ``nearest`` read adds."""
     base = projected_schema(ds, columns)
     return base.append(pa.field(DISTANCE, pa.float32()))
 
 
-def projected_schema(ds: LanceDataset, columns: Sequence[str] | None) -> pa.Schema:
+def projected_schema(ds: LanceDataset | PinnedVersion, columns: Sequence[str] | None) -> pa.Schema:
     """Arrow schema of what a scan of ``columns`` yields (all columns when ``None``).
 
     ``"*"`` stands for every column of the table; the metadata columns ``_rowid``,
@@ -170,7 +207,7 @@ def projected_schema(ds: LanceDataset, columns: Sequence[str] | None) -> pa.Sche
     return pa.schema(fields)
 
 
-def schema_projection(ds: LanceDataset, spark_fields: Any, *, search: bool = False) -> pa.Schema:
+def schema_projection(ds: LanceDataset | PinnedVersion, spark_fields: Any, *, search: bool = False) -> pa.Schema:
     """The stored columns named by the Spark schema a query reads (a user schema prunes).
 
     Raises:
@@ -195,12 +232,13 @@ def schema_projection(ds: LanceDataset, spark_fields: Any, *, search: bool = Fal
 
 
 @functools.lru_cache(maxsize=8)
-def _cached(uri: str, version: int, storage: tuple[tuple[str, str], ...]) -> LanceDataset:
+def _cached(uri: str, version: int, storage: tuple[tuple[str, str], ...]) -> PinnedVersion:
     # Python workers are reused across tasks: decode each pinned manifest once per worker.
-    return LanceDataset(uri, version, storage_options=dict(storage) or None)
+    return PinnedVersion(uri, version, dict(storage) or None)
 
 
-def _fragments(ds: LanceDataset, fragment_ids: Sequence[int] | None) -> list[FragmentMetadata]:
+
+def _fragments(ds: LanceDataset | PinnedVersion, fragment_ids: Sequence[int] | None) -> list[FragmentMetadata]:
     if fragment_ids is None:
         return list(ds.manifest.fragments)
     frags = []
@@ -241,7 +279,7 @@ def auto_partition_rows(physical_rows: Sequence[int]) -> int:
     return max(MIN_PARTITION_ROWS, min(FAR_LARGER * median, spread))
 
 
-def plan_partitions(ds: LanceDataset, max_rows: int | None, *, limit: int | None = None,
+def plan_partitions(ds: LanceDataset | PinnedVersion, max_rows: int | None, *, limit: int | None = None,
                     filtered: bool = False, fragment_ids: Sequence[int] | None = None) -> list[InputPartition]:
     """Input partitions of a scan of ``ds``.
 
@@ -293,7 +331,7 @@ def default_batch_rows(frag: Any, columns: int, total_columns: int) -> int:
     return int(min(MAX_BATCH_ROWS, max(MIN_BATCH_ROWS, TARGET_BATCH_BYTES // max(1.0, per_row))))
 
 
-def read_range(ds: LanceDataset, part: InputPartition, columns: Sequence[str], filter: Any,
+def read_range(ds: LanceDataset | PinnedVersion, part: InputPartition, columns: Sequence[str], filter: Any,
                batch_size: int | None = None) -> Iterator[pa.RecordBatch]:
     """Live rows of ``part`` with ``columns``, ``batch_size`` physical rows at a time, filtered.
 
@@ -351,7 +389,8 @@ def sql_filter(text: str, table: pa.Schema) -> Any:
     Raises:
         InvalidInputError: the predicate does not parse or names unknown columns.
     """
-    return to_expression(text, table)
+    # The table layer's parser: common predicates without importing sqlglot (~0.1-0.3 s a worker).
+    return filter_expression(text, table)
 
 
 class LanceReader(DataSourceReader):
@@ -399,7 +438,7 @@ class LanceReader(DataSourceReader):
 
     def _search(self, partition: SearchPartition) -> Iterator[pa.RecordBatch]:
         opts = self.options
-        ds = _cached(opts.uri, self.version, tuple(sorted(opts.storage_options.items())))
+        ds = open_dataset(opts, self.version)  # the index's scanner; one task per query
         target = spark_arrow_schema(self.schema)
         for batch in _search(ds, opts, self.schema.names).to_batches():
             if batch.num_rows:
@@ -415,6 +454,6 @@ class LanceReader(DataSourceReader):
             yield to_spark_batch(batch, target)
 
 
-__all__ = ["LanceReader", "OrderedPartition", "auto_partition_rows", "RangePartition", "SearchPartition", "default_batch_rows",
+__all__ = ["LanceReader", "OrderedPartition", "PinnedVersion", "auto_partition_rows", "RangePartition", "SearchPartition", "default_batch_rows",
            "open_dataset", "plan_partitions", "projected_schema", "read_range", "schema_projection",
            "search_schema", "sql_filter"]

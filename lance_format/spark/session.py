@@ -18,6 +18,11 @@ from lance_format.spark.sql_functions import register_functions
 
 _REGISTERED: weakref.WeakSet[Any] = weakref.WeakSet()
 
+#: Spark's setting naming the module its Python worker daemon runs ...
+DAEMON_MODULE_KEY = "spark.python.daemon.module"
+#: ... and ours (named, not imported: the driver needs none of what it preloads).
+DAEMON_MODULE = "lance_format.spark.daemon"
+
 
 def local_session(master: str = "local[2]", *, app_name: str = "lance-format", shuffle_partitions: int = 4,
                   conf: dict[str, str] | None = None) -> Any:
@@ -27,7 +32,9 @@ def local_session(master: str = "local[2]", *, app_name: str = "lance-format", s
         master: Spark master URL, ``local[N]`` for N worker threads.
         app_name: Application name.
         shuffle_partitions: ``spark.sql.shuffle.partitions`` (small for small local data).
-        conf: Extra Spark configuration.
+        conf: Extra Spark configuration. Unless it names a ``spark.python.daemon.module``,
+            the workers fork from :mod:`lance_format.spark.daemon` (the ``lance`` source's
+            code preloaded, so a fresh worker does not import it per task).
 
     Returns:
         The ``pyspark.sql.SparkSession``.
@@ -52,11 +59,18 @@ def local_session(master: str = "local[2]", *, app_name: str = "lance-format", s
         .config("spark.sql.python.filterPushdown.enabled", "true")
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
     )
-    for key, value in (conf or {}).items():
+    for key, value in with_defaults(conf).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     register(spark)
     return spark
+
+
+def with_defaults(conf: dict[str, str] | None) -> dict[str, str]:
+    """``conf`` plus the settings :func:`local_session` adds unless given: the preloading worker daemon."""
+    out = dict(conf or {})
+    out.setdefault(DAEMON_MODULE_KEY, DAEMON_MODULE)
+    return out
 
 
 def register(spark: Any) -> None:

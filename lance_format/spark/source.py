@@ -11,7 +11,7 @@ write path in :mod:`lance_format.spark.writer`, the streaming source in
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.datasource import DataSource
 
@@ -24,10 +24,12 @@ from lance_format.spark.options import (
     WriteOptions,
 )
 from lance_format.spark.reader import LanceReader, open_dataset, projected_schema, search_schema
-from lance_format.spark.stream_reader import LanceStreamReader
-from lance_format.spark.streaming import LanceStreamWriter
 from lance_format.spark.types import spark_schema, table_uri, with_table_uri, write_schema
 from lance_format.spark.writer import LanceBatchWriter
+
+if TYPE_CHECKING:
+    from lance_format.spark.stream_reader import LanceStreamReader
+    from lance_format.spark.streaming import LanceStreamWriter
 
 
 class LanceDataSource(DataSource):
@@ -69,6 +71,10 @@ class LanceDataSource(DataSource):
 
     def streamReader(self, schema: Any) -> LanceStreamReader:  # noqa: N802  (Spark's name)
         """A micro-batch reader whose offsets are versions (appended rows, exactly once)."""
+        # Deferred: every Spark task unpickles this source; only streaming queries need
+        # LanceDataset's module (index, search, maintenance: ~0.5 s of CPU on a cold worker).
+        from lance_format.spark.stream_reader import LanceStreamReader
+
         opts = StreamReadOptions.parse(self.options, fallback_uri=table_uri(schema))
         return LanceStreamReader(opts, schema.fields)
 
@@ -90,6 +96,8 @@ class LanceDataSource(DataSource):
 
     def streamWriter(self, schema: Any, overwrite: bool) -> LanceStreamWriter:  # noqa: N802  (Spark's name)
         """A streaming writer: one commit per micro-batch, exactly once."""
+        from lance_format.spark.streaming import LanceStreamWriter  # deferred: see streamReader
+
         opts = WriteOptions.parse(dict(self.options), overwrite=overwrite)
         return LanceStreamWriter(opts, write_schema(schema, dict(opts.fixed_sizes), opts.blob_columns))
 

@@ -34,7 +34,6 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
 from lance_format.errors import DatasetAlreadyExistsError, SchemaError
-from lance_format.fragment import FragmentMetadata
 from lance_format.schema import LanceSchema
 from lance_format.spark.options import WriteOptions
 from lance_format.spark.types import to_table_batch
@@ -43,14 +42,15 @@ from lance_format.table.apply import DEFAULT_DATA_STORAGE_VERSION
 from lance_format.table.commit import commit_transaction
 from lance_format.table.discard import discard_fragment_files
 from lance_format.table.manifest import Manifest, arrow_schema
+from lance_format.table.models import FragmentMetadata
 from lance_format.table.transaction import LanceOperation, Transaction
 from lance_format.table.versions import find_latest, read_manifest
 from lance_format.table.writing import (
     DEFAULT_MAX_BYTES_PER_FILE,
     DEFAULT_MAX_ROWS_PER_GROUP,
+    normalize_storage_version,
     write_input_files,
 )
-from lance_format.write import normalize_storage_version
 
 
 @dataclass(frozen=True)
