@@ -18,7 +18,7 @@ Two clients, the same requests:
 
 * With the keys in ``storage_options`` (or ``skip_signature``) and a region (option, else
   ``AWS_REGION`` / ``AWS_DEFAULT_REGION``; ``us-east-1`` with a custom endpoint), requests go
-  through :mod:`lance_format.storage.s3_http`, a small SigV4 client on ``http.client``: opening
+  through :mod:`lance_format.storage.s3_http`, a small SigV4 client on a socket HTTP/1.1 connection: opening
   a dataset then costs no botocore import and no client build (~0.3 s of CPU together).
 * Otherwise, or with ``LANCE_FORMAT_S3_CLIENT=botocore`` in the environment, botocore's client
   with its default credential chain (the one boto3 uses: environment, ``AWS_PROFILE`` and shared

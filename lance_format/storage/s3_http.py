@@ -1,4 +1,4 @@
-"""A small S3 REST client on the standard library (``http.client``, SigV4 signing).
+"""A small S3 REST client on the standard library (a socket HTTP/1.1 connection, SigV4 signing).
 
 Opening a dataset on S3 through botocore costs about 0.3 s of CPU before the first request:
 importing botocore (~0.17 s) and building a client (~0.14 s: the S3 service model and the
@@ -22,7 +22,6 @@ import contextlib
 import datetime as dt
 import hashlib
 import hmac
-import http.client
 import random
 import threading
 import time
@@ -31,6 +30,8 @@ from collections import Counter
 from collections.abc import Iterator, Mapping
 from typing import Any, BinaryIO
 from xml.etree import ElementTree
+
+from lance_format.storage.http11 import REASONS, HttpConnection, HttpProtocolError
 
 _NS = "{http://s3.amazonaws.com/doc/2006-03-01/}"
 _RETRY_STATUS = {500, 502, 503, 504}
@@ -146,14 +147,14 @@ class S3HttpClient:
             return f"{bucket}.{self._host}", self._base + path
         return self._host, f"{self._base}/{_quote(bucket)}" + (path if key else "")
 
-    def _connection(self, host: str) -> http.client.HTTPConnection:
-        conns: dict[str, http.client.HTTPConnection] | None = getattr(self._local, "conns", None)
+    def _connection(self, host: str) -> HttpConnection:
+        # http11, not http.client: the latter's import (email, ssl) cost as much CPU as the rest of an open
+        conns: dict[str, HttpConnection] | None = getattr(self._local, "conns", None)
         if conns is None:
             conns = self._local.conns = {}
         conn = conns.get(host)
         if conn is None:
-            cls = http.client.HTTPSConnection if self._secure else http.client.HTTPConnection
-            conn = conns[host] = cls(host, timeout=60)
+            conn = conns[host] = HttpConnection(host, secure=self._secure, timeout=60)
         return conn
 
     def _drop(self, host: str) -> None:
@@ -195,20 +196,13 @@ class S3HttpClient:
         for attempt in range(1, MAX_ATTEMPTS + 1):
             signed = self._headers(method, host, path, query, body, headers or {})
             try:
-                conn = self._connection(host)
-                conn.request(method, url, body=body or None, headers=signed)
-                resp = conn.getresponse()
-                data = resp.read()
-                status = resp.status
-                got = {k.lower(): v for k, v in resp.getheaders()}
-            except (OSError, http.client.HTTPException) as exc:
+                status, got, data = self._connection(host).exchange(method, url, body or None, signed)
+            except (OSError, HttpProtocolError) as exc:
                 self._drop(host)  # a dead keep-alive connection, a reset, a timeout: reconnect
                 if attempt == MAX_ATTEMPTS:
                     raise S3ConnectionError(f"{method} {host}{url}: {exc}") from exc
                 self._back_off(attempt)
                 continue
-            if got.get("connection", "").lower() == "close":
-                self._drop(host)
             if status < 300 or (status == 304 and method == "GET"):
                 return status, got, data
             code, message = _error(data, status)
@@ -308,7 +302,7 @@ def _error(data: bytes, status: int) -> tuple[str, str]:
         except ElementTree.ParseError:
             pass
     return {404: "NotFound", 412: "PreconditionFailed", 403: "Forbidden"}.get(status, str(status)), \
-        http.client.responses.get(status, "")
+        REASONS.get(status, "")
 
 
 __all__ = ["MAX_ATTEMPTS", "S3ConnectionError", "S3HttpClient", "S3HttpError"]
