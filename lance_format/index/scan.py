@@ -315,7 +315,10 @@ def _evaluate(ctx: ReadContext, expr: IndexExpr | FastExpr, indexed: IndexedColu
     evaluator = _Evaluator(ctx, indexed)
     covered, addrs = evaluator.eval(expr)
     keep = np.isin(fragment_of(addrs), np.fromiter(covered, np.uint64, len(covered)))
-    return IndexPlan(expr, covered, np.sort(addrs[keep]), tuple(evaluator.claims))
+    addrs = addrs[keep]
+    if addrs.size > 1 and not bool((addrs[1:] >= addrs[:-1]).all()):  # leaves answer in order already
+        addrs = np.sort(addrs)
+    return IndexPlan(expr, covered, addrs, tuple(evaluator.claims))
 
 
 def count_from_index(scanner: Scan, frags: list[Any]) -> int | None:
