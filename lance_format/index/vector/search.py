@@ -168,27 +168,30 @@ def _score_pq(seg: IvfSegment, st: PQStorage, q: npt.NDArray[np.generic], parts:
     assert prep.codes_t is not None
     if tables is None:
         tables = pq_tables(seg, q, parts)
-    if seg.metric == "dot":
-        base = np.zeros(flat_rows.size, np.int32)
-    else:
-        base = np.repeat(np.arange(parts.size, dtype=np.int32) * k, [r.size for r in rows])
+    width = 0 if seg.metric == "dot" else k  # table columns per partition (dot: one shared table)
     shift = float(m - 1) if seg.metric == "dot" else 0.0
     stops = _pq_stops(m) if bound is not None and math.isfinite(bound) else []
     first = stops[0] if stops else m
-    # Summed one sub-vector after the other (as pylance adds the table entries), each a gather
-    # over every candidate row; no [n, m] temporary, int32 indices, no bounds checks (in range).
-    # [first, n]: each sub-vector's codes contiguous; whole partitions are slices (copied, not gathered)
-    codes = np.concatenate(_code_blocks(prep.codes_t[:first], rows, axis=1), axis=1)
-    acc = np.zeros(flat_rows.size, np.float32)
-    idx = np.empty(flat_rows.size, np.int32)
-    val = np.empty(flat_rows.size, np.float32)
-    for s in range(first):
-        np.add(base, codes[s], out=idx)
-        np.take(tables[s], idx, out=val, mode="clip")
-        acc += val
+    # Summed one sub-vector after the other (as pylance adds the table entries), partition by
+    # partition: each step gathers a partition's codes of one sub-vector (a slice of the
+    # transposed codes) from that partition's table of 2**nbits entries, small enough to stay in
+    # cache; no [n, m] temporary, no bounds checks (codes are in range).
+    acc = np.empty(flat_rows.size, np.float32)
+    at = 0
+    for i, r in enumerate(rows):
+        if not r.size:
+            continue
+        sel: slice | npt.NDArray[np.int64] = slice(int(r[0]), int(r[0]) + r.size) if _is_range(r) else r
+        out = acc[at:at + r.size]
+        lo = i * width
+        np.take(tables[0, lo:lo + k], prep.codes_t[0, sel], out=out, mode="clip")
+        for s in range(1, first):
+            out += np.take(tables[s, lo:lo + k], prep.codes_t[s, sel], mode="clip")
+        at += r.size
     if stops:
         assert bound is not None
-        return _pq_pruned(prep.codes_t, tables, base, flat_rows, acc, stops, bound, shift)
+        sizes = np.fromiter((r.size for r in rows), np.int64, len(rows))
+        return _pq_pruned(prep.codes_t, tables, np.cumsum(sizes), width, flat_rows, acc, stops, bound, shift)
     if shift:
         acc -= np.float32(shift)
     return acc
@@ -200,7 +203,7 @@ def _pq_stops(m: int) -> list[int]:
     return [*cuts, m] if cuts else []
 
 
-def _pq_pruned(codes_t: npt.NDArray[np.uint8], tables: F32, base: npt.NDArray[np.int32],
+def _pq_pruned(codes_t: npt.NDArray[np.uint8], tables: F32, ends: npt.NDArray[np.int64], width: int,
                flat_rows: npt.NDArray[np.int64], acc: F32, stops: list[int], bound: float, shift: float) -> F32:
     """Finish PQ sums of ``stops[0]`` sub-vectors, dropping rows that cannot reach ``bound``.
 
@@ -208,18 +211,21 @@ def _pq_pruned(codes_t: npt.NDArray[np.uint8], tables: F32, base: npt.NDArray[np
     sub-vector still to add (float rounding is monotone, and ``margin`` covers the rounding of
     the additions), so a row whose partial sum already exceeds ``bound`` minus that rest is
     farther than ``bound`` and gets NaN. Rows kept are summed in the same order as without
-    pruning, so their distances are bit-identical.
+    pruning, so their distances are bit-identical. ``ends``: where each partition's rows end in
+    ``flat_rows``; its table columns start at ``width`` times its index.
     """
     m = tables.shape[0]
     mins = tables.min(axis=1).astype(np.float64)
     rest = np.concatenate([np.cumsum(mins[::-1])[::-1], [0.0]])  # rest[s]: sum of mins of sub-vectors s..m-1
     mag = float(np.maximum(tables.max(axis=1).astype(np.float64), -mins).sum())  # sum of the largest |entry|
     margin = 4 * (m + 2) * float(np.finfo(np.float32).eps) * (mag + abs(bound) + shift)
-    pos = np.arange(flat_rows.size, dtype=np.int64)
-    r = flat_rows
+    pos = np.flatnonzero(acc <= bound + shift - rest[stops[0]] + margin)
+    acc, r = acc[pos], flat_rows[pos]
+    base = (np.searchsorted(ends, pos, side="right") * width).astype(np.int32)  # the row's table columns
     for done, stop in zip(stops[:-1], stops[1:], strict=True):
-        keep = np.flatnonzero(acc <= bound + shift - rest[done] + margin)
-        pos, acc, base, r = pos[keep], acc[keep], base[keep], r[keep]
+        if done != stops[0]:
+            keep = np.flatnonzero(acc <= bound + shift - rest[done] + margin)
+            pos, acc, base, r = pos[keep], acc[keep], base[keep], r[keep]
         idx = np.empty(pos.size, np.int32)
         val = np.empty(pos.size, np.float32)
         for s in range(done, stop):
@@ -369,6 +375,7 @@ def search_segment(seg: IvfSegment, q: npt.NDArray[np.generic], k: int, probe: P
     best_rows = np.empty(0, np.int64)
     best_dist = np.empty(0, np.float32)
     pruning = score is None and not best_per_row and prunable(seg)
+    starts, ends = offsets.tolist(), (offsets + lengths).tolist()  # Python ints: a fast np.arange
     pq = pruning and isinstance(seg.storage, PQStorage) and seg.metric != "dot"
     while True:
         parts = order[done:n]
@@ -384,7 +391,7 @@ def search_segment(seg: IvfSegment, q: npt.NDArray[np.generic], k: int, probe: P
             chunk = parts[at:at + step]
             sub = None if tables is None else tables[:, at * width:(at + step) * width]
             at += step
-            rows = [np.arange(offsets[p], offsets[p] + lengths[p], dtype=np.int64) for p in chunk.tolist()]
+            rows = [np.arange(starts[p], ends[p], dtype=np.int64) for p in chunk.tolist()]
             if not sum(r.size for r in rows):
                 continue
             dist = score_rows(seg, q, chunk, rows, bound, sub) if score is None else score(chunk, rows)
