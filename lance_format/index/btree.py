@@ -331,17 +331,39 @@ class BTreeIndex:
         if pages.size == 0:
             return np.empty(0, np.uint64), pa.array([], self.mins.type)
         values, ids = self._pages(pages)
-        mask = value_mask(values, query).to_numpy(zero_copy_only=False)
-        found = ids[mask]
-        values = values.filter(pa.array(mask))
-        # pages are sorted by value: ids come out sorted only within one value, so order them
-        order = np.argsort(found, kind="stable")
+        span = self._sorted_span(values, query, pages)
+        if span is not None:  # integers of a run of pages: sorted, so the matches are one slice
+            raw = values.to_numpy()[span[0]:span[1]]
+            found = ids[span[0]:span[1]]
+            order = np.argsort(found, kind="stable")
+            said = pa.array(raw[order], values.type)
+        else:
+            mask = value_mask(values, query).to_numpy(zero_copy_only=False)
+            found = ids[mask]
+            values = values.filter(pa.array(mask))
+            # pages are sorted by value: ids come out sorted only within one value, so order them
+            order = np.argsort(found, kind="stable")
+            said = values.take(pa.array(order))
         ids_sorted = found[order]
         if ids_sorted.size > 1 and bool((ids_sorted[1:] == ids_sorted[:-1]).any()):
             raise CorruptFileError(f"{self._data.path}: the same id is indexed twice")
         if self._domain is not None:
             self._domain.check(ids_sorted, self._data.path)
-        return ids_sorted, values.take(pa.array(order))
+        return ids_sorted, said
+
+    def _sorted_span(self, values: pa.Array, query: ValueQuery, pages: npt.NDArray[np.int64]) -> tuple[int, int] | None:
+        """Where ``query``'s matches lie in ``values`` read from consecutive ``pages`` (sorted: checked
+        when read), for integer values without nulls and integer bounds; ``None`` otherwise."""
+        if self._int_bounds is None or not isinstance(query, Range) or values.null_count or values.type != self.mins.type \
+                or (pages.size > 1 and int(pages[-1]) - int(pages[0]) != pages.size - 1):
+            return None
+        lo, hi = (None if v is None else v.as_py() for v in (query.lo, query.hi))
+        if not all(v is None or (type(v) is int and -(1 << 63) <= v < 1 << 63) for v in (lo, hi)):
+            return None
+        raw = values.to_numpy().astype(np.int64, copy=False)  # Python bounds beyond a narrow type compare right
+        a = 0 if lo is None else int(np.searchsorted(raw, lo, side="left" if query.lo_inclusive else "right"))
+        b = raw.size if hi is None else int(np.searchsorted(raw, hi, side="right" if query.hi_inclusive else "left"))
+        return a, max(a, b)
 
     def _pages(self, pages: npt.NDArray[np.int64]) -> tuple[pa.Array, U64]:
         """Values and ids of ``pages`` (ascending), checked; small runs come from the session cache.
