@@ -346,10 +346,15 @@ class Decoder21:
             direct = self._fixed_range(leaf, pages, start, stop)
             if direct is not None:
                 return direct
+        ready = self._whole_pages_at_once(leaf, pages, start, stop)
         parts = []
         for p in pages:
             p0, p1 = int(starts[p]), int(starts[p + 1])
             lo, hi = max(start, p0) - p0, min(stop, p1) - p0
+            if p in ready:
+                self._remember((leaf.column.index, p), ready[p], forward=forward)
+                parts.append(ready[p])
+                continue
             cached = self._cached((leaf.column.index, p))
             if cached is not None:
                 parts.append(cached.slice(lo, hi - lo))
@@ -371,6 +376,32 @@ class Decoder21:
         if not parts:
             return pa.array([], type=leaf.path[0].type)
         return parts[0] if len(parts) == 1 else pa.concat_arrays(parts)
+
+    def _whole_pages_at_once(self, leaf: _Leaf, pages: list[int], start: int, stop: int) -> dict[int, pa.Array]:
+        """The pages of ``pages`` that ``[start, stop)`` covers whole, decoded side by side.
+
+        A long range of one column (a projection of few columns reads the whole file in one
+        window) would otherwise decode its pages one after another on one thread. Each page is
+        read and decoded by its own task on the ``pages`` pool: the heavy steps (bit unpacking,
+        dictionary ``take``, decompression) are numpy / Arrow calls that release the GIL, so on
+        a loaded machine several runnable threads get their share of both cores. Empty when
+        fewer than two pages qualify or there is one decode thread; the caller decodes the rest.
+        """
+        if len(pages) < 2 or num_threads() <= 1:
+            return {}
+        starts = leaf.page_starts
+        whole = [p for p in pages if start <= int(starts[p]) and int(starts[p + 1]) <= stop
+                 and self._cached((leaf.column.index, p)) is None]
+        if len(whole) < 2:
+            return {}
+        decoded = run_all([partial(self._read_and_decode, leaf, p) for p in whole], "pages")
+        return dict(zip(whole, decoded, strict=True))
+
+    def _read_and_decode(self, leaf: _Leaf, p: int) -> pa.Array:
+        page = leaf.column.pages[p]
+        ranges = list(zip(page.buffer_offsets, page.buffer_sizes, strict=False))
+        bufs = self.source.read_arrays(ranges, "page buffer") if ranges else []
+        return self._decode_one(leaf, p, page, bufs)
 
     def read_range(self, start: int, stop: int) -> pa.RecordBatch:
         """Decode rows ``[start, stop)`` of the projected fields.
