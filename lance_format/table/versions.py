@@ -126,9 +126,9 @@ def manifest_key_of(store: ObjectStore, version: int) -> str:
     raise VersionNotFoundError(f"{store.uri('')}: version {version} does not exist")
 
 
-#: The manifest this process last wrote per dataset, in the store's session:
-#: root -> (key, file bytes, manifest). Reading the same bytes back (the next append's base)
-#: then skips decoding them.
+#: The manifest this process last wrote or read per dataset, in the store's session:
+#: root -> (key, file bytes, manifest). Reading the same bytes back (the next append's base,
+#: another handle on the same version) then skips decoding them.
 WRITTEN_MANIFEST: CacheKind[tuple[str, bytes, Manifest]] = CacheKind("written_manifest")
 #: A decoded manifest holds several times its file size (models, schema, strings).
 _MANIFEST_BYTES_PER_FILE_BYTE = 8
@@ -157,6 +157,9 @@ def read_manifest(store: ObjectStore, key: str, *, for_write: bool = False) -> M
         manifest = known[2]
     else:
         manifest = decode_manifest(data, where, session=store.session)
+        # a long-lived process opens the same version again and again (a handle per request):
+        # the next open of these bytes skips decoding them (~half of an open)
+        remember_written(store, key, data, manifest)
     check_feature_flags(manifest, where, for_write=for_write)
     return manifest
 

@@ -128,3 +128,24 @@ def test_scattered_candidates_taken_together_come_in_pylances_batches_and_rows(
                                                         batch_size=4))
     assert all(b.num_rows <= 4 for b in batches)
     assert pa.Table.from_batches(batches).to_pydict() == want.to_pydict()
+
+
+def test_reopening_a_version_decodes_its_manifest_once(tmp_path: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    from lance_format.table import versions
+
+    uri = str(tmp_path) + "/m.lance"  # type: ignore[operator]
+    lance.write_dataset(_table(100), uri)
+    decoded: list[str] = []
+    real = versions.decode_manifest
+
+    def counting(data: bytes, where: str, **kw: object) -> object:
+        decoded.append(where)
+        return real(data, where, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(versions, "decode_manifest", counting)
+    for _ in range(3):
+        assert lance_format.dataset(uri).count_rows() == 100
+    assert len(decoded) <= 1
+    lance.write_dataset(_table(50, 100), uri, mode="append")  # another process's commit: new bytes
+    assert lance_format.dataset(uri).count_rows() == lance.dataset(uri).count_rows() == 150
+    assert lance_format.dataset(uri, version=1).count_rows() == 100
