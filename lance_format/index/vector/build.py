@@ -34,6 +34,7 @@ from lance_format.index.store import IndexDir
 from lance_format.index.vector import hnsw as _hnsw
 from lance_format.index.vector import quantize as q
 from lance_format.index.vector import rabitq as rq
+from lance_format.index.vector.blas import one_blas_thread
 from lance_format.index.vector.kmeans import (
     F32,
     I32,
@@ -381,8 +382,9 @@ def build_partition_graphs(task: tuple[PartitionRows, VectorModel]) -> Partition
     # hamming: squared l2 between 0/1 bit vectors is the hamming distance of the bytes
     vectors = bits_of(group.rows.payload) if model.metric == "hamming" else \
         _hnsw.storage_vectors(group.rows.payload, model)
-    graph = _hnsw.build_graphs(vectors, group.lengths, model.hnsw,
-                               _hnsw.graph_metric(model.metric), first=group.first)
+    with one_blas_thread():  # the runner's workers share the cores, not BLAS threads (index/vector/blas.py)
+        graph = _hnsw.build_graphs(vectors, group.lengths, model.hnsw,
+                                   _hnsw.graph_metric(model.metric), first=group.first)
     return replace(group, graph=graph)
 
 

@@ -25,8 +25,9 @@ is bounded and a partition of a million nodes builds in linear time. Distances c
 matrix products only: a group of up to :data:`FULL_LIMIT` candidates computes its whole
 distance matrix once and both the k-NN and the heuristic read it (the heuristic's candidate
 pairs are gathered from it, never recomputed from vectors); larger groups compute it by blocks
-of rows. The heuristic loops over the :data:`SELECT_POOL` candidate ranks, vectorised over
-the nodes.
+of rows, and the heuristic there gets each row's own small matrix among its candidates
+(``rows × SELECT_POOL²`` distances, one batched product). The heuristic loops over the
+:data:`SELECT_POOL` candidate ranks, vectorised over the nodes.
 """
 
 from __future__ import annotations
@@ -49,7 +50,8 @@ GraphMetric = Literal["l2", "dot"]
 EXACT_LIMIT = 8192
 #: Candidates of one group at most (the cost per row grows with it).
 GROUP_LIMIT = 8192
-#: Candidates up to which a group's whole distance matrix is computed once (64 MB).
+#: Candidates up to which a group's whole distance matrix is computed once (64 MB); 8192 (every
+#: exact partition) was no faster: the heuristic's scattered reads of a 256 MB matrix miss cache.
 FULL_LIMIT = 4096
 #: Rows per sub-cluster and sub-clusters searched per row above :data:`EXACT_LIMIT`.
 SUBCLUSTER_ROWS = 1024
@@ -213,12 +215,16 @@ class _Group:
         return d
 
     def heuristic(self, li: npt.NDArray[np.int64], ld: F32, m: int) -> npt.NDArray[np.bool_]:
-        """:func:`_heuristic` over candidate columns ``li`` of a block (distances ``ld``)."""
+        """:func:`_heuristic` over candidate columns ``li`` of a block (distances ``ld``).
+
+        Without the whole matrix, each row's candidates get their own small distance matrix
+        (:func:`_local_dist`): a block's rows weigh thousands of distinct candidates between
+        them, and the matrix among all of those (what this computed before) cost several times
+        the block's own k-NN distances; the rows' own ``c × c`` matrices cost ``rows × c²``.
+        """
         if self.full is not None:
             return _heuristic(self.full, li, ld, m)
-        used, pos = np.unique(li, return_inverse=True)
-        xu = self.xc[used]
-        return _heuristic(_pair_dist(xu, xu, self.metric), pos.reshape(li.shape), ld, m)
+        return _heuristic_local(_local_dist(self.xc, li, self.metric), ld, m)
 
 
 def _nearest(d: F32, k: int) -> tuple[npt.NDArray[np.int64], F32]:
@@ -289,6 +295,42 @@ def _heuristic(d: F32, cand: npt.NDArray[np.int64], dist: F32, m: int) -> npt.ND
         if j + 1 < c:
             near = d[cand[rows, j][:, None], cand[rows, j + 1:]] < dist[rows, j + 1:]
             blocked[rows, j + 1:] |= near
+    return keep
+
+
+def _local_dist(x: F32, li: npt.NDArray[np.int64], metric: GraphMetric) -> F32:
+    """``[b, c, c]``: per row of ``li``, the distances among its ``c`` candidate rows of ``x``.
+
+    The same formula as :func:`_pair_dist` (one batched matrix product of each row's gathered
+    candidates), so only the product's rounding may differ in the last bit.
+    """
+    v = x[li]  # [b, c, dim]
+    out: F32 = np.matmul(v, v.transpose(0, 2, 1))
+    if metric == "dot":
+        np.subtract(np.float32(1.0), out, out=out)
+        return out
+    norms = np.einsum("bcd,bcd->bc", v, v)
+    out *= np.float32(-2.0)
+    out += norms[:, :, None]
+    out += norms[:, None, :]
+    np.maximum(out, np.float32(0.0), out=out)
+    return out
+
+
+def _heuristic_local(local: F32, dist: F32, m: int) -> npt.NDArray[np.bool_]:
+    """:func:`_heuristic` reading each row's own candidate matrix (``local[row, j, l]``)."""
+    b, c = dist.shape
+    keep = np.zeros((b, c), bool)
+    blocked = ~np.isfinite(dist)
+    count = np.zeros(b, np.int64)
+    for j in range(c):
+        rows = np.flatnonzero(~blocked[:, j] & (count < m))
+        if rows.size == 0:
+            continue
+        keep[rows, j] = True
+        count[rows] += 1
+        if j + 1 < c:
+            blocked[rows, j + 1:] |= local[rows, j, j + 1:] < dist[rows, j + 1:]
     return keep
 
 
