@@ -256,11 +256,15 @@ BTREE_INDICES = (("k", "BTREE"), ("cat", "BITMAP"))
 
 def _imports(engine: str) -> None:
     """Imports are not timed. ``import lance`` imports pandas; ``lance_format`` does not, but pyarrow
-    imports it on the first ``pa.array(numpy array)`` (0.5-0.9 s of CPU), so both get it here."""
+    imports it on the first ``pa.array(numpy array)`` (0.5-0.9 s of CPU), so both get it here.
+    ``import lance_format`` loads its public names on first use (PEP 562): ``lance_format.dataset``
+    is touched here so that its modules load untimed, as ``import lance`` loads pylance's."""
     import pandas  # noqa: F401
 
     if engine == "ours":
-        import lance_format  # noqa: F401
+        import lance_format
+
+        lance_format.dataset  # noqa: B018  # loads lance_format.dataset and the modules a query uses
     else:
         import lance  # noqa: F401
 

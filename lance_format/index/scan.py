@@ -379,6 +379,8 @@ def _counts_exactly(indexed: IndexedColumns, leaf: FastLeaf, typ: pa.DataType) -
 def _live_candidates(ctx: ReadContext, frag: Any, plan: IndexPlan) -> npt.NDArray[np.uint32]:
     """The plan's candidate offsets of ``frag`` that are not deleted (checked against its rows)."""
     offsets = plan.offsets(frag.id)
+    if offsets.size == 0:  # most fragments of a selective query: no deletion vector to look up
+        return offsets
     deleted = ctx.deleted_offsets(frag)
     if deleted.size and offsets.size:
         offsets = offsets[~np.isin(offsets, deleted, assume_unique=True)]
