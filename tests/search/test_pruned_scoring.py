@@ -20,9 +20,10 @@ import pytest
 
 import lance_format
 from lance_format.index.store import IndexDir
-from lance_format.index.vector import search
+from lance_format.index.vector import scoring, search
 from lance_format.index.vector.layout import IvfSegment, PQStorage, SQStorage, read_segment
-from lance_format.index.vector.search import Probe, score_rows, search_segment
+from lance_format.index.vector.scoring import score_rows
+from lance_format.index.vector.search import Probe, search_segment
 from lance_format.search import rows as result_rows
 from lance_format.storage import open_store
 from lance_format.table.versions import load_manifest
@@ -67,7 +68,7 @@ def _queries(n: int = 12) -> np.ndarray[Any, Any]:
 def test_rows_kept_score_bit_identically_and_rows_dropped_are_farther(segments: dict[tuple[str, str], IvfSegment],
                                                                       kind: str, metric: str) -> None:
     seg = segments[(kind, metric)]
-    assert search.prunable(seg)
+    assert scoring.prunable(seg)
     dropped = 0
     for q in _queries():
         parts = search.rank_partitions(seg, q)[:6]
@@ -151,3 +152,24 @@ def test_result_rows_gathered_with_numpy_equal_the_arrow_take(tmp_path: Any, mon
         assert fast.column(cols[0]).to_pylist() == tbl.column(cols[0]).take(pa.array(
             [sum(r for _, r in frags[:[f for f, _ in frags].index(int(a >> 32))]) + int(a & 0xFFFFFFFF)
              for a in addrs])).to_pylist()
+
+
+def test_sq_code_space_limit_is_the_last_whole_distance_within_the_bound() -> None:
+    rng = np.random.default_rng(8)
+    found = 0
+    for _ in range(300):
+        span = float(rng.uniform(0.01, 20))
+
+        def scaled(raw: np.ndarray[Any, Any], span: float = span) -> np.ndarray[Any, Any]:  # as _score_sq's
+            return (raw.astype(np.float32) * np.float32(span) ** 2 / np.float32(255.0 ** 2)).astype(np.float32)
+
+        bound = float(rng.uniform(0, 2000))
+        h = scoring._raw_limit(bound, scaled)
+        if h is None:
+            continue
+        found += 1
+        assert h == int(h)
+        assert scaled(np.array([h], np.float32))[0] <= bound < scaled(np.array([h + 1], np.float32))[0]
+    assert found > 250
+    assert scoring._raw_limit(float("inf"), lambda r: r) is None
+    assert scoring._raw_limit(-1.0, lambda r: r) is None
