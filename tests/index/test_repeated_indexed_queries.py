@@ -149,3 +149,15 @@ def test_reopening_a_version_decodes_its_manifest_once(tmp_path: object, monkeyp
     lance.write_dataset(_table(50, 100), uri, mode="append")  # another process's commit: new bytes
     assert lance_format.dataset(uri).count_rows() == lance.dataset(uri).count_rows() == 150
     assert lance_format.dataset(uri, version=1).count_rows() == 100
+
+
+@pytest.mark.parametrize("stable", [False, True])
+def test_scanned_row_ids_and_addresses_equal_pylances(tmp_path: object, stable: bool) -> None:
+    uri = str(tmp_path) + "/r.lance"  # type: ignore[operator]
+    lance.write_dataset(_table(5000), uri, max_rows_per_file=2000, enable_stable_row_ids=stable)
+    lance.dataset(uri).delete("id % 7 = 0 OR (id >= 2100 AND id < 2300)")
+    theirs = lance.dataset(uri).to_table(columns=["id"], with_row_id=True, with_row_address=True)
+    for batch_size in (100, 3000):
+        got = lance_format.dataset(uri).to_table(columns=["id"], with_row_id=True, with_row_address=True,
+                                                 batch_size=batch_size)
+        assert got.to_pydict() == theirs.to_pydict()
