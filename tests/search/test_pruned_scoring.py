@@ -173,3 +173,26 @@ def test_sq_code_space_limit_is_the_last_whole_distance_within_the_bound() -> No
     assert found > 250
     assert scoring._raw_limit(float("inf"), lambda r: r) is None
     assert scoring._raw_limit(-1.0, lambda r: r) is None
+
+
+def test_sq_norms_are_prepared_for_the_probed_partitions_only(segments: dict[tuple[str, str], IvfSegment]) -> None:
+    seg = segments[("IVF_SQ", "l2")]
+    st = seg.storage
+    assert isinstance(st, SQStorage)
+    fresh = IvfSegment(seg.index_type, seg.metric, seg.centroids, seg.lengths, seg.row_ids, st, seg.loss, None)
+    q = _queries(1)[0]
+    search_segment(fresh, q, 10, Probe(3, 3, exact=True, k=10))
+    prep = scoring._prepared(fresh)
+    assert prep.sq_ready is not None and prep.sq_norms is not None and prep.sq_head_norms is not None
+    assert set(np.flatnonzero(prep.sq_ready).tolist()) == set(search.rank_partitions(fresh, q)[:3].tolist())
+    codes = st.codes.astype(np.int64)
+    for p in np.flatnonzero(prep.sq_ready).tolist():
+        lo, hi = int(fresh.offsets[p]), int(fresh.offsets[p] + fresh.lengths[p])
+        assert np.array_equal(prep.sq_norms[lo:hi], (codes[lo:hi] ** 2).sum(axis=1))
+        assert np.array_equal(prep.sq_head_norms[lo:hi], (codes[lo:hi, :scoring.SQ_HEAD] ** 2).sum(axis=1))
+    # the same search on the whole-segment arrays (a segment searched everywhere first)
+    whole = segments[("IVF_SQ", "l2")]
+    search_segment(whole, q, 10, Probe(8, 8, exact=True, k=10))
+    for probe in (Probe(3, 3, exact=True, k=10), Probe(6, 6, exact=True, k=10)):
+        a, b = search_segment(fresh, q, 10, probe), search_segment(whole, q, 10, probe)
+        assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])

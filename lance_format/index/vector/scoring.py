@@ -42,7 +42,8 @@ class _Prepared:
     Attributes:
         codes_t: PQ codes with one contiguous row per sub-vector (``[m, n]``): a sub-vector's
             codes of the candidate rows are one gather instead of a strided column.
-        sq_norms: ``||code||²`` of each SQ row, exact in float32 (integers below 2**24 for dim <= 128).
+        sq_norms: ``||code||²`` of each SQ row, exact in float32 (integers below 2**24 for dim <= 128);
+            filled per partition (``sq_ready``).
     """
 
     codes_t: npt.NDArray[np.uint8] | None = None
@@ -55,6 +56,9 @@ class _Prepared:
     sq_head: npt.NDArray[np.uint8] | None = None
     #: ``||code[:SQ_HEAD]||²`` of each SQ row: a lower bound of its distance from the first dimensions.
     sq_head_norms: F32 | None = None
+    #: Per partition, whether its rows of the three SQ arrays above are filled: they are filled when
+    #: a query first probes it (a first query on 1M x 128 codes probes a few percent of the rows).
+    sq_ready: npt.NDArray[np.bool_] | None = None
 
 
 _PREPARED: dict[int, _Prepared] = {}
@@ -73,14 +77,33 @@ def _prepared(seg: IvfSegment) -> _Prepared:
                             codebook_t=np.ascontiguousarray(cb.transpose(0, 2, 1)),
                             codebook_norms=np.einsum("skd,skd->sk", cb, cb))
         elif isinstance(st, SQStorage) and st.codes.shape[1] <= 128:
-            head = np.ascontiguousarray(st.codes[:, :SQ_HEAD]) if st.codes.shape[1] >= 2 * SQ_HEAD else None
-            hit = _Prepared(sq_norms=np.einsum("ij,ij->i", st.codes, st.codes, dtype=np.float32), sq_head=head,
-                            sq_head_norms=None if head is None else np.einsum("ij,ij->i", head, head, dtype=np.float32))
+            n = st.codes.shape[0]
+            head = st.codes.shape[1] >= 2 * SQ_HEAD
+            hit = _Prepared(sq_norms=np.empty(n, np.float32), sq_head=np.empty((n, SQ_HEAD), np.uint8) if head else None,
+                            sq_head_norms=np.empty(n, np.float32) if head else None,
+                            sq_ready=np.zeros(seg.lengths.size, bool))
         else:
             hit = _Prepared()
         _PREPARED[key] = hit
         weakref.finalize(seg, _PREPARED.pop, key, None)  # ids are reused once the segment is gone
     return hit
+
+
+def _sq_ready(seg: IvfSegment, st: SQStorage, prep: _Prepared, parts: npt.NDArray[np.int64]) -> None:
+    """Fill the prepared SQ arrays for the partitions ``parts`` not filled yet (the same values
+    as computed for the whole segment: each row's sums are exact integers)."""
+    assert prep.sq_ready is not None and prep.sq_norms is not None
+    todo = parts[~prep.sq_ready[parts]]
+    for p in todo.tolist():
+        lo = int(seg.offsets[p])
+        hi = lo + int(seg.lengths[p])
+        codes = st.codes[lo:hi]
+        prep.sq_norms[lo:hi] = np.einsum("ij,ij->i", codes, codes, dtype=np.float32)
+        if prep.sq_head is not None and prep.sq_head_norms is not None:
+            head = prep.sq_head[lo:hi]
+            head[:] = codes[:, :SQ_HEAD]
+            prep.sq_head_norms[lo:hi] = np.einsum("ij,ij->i", head, head, dtype=np.float32)
+        prep.sq_ready[p] = True  # after the values: a concurrent query at worst fills it again
 
 
 def _is_range(r: npt.NDArray[np.int64]) -> bool:
@@ -207,8 +230,8 @@ def _code_blocks(codes: npt.NDArray[Any], rows: list[npt.NDArray[np.int64]],
     return [block(r) for r in rows if r.size]
 
 
-def _score_sq(seg: IvfSegment, st: SQStorage, q: npt.NDArray[np.floating], rows: list[npt.NDArray[np.int64]],
-              flat_rows: npt.NDArray[np.int64], bound: float | None = None) -> F32:
+def _score_sq(seg: IvfSegment, st: SQStorage, q: npt.NDArray[np.floating], parts: npt.NDArray[np.int64],
+              rows: list[npt.NDArray[np.int64]], flat_rows: npt.NDArray[np.int64], bound: float | None = None) -> F32:
     span = st.end - st.start
     if flat_rows.size == 0:
         return np.empty(0, np.float32)
@@ -232,6 +255,8 @@ def _score_sq(seg: IvfSegment, st: SQStorage, q: npt.NDArray[np.floating], rows:
     # The products are einsum, not BLAS: a multi-threaded sgemv is many times slower on a busy machine.
     blocks = _code_blocks(st.codes, rows)
     prep = _prepared(seg)
+    if prep.sq_ready is not None:
+        _sq_ready(seg, st, prep, parts)
     norms = prep.sq_norms
     if norms is None:  # wider vectors could round: the exact integer path
         qi = qc.astype(np.int64)[None, :]
@@ -297,7 +322,7 @@ def score_rows(seg: IvfSegment, q: npt.NDArray[np.generic], parts: npt.NDArray[n
     if isinstance(st, PQStorage):
         return _score_pq(seg, st, q, parts, rows, flat_rows, bound, tables)
     if isinstance(st, SQStorage):
-        return _score_sq(seg, st, qf, rows, flat_rows, bound)
+        return _score_sq(seg, st, qf, parts, rows, flat_rows, bound)
     assert isinstance(st, RQStorage)
     if metric == "dot":  # 14.0.2's dot estimates differ from rabitq.estimate's: callers score exactly
         raise NotSupportedError(f"scoring {seg.index_type} (RaBitQ) codes on dot is not supported; "
