@@ -143,3 +143,20 @@ def test_submodules_resolve_as_attributes_after_a_bare_import() -> None:
     out = _fresh("import lance_format\nout = {'errors': lance_format.errors.LanceError.__name__,\n"
                  "       'storage': lance_format.storage.__name__, 'nope': hasattr(lance_format, 'no_such_module')}")
     assert out == {"errors": "LanceError", "storage": "lance_format.storage", "nope": False}
+
+
+def test_planning_a_plain_spark_read_opens_no_lance_dataset(tmp_path: Path) -> None:
+    # Spark's planner workers run schema() and reader() per query; versions and the latest are
+    # read through the table layer (tags, timestamps and nearest searches open a LanceDataset).
+    pytest.importorskip("pyspark")
+    lance = pytest.importorskip("lance")
+    import pyarrow as pa
+
+    uri = str(tmp_path / "t.lance")
+    lance.write_dataset(pa.table({"id": list(range(100)), "x": [i / 10 for i in range(100)]}), uri,
+                        max_rows_per_file=40)
+    code = ("from lance_format.spark.source import LanceDataSource\n"
+            f"src = LanceDataSource({{'path': {uri!r}, 'filter': 'x > 2.5', 'version': '1'}})\n"
+            "schema = src.schema()\nreader = src.reader(schema)\n"
+            f"out = {{'fields': schema.fieldNames(), 'parts': len(reader.partitions()), 'heavy': {_loaded(HEAVY)}}}")
+    assert _fresh(code) == {"fields": ["id", "x"], "parts": 3, "heavy": []}

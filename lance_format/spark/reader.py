@@ -51,7 +51,7 @@ from pyspark.sql.datasource import DataSourceReader, InputPartition
 from lance_format.errors import InvalidInputError, SchemaError
 from lance_format.spark.options import METADATA_COLUMNS, ReadOptions
 from lance_format.spark.types import spark_arrow_schema, spark_schema, to_spark_batch
-from lance_format.storage import open_store
+from lance_format.storage import check_storage_options, open_store, uri_text
 from lance_format.table.blobs import bytes_field
 from lance_format.table.manifest import Manifest
 from lance_format.table.models import FragmentMetadata
@@ -128,15 +128,17 @@ DISTANCE = "_distance"
 class PinnedVersion:
     """What a read task needs of one dataset version: its manifest and read context.
 
-    Spark's Python workers unpickle the reader for every task; opening the version through
-    the table layer keeps ``lance_format.dataset`` (and the index, search and maintenance
-    code it loads, ~0.5 s of CPU per cold worker) out of them. Only the driver's planning
-    and ``nearest`` searches open a :class:`~lance_format.dataset.LanceDataset`.
+    Spark's Python workers unpickle the reader for every task, and its planner workers plan
+    each query; opening the version through the table layer keeps ``lance_format.dataset``
+    (and the index, search and maintenance code it loads, ~0.3-0.5 s of CPU per cold worker)
+    out of them. Only tags, timestamps and ``nearest`` searches open a
+    :class:`~lance_format.dataset.LanceDataset` (:func:`open_version`).
     """
 
-    def __init__(self, uri: str, version: int, storage_options: dict[str, str] | None = None) -> None:
-        store = open_store(uri, storage_options)
-        self.uri = uri
+    def __init__(self, uri: str, version: int | None, storage_options: dict[str, str] | None = None) -> None:
+        check_storage_options(storage_options)
+        self.uri = uri_text(uri)
+        store = open_store(self.uri, storage_options)
         self._ctx = ReadContext(store, load_manifest(store, version), storage_options)
 
     @property
@@ -153,6 +155,18 @@ class PinnedVersion:
     def schema(self) -> pa.Schema:
         """Arrow schema of the version."""
         return self._ctx.arrow_schema
+
+
+def open_version(opts: ReadOptions, version: int | None = None) -> LanceDataset | PinnedVersion:
+    """What planning a read needs of ``version`` (else the one ``opts`` asks for, else the latest).
+
+    A :class:`PinnedVersion` for a version number or the latest; a tag or a timestamp is
+    resolved by :func:`open_dataset`.
+    """
+    if opts.timestamp is None and (version is not None or opts.tag is None):
+        return PinnedVersion(opts.uri, version if version is not None else opts.version,
+                             dict(opts.storage_options) or None)
+    return open_dataset(opts, version)
 
 
 def open_dataset(opts: ReadOptions, version: int | None = None) -> LanceDataset:
@@ -408,7 +422,7 @@ class LanceReader(DataSourceReader):
 
     def __init__(self, options: ReadOptions, spark_fields: Any, version: int | None = None, *,
                  auto_partitions: bool = False) -> None:
-        ds = open_dataset(options, version)
+        ds = open_dataset(options, version) if options.nearest is not None else open_version(options, version)
         self.options = options
         self.version = ds.version  # pinned: later commits do not change what this DataFrame reads
         self.schema = schema_projection(ds, spark_fields, search=options.nearest is not None)
@@ -417,6 +431,7 @@ class LanceReader(DataSourceReader):
         self._partitions: list[InputPartition]
         if options.nearest is not None:
             # Planned on the driver so a bad query (column, dimension, k) fails the query, not a task.
+            assert not isinstance(ds, PinnedVersion)
             _search(ds, options, self.schema.names).explain_plan()
             self._partitions = [SearchPartition(str(options.nearest["column"]))]
         else:
@@ -455,5 +470,5 @@ class LanceReader(DataSourceReader):
 
 
 __all__ = ["LanceReader", "OrderedPartition", "PinnedVersion", "auto_partition_rows", "RangePartition", "SearchPartition", "default_batch_rows",
-           "open_dataset", "plan_partitions", "projected_schema", "read_range", "schema_projection",
+           "open_dataset", "open_version", "plan_partitions", "projected_schema", "read_range", "schema_projection",
            "search_schema", "sql_filter"]

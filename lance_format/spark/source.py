@@ -23,7 +23,7 @@ from lance_format.spark.options import (
     StreamReadOptions,
     WriteOptions,
 )
-from lance_format.spark.reader import LanceReader, open_dataset, projected_schema, search_schema
+from lance_format.spark.reader import LanceReader, open_version, projected_schema, search_schema
 from lance_format.spark.types import spark_schema, table_uri, with_table_uri, write_schema
 from lance_format.spark.writer import LanceBatchWriter
 
@@ -53,7 +53,7 @@ class LanceDataSource(DataSource):
         # Spark asks for the schema of batch and streaming reads alike: accept both's options
         # here, and let reader() / streamReader() refuse the other kind's.
         opts = ReadOptions.parse(self.options, keys=READ_KEYS | STREAM_READ_KEYS)
-        ds = open_dataset(opts)
+        ds = open_version(opts)
         self.pinned_version = ds.version
         arrow = search_schema(ds, opts.columns) if opts.nearest is not None else projected_schema(ds, opts.columns)
         schema = spark_schema(arrow)
