@@ -70,11 +70,17 @@ def test_large_partitions_use_subcluster_neighbours_with_pylances_recall(tmp_pat
     # 2 partitions of ~2,500 nodes above a lowered exact limit: the path a million-row partition takes
     monkeypatch.setattr(hnsw, "EXACT_LIMIT", 1000)
     monkeypatch.setattr(hnsw, "SUBCLUSTER_ROWS", 256)
-    ours, theirs = fresh(tmp_path / "ours"), fresh(tmp_path / "theirs")
+    ours = fresh(tmp_path / "ours")
     lance_format.dataset(ours).create_index("vec", kind, num_partitions=2)
-    lance.dataset(theirs).create_index("vec", kind, num_partitions=2)
+    # pylance's builds are random: its recall here is the mean of three (one build alone moved
+    # 0.957-0.958 for IVF_HNSW_SQ over six, ours is 0.940, so one lucky build was a flaky bound)
+    theirs = []
+    for _ in range(3):
+        path = fresh(tmp_path / "theirs")
+        lance.dataset(path).create_index("vec", kind, num_partitions=2)
+        theirs.append(recall(lance.dataset(path), "l2", nprobes=2))
     # ours may beat pylance's randomly trained index, not trail it by more than 0.02
-    assert recall(lance.dataset(ours), "l2", nprobes=2) >= recall(lance.dataset(theirs), "l2", nprobes=2) - 0.02
+    assert recall(lance.dataset(ours), "l2", nprobes=2) >= sum(theirs) / len(theirs) - 0.02
 
 
 def test_subcluster_knn_finds_most_exact_neighbours() -> None:
