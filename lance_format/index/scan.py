@@ -40,9 +40,10 @@ from lance_format.index.rowset import RowDomain, fragment_of, offset_of
 from lance_format.index.store import IndexDir
 from lance_format.index.zonemap import intersect_ranges
 from lance_format.session import CacheKind
+from lance_format.sql_program import program_for
 from lance_format.table.index_metadata import IndexMetadata
 from lance_format.table.read import ROW_ADDR, ROW_ID, FragmentScan
-from lance_format.table.scan import apply_filter
+from lance_format.table.scan import apply_filter, filter_mask, referenced_columns
 
 if TYPE_CHECKING:
     # lance_format.index.query imports sqlglot (~0.3-0.5 s): a scan without a filter never needs it
@@ -411,6 +412,23 @@ def _plain(scanner: Scan, frags: list[Any]) -> Iterator[pa.RecordBatch]:
         yield from scanner._fragment_batches(prepared)
 
 
+def _split_columns(scanner: Scan, flt: str) -> tuple[list[str], list[str]]:
+    """The scan's columns as ``(filter columns, other columns)`` when the filter can be checked on
+    its own columns first; ``([], [])`` when not (no filter, or it reads row ids or addresses).
+
+    Candidates of an inexact index (ZONEMAP, BLOOMFILTER) are mostly not matching rows: reading
+    the other projected columns for only the rows the filter keeps spares decoding whole zones of them.
+    """
+    opts = scanner._opts
+    if opts.filter is None or ROW_ID in flt or ROW_ADDR in flt:
+        return [], []
+    read = scanner._read_columns()
+    used = set(referenced_columns(opts.filter, scanner._ctx.arrow_schema.names))
+    first = [c for c in read if c in used]
+    rest = [c for c in read if c not in used]
+    return (first, rest) if first and rest else ([], [])
+
+
 def _indexed(scanner: Scan, frag: Any, plan: IndexPlan) -> Iterator[pa.RecordBatch]:
     ctx, opts = scanner._ctx, scanner._opts
     offsets = _live_candidates(ctx, frag, plan)
@@ -424,26 +442,12 @@ def _indexed(scanner: Scan, frag: Any, plan: IndexPlan) -> Iterator[pa.RecordBat
     step = max(1, opts.batch_size)
     # Many candidates: decoding whole ranges and picking rows beats gathering row by row.
     dense = offsets.size * DENSE_FRACTION >= frag.physical_rows
+    first_cols, other_cols = _split_columns(scanner, flt)
+    if first_cols:
+        yield from _filter_then_take(scanner, frag, plan, offsets, dense, first_cols, other_cols, stable)
+        return
     scan = _take_scan(ctx, frag, tuple(scanner._read_columns()))
-    windows = dense_spans(offsets, step) if dense else [(s, s + step) for s in range(0, offsets.size, step)]
-    # scattered candidates are taken TAKE_GROUP_ROWS at a time (each take reads the chunks of
-    # every page it touches: per batch, a 1% query read every page again), unless a limit may stop early
-    group = step * max(1, TAKE_GROUP_ROWS // step) if opts.limit is None else step
-    taken_at, taken = -1, None
-    for start, stop in windows:
-        if dense:
-            lo, hi = np.searchsorted(offsets, [start, stop])
-            offs = offsets[lo:hi].astype(np.uint64)
-            batch = scan.read(start, stop)
-            if offs.size != stop - start:
-                batch = batch.take(pa.array(offs - np.uint64(start)))
-        else:
-            first = start - start % group
-            if first != taken_at:
-                taken_at, taken = first, scan.take(offsets[first:first + group].astype(np.uint64))
-            assert taken is not None
-            offs = offsets[start:stop].astype(np.uint64)
-            batch = taken.slice(start - first, offs.size)
+    for batch, offs in _candidate_batches(scan, offsets, dense, step, _take_group(scanner)):
         addr = (np.uint64(frag.id) << np.uint64(32)) | offs
         plan.check(batch, addr)
         if need_ids:
@@ -459,6 +463,80 @@ def _indexed(scanner: Scan, frag: Any, plan: IndexPlan) -> Iterator[pa.RecordBat
             batch = batch.cast(schema)
         if batch.num_rows:
             yield batch
+
+
+def _take_group(scanner: Scan) -> int:
+    """Scattered candidates gathered by one take: TAKE_GROUP_ROWS at a time (each take reads the chunks of
+    every page it touches: per batch, a 1% query read every page again), one batch under a limit (it may stop early)."""
+    step = max(1, scanner._opts.batch_size)
+    return step * max(1, TAKE_GROUP_ROWS // step) if scanner._opts.limit is None else step
+
+
+def _candidate_batches(scan: FragmentScan, offsets: npt.NDArray[np.uint32], dense: bool, step: int,
+                       group: int) -> Iterator[tuple[pa.RecordBatch, U64]]:
+    """``scan``'s columns at candidate ``offsets``, batch by batch, with the offsets of each batch."""
+    windows = dense_spans(offsets, step) if dense else [(s, s + step) for s in range(0, offsets.size, step)]
+    taken_at, taken = -1, None
+    for start, stop in windows:
+        if dense:
+            lo, hi = np.searchsorted(offsets, [start, stop])
+            offs = offsets[lo:hi].astype(np.uint64)
+            batch = scan.read(start, stop)
+            if offs.size != stop - start:
+                batch = batch.take(pa.array(offs - np.uint64(start)))
+        else:
+            first = start - start % group
+            if first != taken_at:
+                taken_at, taken = first, scan.take(offsets[first:first + group].astype(np.uint64))
+            assert taken is not None
+            offs = offsets[start:stop].astype(np.uint64)
+            batch = taken.slice(start - first, offs.size)
+        yield batch, offs
+
+
+def _filter_then_take(scanner: Scan, frag: Any, plan: IndexPlan, offsets: npt.NDArray[np.uint32], dense: bool,
+                      first_cols: list[str], other_cols: list[str],
+                      stable: npt.NDArray[np.uint64] | None) -> Iterator[pa.RecordBatch]:
+    """Candidates read as the filter's columns, filtered, then the other columns taken at the kept rows only."""
+    ctx, opts = scanner._ctx, scanner._opts
+    assert opts.filter is not None
+    schema = scanner.projected_schema
+    step = max(1, opts.batch_size)
+    group = _take_group(scanner)
+    program = program_for(opts.filter)
+    rest: FragmentScan | None = None
+    for batch, offs in _candidate_batches(_take_scan(ctx, frag, tuple(first_cols)), offsets, dense, step, group):
+        addr = (np.uint64(frag.id) << np.uint64(32)) | offs
+        plan.check(batch, addr)
+        mask = filter_mask(opts.filter, batch, program)
+        if isinstance(mask, (pa.Array, pa.ChunkedArray)):
+            keep = np.asarray(mask.fill_null(False).to_numpy(zero_copy_only=False), dtype=bool)  # NULL drops a row
+        else:
+            value = mask.as_py() if isinstance(mask, pa.Scalar) else mask
+            keep = np.full(offs.size, value is True)
+        if not keep.any():
+            continue
+        if not keep.all():
+            batch, offs, addr = batch.filter(pa.array(keep)), offs[keep], addr[keep]
+        rest = rest or _take_scan(ctx, frag, tuple(other_cols))
+        lo, hi = int(offs[0]), int(offs[-1]) + 1
+        if offs.size * DENSE_FRACTION >= hi - lo:  # most rows of the span kept (an exact index): decode it
+            more = rest.read(lo, hi)
+            if offs.size != hi - lo:
+                more = more.take(pa.array(offs - np.uint64(lo)))
+        else:
+            more = rest.take(offs)
+        columns = dict(zip(batch.schema.names, batch.columns, strict=True))
+        columns.update(zip(more.schema.names, more.columns, strict=True))
+        if opts.with_row_id:
+            ids = stable[offs.astype(np.int64)] if stable is not None else addr
+            columns[ROW_ID] = pa.array(ids, pa.uint64())
+        if opts.with_row_address:
+            columns[ROW_ADDR] = pa.array(addr, pa.uint64())
+        out = pa.RecordBatch.from_arrays([columns[n] for n in schema.names], names=schema.names)
+        if not out.schema.equals(schema):
+            out = out.cast(schema)
+        yield out
 
 
 def dense_spans(offsets: npt.NDArray[np.uint32], step: int, gap: int = DENSE_GAP) -> list[tuple[int, int]]:
