@@ -17,6 +17,7 @@ damaged index can only be caught where the damage breaks such a rule.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -91,6 +92,15 @@ class IndexPlan:
         key = np.uint64(frag_id) << np.uint64(32)
         lo, hi = np.searchsorted(self.addrs, [key, key + np.uint64(1 << 32)])
         return offset_of(self.addrs[lo:hi])
+
+    @functools.cached_property
+    def hit(self) -> frozenset[int]:
+        """Fragments holding at least one candidate (``addrs`` is sorted: no sort here)."""
+        frags = fragment_of(self.addrs)
+        if frags.size == 0:
+            return frozenset()
+        firsts = np.flatnonzero(np.concatenate(([True], frags[1:] != frags[:-1])))
+        return frozenset(frags[firsts].tolist())
 
     def check(self, batch: pa.RecordBatch, addrs: U64) -> None:
         """Refuse fetched candidate rows (``batch``, at ``addrs``) whose values an index misstated.
@@ -361,6 +371,8 @@ def count_from_index(scanner: Scan, frags: list[Any]) -> int | None:
         if frag.id not in plan.covered:
             rest.append(frag)
             continue
+        if frag.id not in plan.hit:
+            continue
         offsets = _live_candidates(ctx, frag, plan)
         total += int(offsets.size)
     if rest:
@@ -398,6 +410,8 @@ def scan_batches(scanner: Scan, frags: list[Any]) -> Iterator[pa.RecordBatch]:
     for frag in frags:
         if plan is None or frag.id not in plan.covered:
             run.append(frag)
+            continue
+        if frag.id not in plan.hit:  # most fragments of a selective query: nothing to look up or read
             continue
         if run:
             yield from _plain(scanner, run)
