@@ -200,7 +200,8 @@ def _segment(ctx: ReadContext, meta: IndexMetadata) -> IvfSegment:
     seg = _SEGMENTS.get(key)
     if seg is None:  # segments are immutable: one read per process serves every version
         seg = read_segment(IndexDir(store, meta.uuid, sizes={f.path: f.size_bytes for f in meta.files or ()}),
-                           graph=False)  # scored exhaustively (index/vector/search.py): no graph walk
+                           graph=False,  # scored exhaustively (index/vector/search.py): no graph walk
+                           lazy=True)  # codes read per partition as queries probe them
         if len(_SEGMENTS) >= _SEGMENT_CACHE:
             _SEGMENTS.pop(next(iter(_SEGMENTS)))
         _SEGMENTS[key] = seg

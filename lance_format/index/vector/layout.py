@@ -15,6 +15,8 @@ such a segment back in pylance's layout, so a build, remap or optimize only prod
 from __future__ import annotations
 
 import json
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, Union
 
@@ -134,6 +136,8 @@ class IvfSegment:
         storage: The vectors' storage (same row order as ``row_ids``).
         loss: k-means loss recorded in ``index.idx`` (``None``: not recorded).
         hnsw: The graph of ``IVF_HNSW_*`` kinds.
+        codes: Set when the storage's code rows are read per partition on first use
+            (``read_segment(lazy=True)``): rows of a partition are valid once :meth:`load` covered it.
     """
 
     index_type: str
@@ -144,6 +148,16 @@ class IvfSegment:
     storage: Storage
     loss: float | None = None
     hnsw: HnswGraph | None = None
+    codes: PartitionCodes | None = None
+
+    def load(self, parts: npt.NDArray[np.int64]) -> None:
+        """Make the storage rows of partitions ``parts`` valid (a no-op on an eagerly read segment)."""
+        if self.codes is not None:
+            self.codes.load(parts)
+
+    def load_all(self) -> None:
+        """Make every storage row valid, for consumers of the whole segment (writing it back)."""
+        self.load(np.arange(self.num_partitions, dtype=np.int64))
 
     @property
     def offsets(self) -> npt.NDArray[np.uint64]:
@@ -159,6 +173,57 @@ class IvfSegment:
         """Rows of partition ``p`` in ``row_ids`` and the storage arrays."""
         start = int(self.offsets[p])
         return slice(start, start + int(self.lengths[p]))
+
+
+class PartitionCodes:
+    """Reads the code rows of a segment's partitions from ``auxiliary.idx`` when first asked for.
+
+    The storage arrays of a lazily read segment are allocated unfilled (untouched pages cost no
+    memory); each partition's rows are one contiguous row range of the file (the IVF lengths),
+    read, decoded and written in place once, so a first query decodes only the partitions it
+    probes, where pylance too loads only the partitions it searches.
+    """
+
+    def __init__(self, reader: Any, column: str, lengths: npt.NDArray[np.uint32], out: npt.NDArray[Any],
+                 decode: Callable[[npt.NDArray[Any]], npt.NDArray[Any]]) -> None:
+        self._reader = reader
+        self._column = column
+        self._starts = np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)[:-1]]).astype(np.int64).tolist()
+        self._lengths = lengths.astype(np.int64).tolist()
+        self._out = out
+        self._decode = decode
+        self._loaded = np.zeros(lengths.size, bool)
+        self._lock = threading.Lock()  # one reader per segment; queries may run in threads
+
+    @property
+    def loaded(self) -> npt.NDArray[np.bool_]:
+        """Which partitions are read (a copy)."""
+        return self._loaded.copy()
+
+    def load(self, parts: npt.NDArray[np.int64]) -> None:
+        """Read the partitions of ``parts`` not read yet.
+
+        Raises:
+            CorruptFileError: null code rows in the file.
+        """
+        if self._loaded[parts].all():
+            return
+        with self._lock:
+            todo = np.unique(parts[~self._loaded[parts]]).tolist()
+            spans = [(self._starts[p], self._lengths[p]) for p in todo]
+            rows = [np.arange(lo, lo + n, dtype=np.int64) for lo, n in spans]
+            wanted = np.concatenate(rows) if rows else np.empty(0, np.int64)
+            if wanted.size:
+                # one take of every row wanted: reads only the chunks holding them, in one request
+                # list (a range read continuing the previous one decodes its page whole, as scans want)
+                table = self._reader.take_rows(wanted, batch_size=int(wanted.size)).to_table()
+                got = _fsl_matrix(table.column(self._column), self._reader.path)
+                at = 0
+                for lo, n in spans:
+                    if n:
+                        self._out[lo:lo + n] = self._decode(got[at:at + n])
+                    at += n
+            self._loaded[todo] = True  # after the rows: a concurrent reader never sees them early
 
 
 # -- reading -------------------------------------------------------------------------------------
@@ -215,6 +280,60 @@ def _transpose(codes: U8, lengths: npt.NDArray[np.uint32]) -> U8:
     return out.reshape(codes.shape)
 
 
+def _unpack(raw: U8, nbits: int, m: int) -> U8:
+    """One code per sub-vector: 4-bit codes come two to a byte, low nibble first."""
+    if nbits == 8:
+        return raw
+    codes = np.empty((raw.shape[0], raw.shape[1] * 2), dtype=np.uint8)
+    codes[:, 0::2], codes[:, 1::2] = raw & 0x0F, raw >> 4
+    return codes[:, :m]
+
+
+def _lazy_storage(src: IndexDir, aux: Any, meta: dict[bytes, bytes], lengths: npt.NDArray[np.uint32],
+                  where: str) -> tuple[Storage, PartitionCodes] | None:
+    """Storage whose code rows :class:`PartitionCodes` reads per partition (``None``: a storage
+    read whole, RaBitQ's columns or an unknown one)."""
+    fields = {f.name: f for f in aux.schema}
+    sm = _json_meta(meta, b"storage_metadata", where)
+    info = json.loads(sm[0]) if isinstance(sm, list) and sm else {}
+    n = int(aux.num_rows)
+    for column in ("flat", "__sq_code", "__pq_code"):
+        if column in fields:
+            break
+    else:
+        return None
+    typ = fields[column].type
+    if not pa.types.is_fixed_size_list(typ):
+        raise CorruptFileError(f"{where}: column {column} is {typ}, not a fixed-size list")
+    width = int(typ.list_size)
+    reader = src.reader(AUX_FILE, [column])
+    storage: Storage
+    if column == "flat":
+        vectors = np.empty((n, width), typ.value_type.to_pandas_dtype())
+        return FlatStorage(vectors), PartitionCodes(reader, column, lengths, vectors, lambda raw: raw)
+    if column == "__sq_code":
+        bounds = info.get("bounds") or {}
+        codes = np.empty((n, width), np.uint8)
+        storage = SQStorage(codes, float(bounds.get("start", 0.0)), float(bounds.get("end", 0.0)),
+                            int(info.get("num_bits", 8)))
+        return storage, PartitionCodes(reader, column, lengths, codes, lambda raw: raw)
+    nbits, m, dim = int(info["nbits"]), int(info["num_sub_vectors"]), int(info["dimension"])
+    if nbits not in (4, 8):
+        raise NotSupportedError(f"{where}: PQ with {nbits} bits per code is not supported")
+    tensor = decode_tensor(aux.read_global_buffer(int(info["codebook_position"])), f"{where}: PQ codebook")
+    codebook = tensor.to_numpy().reshape(m, 1 << nbits, dim // m)
+    transposed = bool(info.get("transposed", False))
+
+    def decode(raw: npt.NDArray[Any]) -> U8:
+        block = raw.astype(np.uint8, copy=False)
+        if transposed:  # one partition's bytes are the transpose of its rows x width matrix
+            block = block.reshape(-1).reshape(width, block.shape[0]).T
+        return _unpack(block, nbits, m)
+
+    codes = np.empty((n, m), np.uint8)
+    return PQStorage(codebook, codes, nbits), PartitionCodes(reader, column, lengths, codes, decode)
+
+
 def _storage(table: pa.Table, meta: dict[bytes, bytes], lengths: npt.NDArray[np.uint32], reader: Any,
              where: str) -> Storage:
     names = table.schema.names
@@ -233,13 +352,9 @@ def _storage(table: pa.Table, meta: dict[bytes, bytes], lengths: npt.NDArray[np.
         raw = _fsl_matrix(table.column("__pq_code"), where).astype(np.uint8)
         if info.get("transposed", False):
             raw = _untranspose(raw, lengths, raw.shape[1])
-        if nbits == 4:
-            codes = np.empty((raw.shape[0], raw.shape[1] * 2), dtype=np.uint8)
-            codes[:, 0::2], codes[:, 1::2] = raw & 0x0F, raw >> 4
-            raw = codes[:, :m]
-        elif nbits != 8:
+        if nbits not in (4, 8):
             raise NotSupportedError(f"{where}: PQ with {nbits} bits per code is not supported")
-        return PQStorage(codebook, raw, nbits)
+        return PQStorage(codebook, _unpack(raw, nbits, m), nbits)
     if "_rabit_codes" in names:
         return RQStorage(table.drop_columns([ROW_ID]), info)
     raise NotSupportedError(f"{where}: unknown vector storage columns {names}")
@@ -250,9 +365,14 @@ def _hnsw(reader: Any, ivf: IvfModel, meta: dict[bytes, bytes], where: str) -> H
     return HnswGraph(reader.read_all().to_table(), ivf.lengths.astype(np.uint32), parts)
 
 
-def read_segment(src: IndexDir, *, graph: bool = True) -> IvfSegment:
+def read_segment(src: IndexDir, *, graph: bool = True, lazy: bool = False) -> IvfSegment:
     """Read both files of a vector segment (``graph=False``: leave the HNSW rows of
     ``index.idx`` unread, ``hnsw`` is then ``None``; searching does not walk them).
+
+    ``lazy=True`` reads the row ids now and the storage's code rows per partition when
+    :meth:`IvfSegment.load` first asks for them (FLAT, PQ and SQ storage; RaBitQ is read whole):
+    for searches, which touch a few partitions. Consumers of every row call ``load_all`` or read
+    eagerly (the default).
 
     Raises:
         CorruptFileError: missing or inconsistent metadata, buffers or columns.
@@ -276,10 +396,15 @@ def read_segment(src: IndexDir, *, graph: bool = True) -> IvfSegment:
     if lengths.size != centroids.shape[0] or int(lengths.sum()) != aux.num_rows:
         raise CorruptFileError(f"{where_a}: partition lengths {lengths.tolist()[:8]}… do not match "
                                f"{centroids.shape[0]} centroids and {aux.num_rows} rows")
+    hnsw = _hnsw(idx, ivf_i, imeta, where_i) if graph and b"lance:hnsw" in imeta else None
+    lazily = _lazy_storage(src, aux, ameta, lengths, where_a) if lazy else None
+    if lazily is not None:
+        ids = src.reader(AUX_FILE, [ROW_ID]).read_all().to_table()
+        row_ids = ids.column(ROW_ID).to_numpy().astype(np.uint64)
+        return IvfSegment(index_type, metric, centroids, lengths, row_ids, lazily[0], ivf_i.loss, hnsw, lazily[1])
     table = aux.read_all().to_table()
     row_ids = table.column(ROW_ID).to_numpy().astype(np.uint64)
     storage = _storage(table, ameta, lengths, aux, where_a)
-    hnsw = _hnsw(idx, ivf_i, imeta, where_i) if graph and b"lance:hnsw" in imeta else None
     return IvfSegment(index_type, metric, centroids, lengths, row_ids, storage, ivf_i.loss, hnsw)
 
 
@@ -292,6 +417,7 @@ def _fsl(matrix: npt.NDArray[Any], typ: pa.DataType) -> pa.FixedSizeListArray:
 
 def _aux_table(seg: IvfSegment) -> tuple[pa.Table, dict[str, Any], list[bytes]]:
     """The storage columns, the ``storage_metadata`` object and extra global buffers (after the IVF)."""
+    seg.load_all()
     st = seg.storage
     rid = pa.field(ROW_ID, pa.uint64(), nullable=True)
     ids = pa.array(seg.row_ids, pa.uint64())

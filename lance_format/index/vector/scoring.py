@@ -59,6 +59,8 @@ class _Prepared:
     #: Per partition, whether its rows of the three SQ arrays above are filled: they are filled when
     #: a query first probes it (a first query on 1M x 128 codes probes a few percent of the rows).
     sq_ready: npt.NDArray[np.bool_] | None = None
+    #: Per partition, whether its columns of ``codes_t`` are filled (when a query first probes it).
+    pq_ready: npt.NDArray[np.bool_] | None = None
 
 
 _PREPARED: dict[int, _Prepared] = {}
@@ -73,7 +75,8 @@ def _prepared(seg: IvfSegment) -> _Prepared:
         st = seg.storage
         if isinstance(st, PQStorage):
             cb = st.codebook.astype(np.float32)
-            hit = _Prepared(codes_t=np.ascontiguousarray(st.codes.T),
+            # filled per partition (_pq_ready): a lazily read segment has only the probed ones
+            hit = _Prepared(codes_t=np.empty(st.codes.shape[::-1], np.uint8), pq_ready=np.zeros(seg.lengths.size, bool),
                             codebook_t=np.ascontiguousarray(cb.transpose(0, 2, 1)),
                             codebook_norms=np.einsum("skd,skd->sk", cb, cb))
         elif isinstance(st, SQStorage) and st.codes.shape[1] <= 128:
@@ -104,6 +107,19 @@ def _sq_ready(seg: IvfSegment, st: SQStorage, prep: _Prepared, parts: npt.NDArra
             head[:] = codes[:, :SQ_HEAD]
             prep.sq_head_norms[lo:hi] = np.einsum("ij,ij->i", head, head, dtype=np.float32)
         prep.sq_ready[p] = True  # after the values: a concurrent query at worst fills it again
+
+
+def _pq_ready(seg: IvfSegment, st: PQStorage, prep: _Prepared, parts: npt.NDArray[np.int64]) -> None:
+    """Fill the transposed PQ codes of the partitions ``parts`` not filled yet."""
+    assert prep.pq_ready is not None and prep.codes_t is not None
+    todo = parts[~prep.pq_ready[parts]]
+    offsets = seg.offsets if todo.size else None
+    for p in todo.tolist():
+        assert offsets is not None
+        lo = int(offsets[p])
+        hi = lo + int(seg.lengths[p])
+        prep.codes_t[:, lo:hi] = st.codes[lo:hi].T
+        prep.pq_ready[p] = True  # after the values, as in _sq_ready
 
 
 def _is_range(r: npt.NDArray[np.int64]) -> bool:
@@ -149,6 +165,7 @@ def _score_pq(seg: IvfSegment, st: PQStorage, q: npt.NDArray[np.generic], parts:
         return np.empty(0, np.float32)
     prep = _prepared(seg)
     assert prep.codes_t is not None
+    _pq_ready(seg, st, prep, parts)
     if tables is None:
         tables = pq_tables(seg, q, parts)
     width = 0 if seg.metric == "dot" else k  # table columns per partition (dot: one shared table)
@@ -311,6 +328,7 @@ def score_rows(seg: IvfSegment, q: npt.NDArray[np.generic], parts: npt.NDArray[n
     Raises:
         NotSupportedError: IVF_RQ (RaBitQ) storage of a dot index.
     """
+    seg.load(parts)  # a lazily read segment reads the codes of partitions probed first now
     st = seg.storage
     metric: Metric = seg.metric
     flat_rows = np.concatenate(rows) if rows else np.empty(0, np.int64)
