@@ -17,7 +17,6 @@ damaged index can only be caught where the damage breaks such a rule.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -86,21 +85,13 @@ class IndexPlan:
     covered: frozenset[int]
     addrs: U64  # sorted row addresses inside ``covered``
     claims: tuple[Claim, ...] = ()
+    hit: frozenset[int] = frozenset()  # the fragments holding at least one candidate
 
     def offsets(self, frag_id: int) -> npt.NDArray[np.uint32]:
         """Candidate row offsets of fragment ``frag_id`` (sorted)."""
         key = np.uint64(frag_id) << np.uint64(32)
         lo, hi = np.searchsorted(self.addrs, [key, key + np.uint64(1 << 32)])
         return offset_of(self.addrs[lo:hi])
-
-    @functools.cached_property
-    def hit(self) -> frozenset[int]:
-        """Fragments holding at least one candidate (``addrs`` is sorted: no sort here)."""
-        frags = fragment_of(self.addrs)
-        if frags.size == 0:
-            return frozenset()
-        firsts = np.flatnonzero(np.concatenate(([True], frags[1:] != frags[:-1])))
-        return frozenset(frags[firsts].tolist())
 
     def check(self, batch: pa.RecordBatch, addrs: U64) -> None:
         """Refuse fetched candidate rows (``batch``, at ``addrs``) whose values an index misstated.
@@ -336,11 +327,16 @@ def index_plan(ctx: ReadContext, filter_sql: str | None) -> IndexPlan | None:
 def _evaluate(ctx: ReadContext, expr: IndexExpr | FastExpr, indexed: IndexedColumns) -> IndexPlan:
     evaluator = _Evaluator(ctx, indexed)
     covered, addrs = evaluator.eval(expr)
-    keep = np.isin(fragment_of(addrs), np.fromiter(covered, np.uint64, len(covered)))
-    addrs = addrs[keep]
     if addrs.size > 1 and not bool((addrs[1:] >= addrs[:-1]).all()):  # leaves answer in order already
         addrs = np.sort(addrs)
-    return IndexPlan(expr, covered, addrs, tuple(evaluator.claims))
+    # sorted: each fragment's candidates are one run, so membership is checked once per fragment
+    frags = fragment_of(addrs)
+    present = frags[np.flatnonzero(np.concatenate(([True], frags[1:] != frags[:-1])))].tolist() \
+        if frags.size else []
+    outside = [f for f in present if f not in covered]
+    if outside:
+        addrs = addrs[~np.isin(frags, np.array(outside, np.uint64))]
+    return IndexPlan(expr, covered, addrs, tuple(evaluator.claims), frozenset(present) - frozenset(outside))
 
 
 def count_from_index(scanner: Scan, frags: list[Any]) -> int | None:
