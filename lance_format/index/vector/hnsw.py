@@ -32,6 +32,7 @@ of rows, and the heuristic there gets each row's own small matrix among its cand
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -282,7 +283,13 @@ def _heuristic(d: F32, cand: npt.NDArray[np.int64], dist: F32, m: int) -> npt.ND
     candidate ranks (vectorised over the rows); a kept candidate blocks the later ones it is
     nearer to, read from ``d`` instead of recomputed from the vectors.
     """
-    b, c = cand.shape
+    return _select(dist, m, lambda rows, j: d[cand[rows, j][:, None], cand[rows, j + 1:]])
+
+
+def _select(dist: F32, m: int, between: Callable[[npt.NDArray[np.int64], int], F32]) -> npt.NDArray[np.bool_]:
+    """The heuristic's loop over candidate ranks; ``between(rows, j)`` gives, for those rows,
+    the distances from their ``j``-th candidate to each later one."""
+    b, c = dist.shape
     keep = np.zeros((b, c), bool)
     blocked = ~np.isfinite(dist)
     count = np.zeros(b, np.int64)
@@ -293,8 +300,7 @@ def _heuristic(d: F32, cand: npt.NDArray[np.int64], dist: F32, m: int) -> npt.ND
         keep[rows, j] = True
         count[rows] += 1
         if j + 1 < c:
-            near = d[cand[rows, j][:, None], cand[rows, j + 1:]] < dist[rows, j + 1:]
-            blocked[rows, j + 1:] |= near
+            blocked[rows, j + 1:] |= between(rows, j) < dist[rows, j + 1:]
     return keep
 
 
@@ -319,19 +325,7 @@ def _local_dist(x: F32, li: npt.NDArray[np.int64], metric: GraphMetric) -> F32:
 
 def _heuristic_local(local: F32, dist: F32, m: int) -> npt.NDArray[np.bool_]:
     """:func:`_heuristic` reading each row's own candidate matrix (``local[row, j, l]``)."""
-    b, c = dist.shape
-    keep = np.zeros((b, c), bool)
-    blocked = ~np.isfinite(dist)
-    count = np.zeros(b, np.int64)
-    for j in range(c):
-        rows = np.flatnonzero(~blocked[:, j] & (count < m))
-        if rows.size == 0:
-            continue
-        keep[rows, j] = True
-        count[rows] += 1
-        if j + 1 < c:
-            blocked[rows, j + 1:] |= local[rows, j, j + 1:] < dist[rows, j + 1:]
-    return keep
+    return _select(dist, m, lambda rows, j: local[rows, j, j + 1:])
 
 
 def _level_edges(x: F32, params: HnswParams, degree: int, metric: GraphMetric
