@@ -4,7 +4,8 @@ For a SQL filter, :func:`index_plan` asks the indices for candidate row addresse
 (:mod:`lance_format.index.query`), remaps them through ``__lance_frag_reuse`` when a
 compaction deferred remapping, and turns stable row ids into addresses. Fragments
 every used index covers are then read only at those rows (deleted rows dropped, the
-full filter applied to what is fetched); every other fragment is scanned as usual.
+full filter applied to what is fetched: first on the filter's own columns, then the other
+projected columns are taken at the rows it keeps); every other fragment is scanned as usual.
 
 A damaged index file must not answer other rows: each segment checks what a query reads
 (``btree`` / ``bitmap``: pages against their lookup, ids against the rows the segment
