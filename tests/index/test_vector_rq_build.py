@@ -82,20 +82,26 @@ def fresh_rq(tmp_path: Path, metric: str) -> str:
 
 @pytest.mark.parametrize("bits", [1, 3, 9])
 def test_other_bit_widths_are_searched_by_pylance_with_its_recall(tmp_path: Path, bits: int) -> None:
-    theirs = fresh(tmp_path / "theirs")
-    lance.dataset(theirs).create_index("vec", "IVF_RQ", num_partitions=PARTS, num_bits=bits)
     # Few bits leave recall at the mercy of the partitioning (1 bit: 0.32-0.36 with our k-means,
-    # 0.37-0.40 with pylance's): pylance's centroids compare the quantizers alone.
-    given = {"ivf_centroids": np.asarray(segment(theirs).centroids)}
-    uri = fresh(tmp_path / "ours")
-    lance_format.dataset(uri).create_index("vec", "IVF_RQ", num_partitions=PARTS, num_bits=bits, **given)
-    st = segment(uri).storage
-    assert isinstance(st, RQStorage) and st.metadata["num_bits"] == bits
-    assert ("__blocked_ex_codes" in st.columns.column_names) == (bits > 1)
-    # pylance draws new rotation signs per build: at one bit its recall moves by 0.03 between its
-    # own builds with the same centroids (0.37-0.40 measured), hence the wider tolerance there.
+    # 0.37-0.40 with pylance's): pylance's centroids compare the quantizers alone. pylance draws new
+    # rotation signs per build, so each side's recall is the mean over three of its builds (one
+    # build moved by 0.03 at 3 bits: 0.747 once against ours 0.720 on the same centroids).
+    ours_recall, theirs_recall = [], []
+    for _ in range(3):
+        theirs = fresh(tmp_path / "theirs")
+        lance.dataset(theirs).create_index("vec", "IVF_RQ", num_partitions=PARTS, num_bits=bits)
+        given = {"ivf_centroids": np.asarray(segment(theirs).centroids)}
+        uri = fresh(tmp_path / "ours")
+        lance_format.dataset(uri).create_index("vec", "IVF_RQ", num_partitions=PARTS, num_bits=bits, **given)
+        st = segment(uri).storage
+        assert isinstance(st, RQStorage) and st.metadata["num_bits"] == bits
+        assert ("__blocked_ex_codes" in st.columns.column_names) == (bits > 1)
+        ours_recall.append(recall(lance.dataset(uri), "l2"))
+        theirs_recall.append(recall(lance.dataset(theirs), "l2"))
+    # at one bit pylance's recall moves by 0.03 between its own builds with the same centroids
+    # (0.37-0.40 measured), hence the wider tolerance there
     tolerance = 0.05 if bits == 1 else 0.02
-    assert recall(lance.dataset(uri), "l2") >= recall(lance.dataset(theirs), "l2") - tolerance
+    assert np.mean(ours_recall) >= np.mean(theirs_recall) - tolerance, (ours_recall, theirs_recall)
 
 
 def test_rq_parameters_are_checked_as_pylance_does(tmp_path: Path) -> None:
