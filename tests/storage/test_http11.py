@@ -6,26 +6,16 @@ themselves are covered against moto in test_s3_client_choice.py and test_object_
 
 from __future__ import annotations
 
-import json
-import os
 import socket
-import subprocess
-import sys
 import threading
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import lance
-import pyarrow as pa
 import pytest
 
-from lance_format.storage import s3 as s3_backend
 from lance_format.storage.http11 import HttpConnection, HttpProtocolError, split_host
 from lance_format.storage.s3_http import S3HttpClient
-
-REPO = Path(__file__).resolve().parents[2]
-
+from tests.storage.test_s3_client_choice import modules_after_open_and_take
 
 HANG_UP = b"<hang up>"
 
@@ -135,13 +125,5 @@ def test_hosts_split_into_name_and_port() -> None:
 
 
 def test_opening_on_an_http_endpoint_imports_neither_http_client_nor_ssl(s3_server: Any, s3_uri: str) -> None:
-    _endpoint, _bucket, options = s3_server
-    lance.write_dataset(pa.table({"id": list(range(10))}), s3_uri, storage_options=options)
-    code = ("import json, sys; import lance_format; "
-            f"ds = lance_format.dataset({s3_uri!r}, storage_options={options!r}); "
-            "rows = ds.take([1, 2]).to_pydict()['id']; "
-            "print(json.dumps([rows, 'http.client' in sys.modules, 'ssl' in sys.modules, 'email.parser' in sys.modules]))")
-    env = {k: v for k, v in os.environ.items() if k != s3_backend.CLIENT_ENV}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, env=env,
-                         check=True, timeout=120)
-    assert json.loads(out.stdout.strip().splitlines()[-1]) == [[1, 2], False, False, False]
+    names = ["http.client", "ssl", "email.parser"]
+    assert modules_after_open_and_take(s3_uri, s3_server[2], names) == ([1, 2], [False, False, False])

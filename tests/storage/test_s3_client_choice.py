@@ -117,14 +117,19 @@ def test_requests_are_signed_as_botocore_signs_them(token: str | None) -> None:
     assert ours["authorization"] == request.headers["Authorization"]
 
 
-def test_opening_and_reading_imports_no_botocore(s3_server: Any, s3_uri: str) -> None:
-    _endpoint, _bucket, options = s3_server
+def modules_after_open_and_take(s3_uri: str, options: dict[str, str], names: list[str]) -> tuple[Any, list[bool]]:
+    """In a fresh process (default client): open ``s3_uri``, take rows 1 and 2; which of ``names`` got imported."""
     lance.write_dataset(pa.table({"id": list(range(10))}), s3_uri, storage_options=options)
     code = ("import json, sys; import lance_format; "
             f"ds = lance_format.dataset({s3_uri!r}, storage_options={options!r}); "
             "rows = ds.take([1, 2]).to_pydict()['id']; "
-            "print(json.dumps([rows, 'botocore' in sys.modules, 'boto3' in sys.modules]))")
+            f"print(json.dumps([rows, [n in sys.modules for n in {names!r}]]))")
     env = {k: v for k, v in os.environ.items() if k != s3_backend.CLIENT_ENV}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, env=env,
                          check=True, timeout=120)
-    assert json.loads(out.stdout.strip().splitlines()[-1]) == [[1, 2], False, False]
+    rows, loaded = json.loads(out.stdout.strip().splitlines()[-1])
+    return rows, loaded
+
+
+def test_opening_and_reading_imports_no_botocore(s3_server: Any, s3_uri: str) -> None:
+    assert modules_after_open_and_take(s3_uri, s3_server[2], ["botocore", "boto3"]) == ([1, 2], [False, False])
