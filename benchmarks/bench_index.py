@@ -33,11 +33,14 @@ kinds in fresh processes, ours and pylance alternating, median of ``--repeat`` p
 frequencies (seeded), ``ts`` int64 ascending (ZONEMAP), ``key`` a random int64 (BLOOMFILTER).
 Each engine builds on its own copy: ``INVERTED`` (``with_position=True``, so phrases work),
 then ``NGRAM`` on ``text``, ``ZONEMAP`` on ``ts`` and ``BLOOMFILTER`` on ``key``. Queries
-(``first``: the first in a fresh process, import (not pandas'), dataset open and index load included; ``warm``: the
-median of 5 more on the same dataset object): full text ``1-term``, ``3-term`` and ``phrase``
+(``import``: ``import lance`` / ``import lance_format`` and the modules its dataset loads, pandas
+already loaded; ``first``: the first query in a fresh process, dataset open and index load
+included, imports not (as in the BTREE part); ``warm``: the median of 5 more on the same
+dataset object): full text ``1-term``, ``3-term`` and ``phrase``
 (``limit=10``), ``contains(text, ...)`` (NGRAM), ``count_rows`` of a ``ts`` range (~0.1% of
 rows, ZONEMAP) and ``key = v`` (BLOOMFILTER). The table says whether both engines found the same
 rows and whether our plan names the index. Wall and CPU seconds (all the process's threads) are printed.
+``--storage-version`` applies to both parts (the text part's base dataset is written with it).
 """
 
 from __future__ import annotations
@@ -157,11 +160,15 @@ def child_query(engine: str, path: str, kind: str, arg: str) -> dict[str, Any]:
     """The first query of a fresh process (open included) and the median of 5 warm ones."""
     import pandas  # noqa: F401  # untimed: pylance imports it with lance, pyarrow on our first pa.array(ndarray)
 
-    t0 = time.perf_counter()  # from the import of the engine
+    # Imports are timed on their own (wall and CPU from the same start): ``import lance`` loads
+    # all of pylance, ``lance_format.dataset`` the modules our open and query use.
+    t0, c0 = time.perf_counter(), time.process_time()
+    _imports(engine, with_pandas=False)
     if engine == "ours":
         from lance_format.search.fts_query import PhraseQuery as Phrase
     else:
         from lance.query import PhraseQuery as Phrase  # type: ignore[no-redef]
+    imported, imported_cpu = time.perf_counter() - t0, time.process_time() - c0
 
     def run(ds: Any) -> list[int]:
         if kind == "count":
@@ -171,7 +178,7 @@ def child_query(engine: str, path: str, kind: str, arg: str) -> dict[str, Any]:
         query = Phrase(arg, "text") if kind == "phrase" else arg
         return sorted(ds.to_table(full_text_query=query, columns=["id"], limit=10).column("id").to_pylist())
 
-    c0 = time.process_time()
+    t0, c0 = time.perf_counter(), time.process_time()
     ds = _open(engine, path)
     found = run(ds)
     first, first_cpu = time.perf_counter() - t0, time.process_time() - c0
@@ -185,7 +192,7 @@ def child_query(engine: str, path: str, kind: str, arg: str) -> dict[str, Any]:
     if engine == "ours" and kind in ("filter", "count"):
         plan = ds.scanner(filter=arg).explain_plan()
     return {"first": first, "warm": statistics.median(times), "found": found, "first_cpu": first_cpu,
-            "warm_cpu": statistics.median(cpus),
+            "warm_cpu": statistics.median(cpus), "import": imported, "import_cpu": imported_cpu,
             "indexed": "ScalarIndexQuery" in plan or "MaterializeIndex" in plan}
 
 
@@ -196,21 +203,23 @@ def _child(task: str, **kw: Any) -> dict[str, Any]:
     return out
 
 
-def run_text_part(rows: int, repeat: int, scratch: Path, kinds: list[str] | None = None) -> None:
+def run_text_part(rows: int, repeat: int, scratch: Path, kinds: list[str] | None = None,
+                  storage_version: str = "2.2") -> None:
     """Build and query INVERTED / NGRAM / ZONEMAP / BLOOMFILTER (or only ``kinds``) on both engines; print the table."""
     import lance
 
     os.environ.setdefault("RUST_LOG", "error")
-    base = str(scratch / "text_base.lance")
+    base = str(scratch / f"text_base_{rows}_{storage_version}.lance")
     table = make_text_table(rows)
     if not Path(base).exists():
-        lance.write_dataset(table, base, max_rows_per_file=max(rows // 10, 1))
+        lance.write_dataset(table, base, max_rows_per_file=max(rows // 10, 1),
+                            data_storage_version=storage_version)  # type: ignore[arg-type]
     queries = {name: q for name, q in text_queries(table).items()
                if kinds is None or any(name.startswith(k) or (k == "INVERTED" and name.startswith("fts"))
                                        for k in kinds)}
     del table
-    print(f"text part: {rows:,} rows in 10 fragments, median of {repeat} fresh processes, scratch {scratch}",
-          flush=True)
+    print(f"text part: {rows:,} rows in 10 fragments, storage {storage_version}, median of {repeat} fresh processes, "
+          f"scratch {scratch}", flush=True)
     engines = ("ours", "pylance")
     built = {e: str(scratch / f"text_{e}.lance") for e in engines}
     builds: dict[str, list[dict[str, Any]]] = {e: [] for e in engines}
@@ -227,6 +236,7 @@ def run_text_part(rows: int, repeat: int, scratch: Path, kinds: list[str] | None
         out.append([f"build {kind}" + (" (positions)" if params else ""), fmt_seconds(o), fmt_seconds(t),
                     fmt_ratio(o, t), fmt_seconds(oc), fmt_seconds(tc), fmt_ratio(oc, tc), "", ""])
         print(out[-1], flush=True)
+    imports_shown = False
     for name, (kind, arg) in queries.items():
         res: dict[str, list[dict[str, Any]]] = {e: [] for e in engines}
         for r in range(repeat):
@@ -236,14 +246,17 @@ def run_text_part(rows: int, repeat: int, scratch: Path, kinds: list[str] | None
         same = found["ours"] == found["pylance"]
         n = found["ours"][0] if kind == "count" and found["ours"] else len(found["ours"] or [])
         indexed = next((x["indexed"] for x in res["ours"] if "indexed" in x), False)
-        for part in ("first", "warm"):
+        # every query child times its imports; the line is shown once, from the first query's children
+        for part in ("first", "warm") if imports_shown else ("import", "first", "warm"):
             o, t, oc, tc = (statistics.median([x[k] for x in res[e] if k in x] or [float("nan")])
                             for e, k in (("ours", part), ("pylance", part), ("ours", f"{part}_cpu"),
                                          ("pylance", f"{part}_cpu")))
-            out.append([f"{name} {part}", fmt_seconds(o), fmt_seconds(t), fmt_ratio(o, t), fmt_seconds(oc),
-                        fmt_seconds(tc), fmt_ratio(oc, tc), f"{n} rows, same: {same}",
-                        "-" if kind in ("fts", "phrase") else str(indexed)])
+            label, result = (f"{name} {part}", f"{n} rows, same: {same}") if part != "import" else \
+                ("import (engine, untimed elsewhere)", "")
+            out.append([label, fmt_seconds(o), fmt_seconds(t), fmt_ratio(o, t), fmt_seconds(oc), fmt_seconds(tc),
+                        fmt_ratio(oc, tc), result, "-" if kind in ("fts", "phrase") or not result else str(indexed)])
             print(out[-1], flush=True)
+        imports_shown = True
     print()
     print_table(["operation", "ours", "pylance", "ours/pylance", "ours CPU", "pylance CPU", "CPU ours/pylance",
                  "result", "our plan uses index"], out)
@@ -254,13 +267,13 @@ def run_text_part(rows: int, repeat: int, scratch: Path, kinds: list[str] | None
 BTREE_INDICES = (("k", "BTREE"), ("cat", "BITMAP"))
 
 
-def _imports(engine: str) -> None:
+def _imports(engine: str, with_pandas: bool = True) -> None:
     """Imports are not timed. ``import lance`` imports pandas; ``lance_format`` does not, but pyarrow
     imports it on the first ``pa.array(numpy array)`` (0.5-0.9 s of CPU), so both get it here.
     ``import lance_format`` loads its public names on first use (PEP 562): ``lance_format.dataset``
     is touched here so that its modules load untimed, as ``import lance`` loads pylance's."""
-    import pandas  # noqa: F401
-
+    if with_pandas:
+        import pandas  # noqa: F401
     if engine == "ours":
         import lance_format
 
@@ -410,7 +423,7 @@ def main() -> None:
     parts = set(args.parts.split(","))
     if "text" in parts:
         run_text_part(args.text_rows, args.repeat, scratch,
-                      args.text_kinds.upper().split(",") if args.text_kinds else None)
+                      args.text_kinds.upper().split(",") if args.text_kinds else None, args.storage_version)
     if "btree" not in parts:
         if args.dir is None:
             shutil.rmtree(scratch, ignore_errors=True)
