@@ -204,7 +204,9 @@ def decode_arrow_deletions(data: bytes, path: str) -> npt.NDArray[np.uint32]:
     column = batch.column(0)
     if column.null_count:
         raise CorruptFileError(f"{path}: deletion file has {column.null_count} null row ids")
-    return np.sort(column.to_numpy(zero_copy_only=False).astype(np.uint32, copy=False))
+    # straight from the buffer: pyarrow's to_numpy() imports pandas (~0.5 s in a fresh process)
+    values = np.frombuffer(column.buffers()[1], np.uint32, len(column), column.offset * 4)
+    return np.sort(values)
 
 
 def decode_bitmap_deletions(data: bytes, path: str) -> npt.NDArray[np.uint32]:

@@ -88,6 +88,13 @@ class SymbolTable:
                 self._pairs[large] = arr
         return arr
 
+    def has_pairs(self, large: bool) -> bool:
+        """Whether the pair table is built already (here or in the process-wide cache)."""
+        if large in self._pairs:
+            return True
+        key = (self.symbols.tobytes(), self.lens.tobytes(), large)
+        return _PAIR_CACHE.get(PAIR_TABLE, key) is not None
+
     def _build_pairs(self, large: bool) -> pa.Array:
         keep = np.arange(8, dtype=np.uint8)[None, :] < self.lens[:, None]
         words = np.where(keep, self.symbols, 0).reshape(-1).view(np.uint64)  # zero past each length
@@ -111,7 +118,12 @@ class SymbolTable:
 
 
 _PARALLEL_MIN_BYTES = 4 << 20
-_PAIR_MIN_CODES = 1 << 16  # below this, building the 65536-entry pair table costs more than it saves
+# Building the 65536-entry pair table costs ~10 ms and saves ~4 ms per million codes decoded, so
+# one decode builds it only from ~4M codes; a table built already (a file read again) is used from
+# _PAIR_REUSE_MIN_CODES on. (Compaction decodes each small page once: building per page doubled
+# its FSST decode.)
+_PAIR_MIN_CODES = 1 << 22
+_PAIR_REUSE_MIN_CODES = 1 << 16
 
 
 def decode(table: SymbolTable, data: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -129,7 +141,7 @@ def decode(table: SymbolTable, data: np.ndarray, offsets: np.ndarray) -> tuple[n
     nstr = len(offsets) - 1
     if not table.compressed or workers < 2 or len(data) < _PARALLEL_MIN_BYTES or nstr < 2 * workers:
         return _decode(table, data, offsets)
-    if not (data == ESC).any() and len(data) >= _PAIR_MIN_CODES * workers:
+    if not (data == ESC).any() and len(data) >= _PAIR_MIN_CODES:
         table.pairs(len(data) * 8 >= 1 << 31)  # build once, before the workers share it
     cuts = np.linspace(0, nstr, workers + 1).astype(np.int64)
     pieces = [(int(offsets[a]), offsets[a : b + 1]) for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
@@ -189,7 +201,8 @@ def _decode(
     if is_lit is None:
         if int(kept.max()) >= table.n:
             raise CorruptFileError("FSST code refers to a missing symbol")
-        if pairs and len(kept) >= _PAIR_MIN_CODES:
+        if pairs and (len(kept) >= _PAIR_MIN_CODES or (
+                len(kept) >= _PAIR_REUSE_MIN_CODES and table.has_pairs(len(kept) * 8 >= 1 << 31))):
             return _decode_pairs(table, kept, offsets)
         codes = kept
     else:

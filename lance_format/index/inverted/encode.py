@@ -29,6 +29,11 @@ def bit_widths(values: npt.NDArray[np.integer]) -> I64:
 def pack_many(rows: U32) -> tuple[U8, I64]:
     """``BitPacker4x.compress`` of every row of an ``(n, 128)`` matrix, width byte first.
 
+    Lane ``l`` of a block holds values ``l, l + 4, ...`` as a little-endian bit stream of ``w``
+    32-bit words (word ``t`` of the four lanes stored together). Value ``j`` of a lane starts at
+    bit ``j * w``: it is shifted into a 64-bit accumulator of the word holding that bit, and what
+    passes bit 32 is carried into the next word (32 shifts per width, each over all its blocks).
+
     Returns:
         The packed rows concatenated, and their ``n + 1`` byte offsets.
     """
@@ -39,20 +44,25 @@ def pack_many(rows: U32) -> tuple[U8, I64]:
     np.cumsum(sizes, out=offsets[1:])
     buf = np.zeros(int(offsets[-1]), dtype=np.uint8)
     buf[offsets[:-1]] = widths.astype(np.uint8)
+    low = np.uint64(0xFFFFFFFF)
     for w in np.unique(widths).tolist():
         if w == 0:
             continue
         sel_all = np.flatnonzero(widths == w)
-        shifts = np.arange(w, dtype=np.uint32)
+        bit = np.arange(32, dtype=np.int64) * w
+        word, shift = (bit >> 5).tolist(), (bit & 31).astype(np.uint64)
         for s in range(0, sel_all.size, _BATCH):
             sel = sel_all[s:s + _BATCH]
             k = sel.size
-            lanes = rows[sel].reshape(k, 32, 4).transpose(0, 2, 1)  # (k, lane, row)
-            bits = ((lanes[..., None] >> shifts) & 1).astype(np.uint8)  # (k, 4, 32, w)
-            packed = np.packbits(bits.reshape(k, 4, 32 * w), axis=2, bitorder="little")  # (k, 4, 4w)
-            words = packed.reshape(k, 4, w, 4).transpose(0, 2, 1, 3).reshape(k, 16 * w)  # word k of 4 lanes
+            lanes = rows[sel].reshape(k, 32, 4).astype(np.uint64)  # (block, value of lane, lane)
+            acc = np.zeros((k, w, 4), np.uint64)
+            for j in range(32):
+                acc[:, word[j], :] |= lanes[:, j, :] << shift[j]
+            words = acc & low
+            words[:, 1:, :] |= acc[:, :-1, :] >> np.uint64(32)  # the carries
+            packed = words.astype("<u4").view(np.uint8).reshape(k, 16 * w)  # word t of lanes 0..3
             dest = offsets[sel][:, None] + 1 + np.arange(16 * w)
-            buf[dest] = words
+            buf[dest] = packed
     return buf, offsets
 
 

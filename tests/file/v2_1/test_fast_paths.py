@@ -98,6 +98,7 @@ def test_fsst_pair_decode_matches_reference(monkeypatch: pytest.MonkeyPatch, esc
 def test_fsst_pair_path_large_page_and_threads(monkeypatch: pytest.MonkeyPatch) -> None:
     """A page big enough for the pair table and the threaded split (escape-free and with escapes)."""
     monkeypatch.setattr(fsst, "_PARALLEL_MIN_BYTES", 1 << 16)
+    monkeypatch.setattr(fsst, "_PAIR_MIN_CODES", 1 << 16)
     monkeypatch.setenv("LANCE_FORMAT_NUM_THREADS", "2")
     rng = np.random.default_rng(7)
     table, symbols = _random_table(rng, 200)

@@ -1,0 +1,83 @@
+"""The fast paths compaction's rewrite and index remap run through give the bytes the reference paths give.
+
+* ``encode.pack_many`` (every full INVERTED posting block of a partition at once, what the
+  remap re-encodes) equals ``postings.pack_block`` (one block, the reference) for every width;
+* FSST pages of compaction-sized fragments decode one code at a time (no 65536-entry pair
+  table built per page), and a pair table built already is still used; both equal the
+  one-code path.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from lance_format.file.v2_1 import fsst
+from lance_format.index.inverted import encode, postings
+
+
+def _blocks(rng: np.random.Generator) -> np.ndarray:
+    rows = []
+    for w in range(33):
+        r = rng.integers(0, 1 << w, (4, 128), dtype=np.uint64).astype(np.uint32) if w else np.zeros((4, 128),
+                                                                                                        np.uint32)
+        if w:
+            r[:, rng.integers(0, 128)] = (1 << w) - 1  # the width is reached
+        rows.append(r)
+    out = np.concatenate(rows)
+    rng.shuffle(out)
+    return out
+
+
+def test_pack_many_equals_the_one_block_reference_for_every_width() -> None:
+    rows = _blocks(np.random.default_rng(1))
+    buf, offs = encode.pack_many(rows)
+    assert offs.size == len(rows) + 1 and offs[-1] == buf.size
+    for i, row in enumerate(rows):
+        assert buf[offs[i]:offs[i + 1]].tobytes() == postings.pack_block(row)
+
+
+def test_pack_many_round_trips_through_unpack_many(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(encode, "_BATCH", 7)  # several batches per width
+    rows = _blocks(np.random.default_rng(2))
+    buf, offs = encode.pack_many(rows)
+    back = encode.unpack_many(buf, offs[:-1] + 1, buf[offs[:-1]].astype(np.int64))
+    assert np.array_equal(back, rows)
+    empty, eoffs = encode.pack_many(np.zeros((0, 128), np.uint32))
+    assert empty.size == 0 and eoffs.tolist() == [0]
+
+
+def _table_and_codes(n_codes: int) -> tuple[fsst.SymbolTable, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(n_codes)
+    n = 200
+    lens = rng.integers(1, 9, n).astype(np.uint8)
+    symbols = rng.integers(0, 255, (n, 8), dtype=np.uint8)
+    head = ((0x46535354 << 32) | (1 << 24) | n).to_bytes(8, "little")
+    table = fsst.SymbolTable(head + symbols.reshape(-1).tobytes() + lens.tobytes())
+    codes = rng.integers(0, n, n_codes).astype(np.uint8)  # escape-free
+    offsets = np.unique(np.r_[0, rng.integers(0, n_codes, n_codes // 7), n_codes]).astype(np.int64)
+    return table, codes, offsets
+
+
+def test_a_compaction_sized_fsst_page_builds_no_pair_table() -> None:
+    table, codes, offsets = _table_and_codes(70_000)  # ~10k strings of the benchmark's text column
+    want = fsst._decode(table, codes, offsets, False)
+    got = fsst._decode(table, codes, offsets)
+    assert not table.has_pairs(False)  # decoded without building one
+    assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+
+
+def test_a_built_pair_table_is_still_used_and_agrees() -> None:
+    table, codes, offsets = _table_and_codes(70_001)
+    want = fsst._decode(table, codes, offsets, False)
+    table.pairs(False)
+    twin = fsst.SymbolTable(bytes(_raw(table)))
+    assert twin.has_pairs(False)  # found in the process-wide cache
+    for t in (table, twin):
+        got = fsst._decode(t, codes, offsets)
+        assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+
+
+def _raw(table: fsst.SymbolTable) -> bytes:
+    head = ((0x46535354 << 32) | (1 << 24) | table.n).to_bytes(8, "little")
+    return head + table.symbols[:table.n].tobytes() + table.lens[:table.n].tobytes()
