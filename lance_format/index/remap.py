@@ -31,7 +31,7 @@ import numpy.typing as npt
 from lance_format.index import registry
 from lance_format.index._compat import manifest_indices
 from lance_format.index.models import FRAG_REUSE_INDEX
-from lance_format.index.rowset import fragment_of
+from lance_format.index.rowset import fragment_of, offset_of
 from lance_format.index.store import IndexDir
 from lance_format.table.index_metadata import IndexMetadata
 from lance_format.table.transaction import LanceOperation
@@ -95,9 +95,36 @@ class RowAddressMap(Mapping[int, "int | None"]):
         """Fragment ids whose rows this map moves."""
         return frozenset(self._fragment_ids.tolist())
 
+    @functools.cached_property
+    def _dense(self) -> tuple[U64, npt.NDArray[np.int64], npt.NDArray[np.int64]] | None:
+        # A compaction's map holds every row of each rewritten fragment (offsets 0..n-1):
+        # then an address's entry is at its fragment's start plus its offset, with no search
+        # of the whole map. ``(fragment ids, first entry, rows)`` then, else None.
+        frags = self._fragment_ids
+        if self.old.size == 0:
+            return None
+        all_frags = fragment_of(self.old)
+        starts = np.searchsorted(all_frags, frags).astype(np.int64)
+        counts = np.diff(np.r_[starts, self.old.size]).astype(np.int64)
+        rank = np.arange(self.old.size, dtype=np.int64) - np.repeat(starts, counts)
+        if not np.array_equal(offset_of(self.old).astype(np.int64), rank):
+            return None
+        return frags, starts, counts
+
     def translate(self, ids: U64) -> tuple[U64, npt.NDArray[np.bool_]]:
         """``(new ids, keep mask)`` for ``ids``; rows of a rewritten fragment absent from the map are dropped."""
         ids = ids.astype(np.uint64, copy=False)
+        dense = self._dense
+        if dense is not None:
+            frags, starts, counts = dense
+            frag = fragment_of(ids)
+            at = np.minimum(np.searchsorted(frags, frag), frags.size - 1)
+            moved = frags[at] == frag
+            off = offset_of(ids).astype(np.int64)
+            hit = moved & (off < counts[at])
+            new = np.where(hit, self.new[np.where(hit, starts[at] + off, 0)], _GONE)
+            keep = ~moved | (new != _GONE)
+            return np.where(moved, new, ids)[keep], keep
         moved = np.isin(fragment_of(ids), self._fragment_ids)
         out = ids.copy()
         keep = np.ones(ids.size, dtype=bool)

@@ -4,7 +4,9 @@
   remap re-encodes) equals ``postings.pack_block`` (one block, the reference) for every width;
 * FSST pages of compaction-sized fragments decode one code at a time (no 65536-entry pair
   table built per page), and a pair table built already is still used; both equal the
-  one-code path.
+  one-code path;
+* a compaction's row-address map (every row of each rewritten fragment) translates index row
+  ids by fragment offset, as the binary search over the whole map does.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ import pytest
 
 from lance_format.file.v2_1 import fsst
 from lance_format.index.inverted import encode, postings
+from lance_format.index.remap import RowAddressMap
+from lance_format.index.rowset import fragment_of
 
 
 def _blocks(rng: np.random.Generator) -> np.ndarray:
@@ -81,3 +85,36 @@ def test_a_built_pair_table_is_still_used_and_agrees() -> None:
 def _raw(table: fsst.SymbolTable) -> bytes:
     head = ((0x46535354 << 32) | (1 << 24) | table.n).to_bytes(8, "little")
     return head + table.symbols[:table.n].tobytes() + table.lens[:table.n].tobytes()
+
+
+def _addr(frag: int, offsets: np.ndarray) -> np.ndarray:
+    return (np.uint64(frag) << np.uint64(32)) + offsets.astype(np.uint64)
+
+
+def test_row_address_map_of_whole_fragments_translates_as_the_search_does() -> None:
+    """A compaction's map (every row of each fragment) is looked up by offset; same answer as the search."""
+    rng = np.random.default_rng(5)
+    old = np.concatenate([_addr(f, np.arange(n)) for f, n in ((2, 300), (3, 1), (7, 500))])
+    new = _addr(9, np.arange(old.size))
+    new[rng.random(old.size) < 0.2] = np.uint64(2**64 - 1)  # deleted before the compaction
+    perm = rng.permutation(old.size)
+    amap = RowAddressMap.from_arrays(old[perm], new[perm])
+    assert amap._dense is not None
+    ids = np.concatenate([old[rng.integers(0, old.size, 2000)],
+                          _addr(4, np.arange(5)),  # a fragment the compaction did not touch: kept
+                          _addr(2, np.arange(300, 305)),  # past a rewritten fragment's rows: dropped
+                          _addr(8, np.arange(3))])
+    rng.shuffle(ids)
+    searched = RowAddressMap(amap.old, amap.new)
+    searched.__dict__["_dense"] = None  # the general path
+    got, want = amap.translate(ids), searched.translate(ids)
+    assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+    assert not got[1][np.isin(ids, _addr(2, np.arange(300, 305)))].any()
+    assert got[1][fragment_of(ids) == 4].all()
+
+
+def test_row_address_map_with_gaps_uses_the_search() -> None:
+    amap = RowAddressMap.of({int(_addr(1, np.array([0]))[0]): 5, int(_addr(1, np.array([2]))[0]): None})
+    assert amap._dense is None
+    got = amap.translate(_addr(1, np.arange(3)))
+    assert got[0].tolist() == [5] and got[1].tolist() == [True, False, False]
