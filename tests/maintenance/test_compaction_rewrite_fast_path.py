@@ -1,7 +1,9 @@
 """The fast paths compaction's rewrite and index remap run through give the bytes the reference paths give.
 
 * ``encode.pack_many`` (every full INVERTED posting block of a partition at once, what the
-  remap re-encodes) equals ``postings.pack_block`` (one block, the reference) for every width;
+  remap re-encodes) equals ``postings.pack_block`` (one block, the reference) for every width,
+  and a partition's impacts (Pareto frontiers, found by marking cells when documents are
+  short) equal ``postings.encode_impacts``;
 * FSST pages of compaction-sized fragments decode one code at a time (no 65536-entry pair
   table built per page), and a pair table built already is still used; both equal the
   one-code path;
@@ -118,3 +120,27 @@ def test_row_address_map_with_gaps_uses_the_search() -> None:
     assert amap._dense is None
     got = amap.translate(_addr(1, np.arange(3)))
     assert got[0].tolist() == [5] and got[1].tolist() == [True, False, False]
+
+
+def test_impacts_of_short_documents_equal_the_per_list_encoder() -> None:
+    """Short documents (few distinct frequency/length pairs) take the marking path of the frontier."""
+    rng = np.random.default_rng(8)
+    num_docs = 20_000
+    doc_len = rng.integers(1, 6, num_docs).astype(np.uint32)
+    sizes = [1, 128, 129, 4097, 9000, 300]
+    tok, doc, freq = [], [], []
+    for t, k in enumerate(sizes):
+        d = np.sort(rng.choice(num_docs, k, replace=False)).astype(np.uint32)
+        tok.append(np.full(k, t, np.int64))
+        doc.append(d)
+        freq.append(rng.integers(1, doc_len[d] + 1).astype(np.uint32))
+    tok_a, doc_a, freq_a = np.concatenate(tok), np.concatenate(doc), np.concatenate(freq)
+    lens = doc_len[doc_a]
+    scores = rng.random(tok_a.size).astype(np.float32)
+    bounds = np.r_[0, np.cumsum(sizes)].astype(np.int64)
+    got = encode.encode_partition(tok_a, bounds, doc_a, freq_a, lens, scores, None)
+    for t in range(len(sizes)):
+        a, b = int(bounds[t]), int(bounds[t + 1])
+        assert got[2][t] == postings.encode_impacts(doc_a[a:b], freq_a[a:b], lens[a:b])
+        block_scores = [float(scores[i:min(i + 128, b)].max()) for i in range(a, b, 128)]
+        assert got[0][t] == postings.encode_posting(doc_a[a:b], freq_a[a:b], block_scores)

@@ -107,13 +107,26 @@ def frontier_entries(group: I64, last_doc: I64, freqs: U32, lens: U32,
         The entries, and the frontier pairs ``(group, frequency, length)`` (a frontier of a union
         of groups is the frontier of their frontiers).
     """
-    g, f, ln = group.astype(np.int64), freqs.astype(np.int64), lens.astype(np.int64)
-    fw, lw = int(f.max(initial=0)) + 1, int(ln.max(initial=0)) + 1
-    if num_groups * fw * lw < 2**62:  # one int64 key sorts faster than three
-        o = np.argsort((g * fw + f) * lw + ln)
+    g = group.astype(np.int64, copy=False)
+    freqs, lens = freqs.astype(np.uint32, copy=False), lens.astype(np.uint32, copy=False)
+    fw, lw = int(freqs.max(initial=0)) + 1, int(lens.max(initial=0)) + 1
+    cells = num_groups * fw * lw
+    if cells <= max(1 << 22, 4 * g.size):
+        # Few distinct (frequency, length) pairs (short documents): mark each present
+        # (group, frequency, length) cell; reading the marks in order is the sorted unique
+        # list, without sorting millions of pairs. (uint32 operands widen to int64 here.)
+        present = np.zeros(cells, dtype=bool)
+        present[(g * fw + freqs) * lw + lens] = True
+        cell = np.flatnonzero(present)
+        g, rest = np.divmod(cell, fw * lw)
+        f, ln = np.divmod(rest, lw)
     else:
-        o = np.lexsort((ln, f, g))
-    g, f, ln = g[o], f[o], ln[o]
+        f, ln = freqs.astype(np.int64), lens.astype(np.int64)
+        if cells < 2**62:  # one int64 key sorts faster than three
+            o = np.argsort((g * fw + f) * lw + ln)
+        else:
+            o = np.lexsort((ln, f, g))
+        g, f, ln = g[o], f[o], ln[o]
     first = np.r_[True, (g[1:] != g[:-1]) | (f[1:] != f[:-1])] if g.size else np.zeros(0, bool)
     g, f, ln = g[first], f[first], ln[first]  # shortest document per (group, frequency)
     # A pair stays when it is shorter than every pair of higher frequency in its group: walk by
