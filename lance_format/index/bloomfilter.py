@@ -19,7 +19,9 @@ estimated false-positive rate for ``bloomfilter_item`` values is at most the pro
 
 from __future__ import annotations
 
+import functools
 import math
+import threading
 
 import numpy as np
 import numpy.typing as npt
@@ -115,6 +117,65 @@ def _xxh64_same_length(rows: npt.NDArray[np.uint8]) -> U64:
     return h
 
 
+#: Values hashed per step of :func:`_xxh64_fixed`: its two work arrays (512 KiB) stay in the CPU's cache.
+_HASH_CHUNK = 1 << 15
+
+
+def _rotl_into(x: U64, r: int, tmp: U64) -> None:
+    np.right_shift(x, 64 - r, out=tmp)
+    np.left_shift(x, r, out=x)
+    np.bitwise_or(x, tmp, out=x)
+
+
+def _xxh64_fixed(raw: npt.NDArray[np.generic], width: int) -> U64:
+    """XXH64 (seed 0) of each value's ``width`` little-endian bytes (1, 2, 4 or 8), as :func:`_xxh64_same_length`.
+
+    Each step runs in place over a cache-sized chunk: the whole-column expression allocated a
+    new array per operation, and writing those (not the arithmetic) took most of a build's hash.
+    """
+    lanes = np.ascontiguousarray(raw).view(f"<u{width}")
+    n = lanes.size
+    out = np.empty(n, np.uint64)
+    tmp = np.empty(min(n, _HASH_CHUNK), np.uint64)
+    first = _P5 + np.uint64(width)
+    with np.errstate(over="ignore"):
+        for a in range(0, n, _HASH_CHUNK):  # one step per chunk of values
+            b = min(n, a + _HASH_CHUNK)
+            h, t = out[a:b], tmp[:b - a]
+            if width == 8:
+                np.multiply(lanes[a:b], _P2, out=h)
+                _rotl_into(h, 31, t)
+                h *= _P1
+                h ^= first
+                _rotl_into(h, 27, t)
+                h *= _P1
+                h += _P4
+            elif width == 4:
+                np.copyto(h, lanes[a:b], casting="unsafe")
+                h *= _P1
+                h ^= first
+                _rotl_into(h, 23, t)
+                h *= _P2
+                h += _P3
+            else:
+                h[:] = first
+                for i in range(width):  # one step per byte (at most two)
+                    np.copyto(t, (lanes[a:b] >> (8 * i)) & 0xFF, casting="unsafe")
+                    t *= _P5
+                    h ^= t
+                    _rotl_into(h, 11, t)
+                    h *= _P1
+            np.right_shift(h, 33, out=t)
+            h ^= t
+            h *= _P2
+            np.right_shift(h, 29, out=t)
+            h ^= t
+            h *= _P3
+            np.right_shift(h, 32, out=t)
+            h ^= t
+    return out
+
+
 def xxh64(data: npt.NDArray[np.uint8], starts: npt.NDArray[np.int64], lengths: npt.NDArray[np.int64]) -> U64:
     """XXH64 (seed 0) of ``data[starts[i]:starts[i]+lengths[i]]`` for every ``i``.
 
@@ -166,9 +227,9 @@ def hashes(values: pa.Array) -> U64:
     storage = values.view(pa.int64() if width == 8 else pa.int32() if width == 4 else
                           pa.int16() if width == 2 else pa.int8()) if not pa.types.is_integer(typ) else values
     raw = np.ascontiguousarray(storage.to_numpy(zero_copy_only=False)).astype(f"<i{width}", copy=False)
-    # Every value has the same length: its bytes are already the (n, width) matrix the hash
-    # takes, so no per-byte gather (the gather cost ~10x the hash itself).
-    return _xxh64_same_length(raw.view(np.uint8).reshape(len(raw), width))
+    # Every value has the same length: its bytes are already the lanes the hash reads, so no
+    # per-byte gather (the gather cost ~10x the hash itself).
+    return _xxh64_fixed(raw, width)
 
 
 #: ``ln(k!)`` for k = 749 down to 0, the Poisson terms ``_fpp`` sums (computed once).
@@ -194,6 +255,7 @@ def _fpp(ndv: int, log2_bytes: int) -> float:
     return min(total, 1.0)
 
 
+@functools.lru_cache(maxsize=64)  # a build asks once per run of zones, with the same two numbers
 def filter_bytes(ndv: int, fpp: float) -> int:
     """Size in bytes of a new filter for ``ndv`` values at false-positive rate ``fpp``."""
     if not 0.0 <= fpp < 1.0:
@@ -229,6 +291,23 @@ def build_filter(h: U64, nbytes: int) -> bytes:
 #: Filter bits set at once by :func:`build_filters`: a bool per bit, 1 MiB, stays in the CPU's cache
 #: (scattering into a larger array measured ~2x slower).
 _BITS_PER_PASS = 1 << 20
+#: Each thread's bit array for :func:`build_filters` (``_BITS_PER_PASS`` bools), kept between calls:
+#: a build calls it once per run of zones, and a new array's first writes (page faults) cost
+#: more than setting its bits.
+_SCRATCH = threading.local()
+
+
+def _cleared_bits(n: int) -> npt.NDArray[np.bool_]:
+    if n > _BITS_PER_PASS:  # one filter larger than a pass (over 128 KiB): not kept
+        return np.zeros(n, bool)
+    buf: npt.NDArray[np.bool_] | None = getattr(_SCRATCH, "bits", None)
+    if buf is None:
+        buf = np.zeros(_BITS_PER_PASS, bool)
+        _SCRATCH.bits = buf
+        return buf[:n]
+    out = buf[:n]
+    out.fill(False)
+    return out
 
 
 def build_filters(h: U64, zone: npt.NDArray[np.int64], zones: int, nbytes: int
@@ -245,20 +324,38 @@ def build_filters(h: U64, zone: npt.NDArray[np.int64], zones: int, nbytes: int
         order = np.argsort(zone, kind="stable") if zone.size > 1 and bool(np.any(zone[1:] < zone[:-1])) else None
         if order is not None:
             h, zone = h[order], zone[order]
-        for z0 in range(0, zones, per_pass):  # one step per pass of up to per_pass zones
+        # One bit array (the thread's) and one position array serve every pass: fresh ones per
+        # pass were new memory each time, whose first writes (page faults) cost more than setting the bits.
+        bounds = np.searchsorted(zone, np.arange(0, zones + per_pass, per_pass).clip(max=zones))
+        most = int(np.diff(bounds).max()) if bounds.size > 1 else 0
+        pos_buf = np.empty(8 * most, np.uint32)
+        base = np.empty(most, np.uint32)
+        word_bits = np.arange(0, 256, 32, dtype=np.uint32)[:, None]
+        for k, z0 in enumerate(range(0, zones, per_pass)):  # one step per pass of up to per_pass zones
             z1 = min(zones, z0 + per_pass)
-            a, b = np.searchsorted(zone, [z0, z1]).tolist()
+            a, b = int(bounds[k]), int(bounds[k + 1])
             if a == b:
                 continue
-            block, pos = _block_and_positions(h[a:b], nbytes // 32)
+            m = b - a
+            hp = h[a:b]
             # bit b of little-endian word w is bit (w * 32 + b) of the filter read least significant
-            # first; a pass spans under 2**31 bits (filters are at most 2**27 bytes), so uint32 indices
-            base = ((zone[a:b] - z0) * (nbytes * 8) + 256 * block).astype(np.uint32)
-            pos += np.arange(0, 256, 32, dtype=np.uint32)[None, :]
-            pos += base[:, None]
-            bits = np.zeros((z1 - z0) * nbytes * 8, bool)
-            bits[pos.ravel()] = True
-            out[z0 * nbytes:z1 * nbytes] = np.packbits(bits, bitorder="little")
+            # first; a pass spans under 2**31 bits (filters are at most 2**27 bytes), so uint32 indices.
+            # Laid out [word][hash]: each step runs along the hashes (a [hash][word] layout ran
+            # numpy's inner loops eight elements at a time, ~3x slower).
+            block = (((hp >> np.uint64(32)) * np.uint64(nbytes // 32)) >> np.uint64(32)).astype(np.uint32)
+            block *= np.uint32(256)
+            zb = base[:m]
+            np.subtract(zone[a:b], z0, out=zb, casting="unsafe")
+            zb *= np.uint32(nbytes * 8)
+            zb += block
+            pos = pos_buf[:8 * m].reshape(8, m)
+            np.multiply(_SALT[:, None], (hp & np.uint64(0xFFFFFFFF)).astype(np.uint32)[None, :], out=pos)
+            pos >>= np.uint32(27)
+            pos += word_bits
+            pos += zb[None, :]
+            used = _cleared_bits((z1 - z0) * nbytes * 8)
+            used[pos.ravel()] = True
+            out[z0 * nbytes:z1 * nbytes] = np.packbits(used, bitorder="little")
     return out, nbytes
 
 

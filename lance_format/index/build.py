@@ -201,8 +201,13 @@ def execute_index_task(task: IndexBuildTask) -> Any:
     frags = [ds.get_fragment(i) for i in task.fragment_ids]
     by_address = task.kind.reads_addresses(task.context.stable_row_ids)
     col = "_rowaddr" if by_address else "_rowid"
-    table = ds.scanner([task.context.column], fragments=frags, with_row_id=not by_address,
-                       with_row_address=by_address, batch_size=1 << 17).to_table()
+    scanner = ds.scanner([task.context.column], fragments=frags, with_row_id=not by_address,
+                         with_row_address=by_address, batch_size=1 << 17)
+    if task.kind.streams:
+        batches = ((b.column(task.context.column), b.column(col).to_numpy().astype(np.uint64, copy=False))
+                   for b in scanner.to_batches())
+        return task.kind.encode_batches(batches, task.model, task.context)
+    table = scanner.to_table()
     data = TrainingData(table.column(task.context.column).combine_chunks(),
                         table.column(col).to_numpy().astype(np.uint64, copy=False))
     return task.kind.encode(data, task.model, task.context)

@@ -23,7 +23,7 @@ Kinds are stateless singletons; a segment opened for queries is an :class:`Index
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
@@ -140,6 +140,10 @@ class IndexKind:
     #: Rows one build task reads at most (before its last fragment), below the build's own
     #: limit (``index.build.TASK_ROWS``); ``None``: that limit.
     task_rows: ClassVar[int | None] = None
+    #: A build task hands the kind its scan batch by batch (:meth:`encode_batches`) instead of
+    #: the whole column at once: kinds that reduce rows to small summaries (zone statistics)
+    #: never hold the column, whose first writes cost more than reading it.
+    streams: ClassVar[bool] = False
 
     @property
     def type_url(self) -> str:
@@ -208,6 +212,13 @@ class IndexKind:
     def encode(self, data: TrainingData, model: Any, ctx: BuildContext) -> Any:
         """One task's contribution to the segment (runs on the runner; result is pickled)."""
         return data
+
+    def encode_batches(self, batches: Iterable[tuple[pa.Array, U64]], model: Any, ctx: BuildContext) -> Any:
+        """:meth:`encode` of a task's rows given as ``(values, ids)`` batches in scan order (kinds with :attr:`streams`)."""
+        parts = list(batches)
+        values = pa.concat_arrays([v for v, _ in parts]) if parts else pa.array([], ctx.field_type)
+        ids = np.concatenate([i for _, i in parts]) if parts else np.empty(0, np.uint64)
+        return self.encode(TrainingData(values, ids.astype(np.uint64, copy=False)), model, ctx)
 
     def finish_tasks(self, chunks: Sequence[Any], model: Any, ctx: BuildContext) -> Sequence[Any]:
         """Picklable work for the runner between the :meth:`encode` tasks and :meth:`write`.

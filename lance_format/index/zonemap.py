@@ -16,7 +16,7 @@ re-applies the filter to those rows), as upstream's ``SearchResult::AtMost``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -95,6 +95,36 @@ def cut_zones(addrs: U64, rows_per_zone: int) -> Zones:
     start = offset_of(head).astype(np.uint64)
     length = offset_of(tail).astype(np.uint64) - start + np.uint64(1)
     return Zones(first, stop, fragment_of(head), start, length)
+
+
+def whole_zones(batches: Iterable[tuple[pa.Array, U64]], rows_per_zone: int) -> Iterator[tuple[pa.Array, U64]]:
+    """A scan's ``(values, row addresses)`` batches regrouped into runs of whole zones.
+
+    A fragment's rows may span batches: the rows past its last whole zone in a batch wait for
+    the next batch, and go out on their own once another fragment starts (or the scan ends).
+    Every run starts on a zone boundary, so :func:`cut_zones` of each run cuts the zones a cut
+    of the whole column would, and a build never holds the whole column. Rows must come
+    fragment after fragment, ascending within each (as a scan reads them).
+    """
+    held: tuple[pa.Array, U64] | None = None
+    for values, addrs in batches:
+        if addrs.size == 0:
+            continue
+        values, addrs = sort_by_address(values, addrs)
+        if held is not None:
+            if int(held[1][-1]) >> 32 != int(addrs[0]) >> 32:
+                yield held  # its fragment ended: the last, shorter zone
+            else:
+                values, addrs = pa.concat_arrays([held[0], values]), np.concatenate([held[1], addrs])
+            held = None
+        last = int(fragment_starts(addrs)[-1])
+        keep = last + (addrs.size - last) // rows_per_zone * rows_per_zone
+        if keep:
+            yield values.slice(0, keep), addrs[:keep]
+        if keep < addrs.size:
+            held = values.slice(keep), addrs[keep:]
+    if held is not None:
+        yield held
 
 
 def zone_rows(fragment_id: U64, zone_start: U64, zone_length: U64, which: npt.NDArray[np.bool_]) -> U64:

@@ -6,7 +6,7 @@ Inexact, answers ``=``, ``IN`` and ``IS NULL``; zones hold row addresses. Compac
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -16,7 +16,13 @@ import pyarrow as pa
 from lance_format.errors import InvalidInputError, UnsupportedIndexTypeError
 from lance_format.index import bloomfilter, zonemap
 from lance_format.index.kind import BuildContext, IndexKind, TrainingData
-from lance_format.index.kinds.zonemap import ZoneChunk, concat_zone_chunks, positive_int, remap_nulls
+from lance_format.index.kinds.zonemap import (
+    ZoneChunk,
+    concat_zone_chunks,
+    positive_int,
+    remap_nulls,
+    zone_chunk_of_runs,
+)
 from lance_format.index.predicates import IndexQuery, Range, ValueQuery
 from lance_format.index.rowset import RowDomain, encode_row_set
 from lance_format.index.store import IndexDir
@@ -68,6 +74,7 @@ class BloomFilterKind(IndexKind):
     defaults: ClassVar[Mapping[str, Any]] = {"number_of_items": bloomfilter.DEFAULT_ITEMS,
                                              "probability": bloomfilter.DEFAULT_PROBABILITY}
     exact: ClassVar[bool] = False
+    streams: ClassVar[bool] = True
 
     @property
     def type_url(self) -> str:
@@ -102,6 +109,12 @@ class BloomFilterKind(IndexKind):
         values, addrs = zonemap.sort_by_address(data.values.cast(ctx.field_type), data.ids)
         table = bloomfilter.bloom_table(values, addrs, ctx.params["number_of_items"], ctx.params["probability"])
         return ZoneChunk(table, np.sort(addrs[values.is_null().to_numpy(zero_copy_only=False)]))
+
+    def encode_batches(self, batches: Iterable[tuple[pa.Array, U64]], model: Any, ctx: BuildContext) -> ZoneChunk:
+        """Filters run by run of whole zones (:func:`~lance_format.index.zonemap.whole_zones`)."""
+        items, probability = int(ctx.params["number_of_items"]), float(ctx.params["probability"])
+        return zone_chunk_of_runs(batches, ctx.field_type, items, bloomfilter.SCHEMA,
+                                  lambda values, addrs: bloomfilter.bloom_table(values, addrs, items, probability))
 
     def write(self, out: IndexDir, chunks: Sequence[Any], model: Any, ctx: BuildContext) -> tuple[IndexFile, ...]:
         table, nulls = concat_zone_chunks(chunks, bloomfilter.SCHEMA)

@@ -8,7 +8,7 @@ from the rewritten fragments); ``optimize_indices`` rebuilds it over every live 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -87,6 +87,7 @@ class ZoneMapKind(IndexKind):
     remappable: ClassVar[bool] = True
     defaults: ClassVar[Mapping[str, Any]] = {"rows_per_zone": zonemap.DEFAULT_ROWS_PER_ZONE}
     exact: ClassVar[bool] = False
+    streams: ClassVar[bool] = True
 
     def params(self, column: str, given: Mapping[str, Any]) -> dict[str, Any]:
         out = super().params(column, given)
@@ -117,6 +118,13 @@ class ZoneMapKind(IndexKind):
         table = zonemap.zone_stats(values, zonemap.cut_zones(addrs, int(ctx.params["rows_per_zone"])))
         return ZoneChunk(table, np.sort(addrs[values.is_null().to_numpy(zero_copy_only=False)]))
 
+    def encode_batches(self, batches: Iterable[tuple[pa.Array, U64]], model: Any, ctx: BuildContext) -> ZoneChunk:
+        """Zone statistics run by run of whole zones (:func:`~lance_format.index.zonemap.whole_zones`)."""
+        rows_per_zone = int(ctx.params["rows_per_zone"])
+        return zone_chunk_of_runs(batches, ctx.field_type, rows_per_zone, zonemap.schema(ctx.field_type),
+                                  lambda values, addrs: zonemap.zone_stats(
+                                      values, zonemap.cut_zones(addrs, rows_per_zone)))
+
     def write(self, out: IndexDir, chunks: Sequence[Any], model: Any, ctx: BuildContext) -> tuple[IndexFile, ...]:
         table, nulls = concat_zone_chunks(chunks, zonemap.schema(ctx.field_type))
         return zonemap.write_table(out, table, int(ctx.params["rows_per_zone"]), encode_row_set(nulls))
@@ -133,6 +141,20 @@ class ZoneMapKind(IndexKind):
     def statistics(self, src: IndexDir, meta: IndexMetadata, fragment_rows: Mapping[int, int]) -> dict[str, Any]:
         index = zonemap.ZoneMapIndex(src)
         return {"num_zones": index.num_zones, "rows_per_zone": index.rows_per_zone}
+
+
+def zone_chunk_of_runs(batches: Iterable[tuple[pa.Array, U64]], typ: pa.DataType, rows_per_zone: int,
+                       schema: pa.Schema, rows_of: Callable[[pa.Array, U64], pa.Table]) -> ZoneChunk:
+    """A build task's :class:`ZoneChunk` from its scan batches: ``rows_of(values, addresses)`` gives the
+    zone rows of each run of whole zones (ZONEMAP statistics, BLOOMFILTER filters)."""
+    tables: list[pa.Table] = []
+    nulls: list[U64] = []
+    for values, addrs in zonemap.whole_zones(((v.cast(typ), a) for v, a in batches), rows_per_zone):
+        tables.append(rows_of(values, addrs))
+        if values.null_count:
+            nulls.append(addrs[values.is_null().to_numpy(zero_copy_only=False)])
+    table = pa.concat_tables(tables) if tables else schema.empty_table()
+    return ZoneChunk(table, np.sort(np.concatenate(nulls)) if nulls else np.empty(0, np.uint64))
 
 
 def concat_zone_chunks(chunks: Sequence[Any], schema: pa.Schema) -> tuple[pa.Table, U64]:
