@@ -8,16 +8,23 @@
   table built per page), and a pair table built already is still used; both equal the
   one-code path;
 * a compaction's row-address map (every row of each rewritten fragment) translates index row
-  ids by fragment offset, as the binary search over the whole map does.
+  ids by fragment offset, as the binary search over the whole map does;
+* an INVERTED partition whose tokens all keep a document is remapped with its token map reused
+  (one that lost a token gets a new map); pylance answers from both as from its own compaction.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import lance
 import numpy as np
+import pyarrow as pa
 import pytest
 
+import lance_format
 from lance_format.file.v2_1 import fsst
-from lance_format.index.inverted import encode, postings
+from lance_format.index.inverted import builder, encode, postings
 from lance_format.index.remap import RowAddressMap
 from lance_format.index.rowset import fragment_of
 
@@ -144,3 +151,41 @@ def test_impacts_of_short_documents_equal_the_per_list_encoder() -> None:
         assert got[2][t] == postings.encode_impacts(doc_a[a:b], freq_a[a:b], lens[a:b])
         block_scores = [float(scores[i:min(i + 128, b)].max()) for i in range(a, b, 128)]
         assert got[0][t] == postings.encode_posting(doc_a[a:b], freq_a[a:b], block_scores)
+
+
+def _text_table(n: int) -> pa.Table:
+    rng = np.random.default_rng(9)
+    words = np.array([f"w{i}" for i in range(40)])
+    texts = [" ".join(words[rng.integers(0, 40, 3)]) for _ in range(n)]
+    texts[5] = "rareword w1"  # the only document holding "rareword"
+    return pa.table({"id": pa.array(np.arange(n), pa.int64()), "text": pa.array(texts)})
+
+
+def _scores(uri: str, query: str) -> dict[int, float]:
+    t = lance.dataset(uri).to_table(full_text_query=query, columns=["id"])
+    return dict(zip(t["id"].to_pylist(), t["_score"].to_pylist(), strict=True))
+
+
+@pytest.mark.parametrize("deleted", ["id % 7 = 1", "id % 7 = 1 OR id = 5"])
+def test_inverted_remap_answers_as_pylance_compaction(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                      deleted: str) -> None:
+    ours, theirs = str(tmp_path / "ours.lance"), str(tmp_path / "theirs.lance")
+    for uri in (ours, theirs):
+        lance.write_dataset(_text_table(3000), uri, max_rows_per_file=300)
+        lance.dataset(uri).create_scalar_index("text", "INVERTED")
+        lance.dataset(uri).delete(deleted)
+    built: list[int] = []
+    write_map = builder.fst.write_map
+    monkeypatch.setattr(builder.fst, "write_map", lambda items: built.append(1) or write_map(items))
+    lance_format.dataset(ours).optimize.compact_files()
+    monkeypatch.undo()
+    assert bool(built) == ("id = 5" in deleted)  # a new token map only when "rareword" went
+    lance.dataset(theirs).optimize.compact_files()
+    ds = lance.dataset(ours)
+    assert {f.fragment_id for f in ds.get_fragments()} <= set(ds.list_indices()[0]["fragment_ids"])
+    for q in ("rareword", "w1", "w7 w30", "w39"):
+        got, want = _scores(ours, q), _scores(theirs, q)
+        assert set(got) == set(want)
+        for k, v in want.items():
+            assert got[k] == pytest.approx(v, rel=1e-5)
+    assert (_scores(ours, "rareword") == {}) == ("id = 5" in deleted)

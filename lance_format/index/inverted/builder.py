@@ -40,6 +40,8 @@ class TokenChunk:
         tokens: The chunk's distinct tokens, in order of first appearance.
         pair_doc, pair_tok, pair_freq: One entry per (document, token) pair, by token, then document.
         positions: Every pair's positions, concatenated (``None`` without positions).
+        token_map: The serialized FST of ``tokens`` (token -> its index) when it is known already
+            (a remap that kept every token: the old partition's map); ``None``: built on writing.
     """
 
     row_ids: U64
@@ -49,6 +51,7 @@ class TokenChunk:
     pair_tok: U32
     pair_freq: U32
     positions: U32 | None
+    token_map: bytes | None = None
 
 
 def tokenize(values: pa.Array, ids: U64, params: AnalyzerParams) -> TokenChunk:
@@ -137,7 +140,8 @@ def write_partition(out: IndexDir, part: int, data: TokenChunk, with_position: b
         order = np.argsort(key)
         data = TokenChunk(data.row_ids, data.num_tokens, data.tokens, data.pair_doc[order], data.pair_tok[order],
                           data.pair_freq[order], None if data.positions is None else
-                          _gather_runs(data.positions, data.pair_freq.astype(np.int64), order))
+                          _gather_runs(data.positions, data.pair_freq.astype(np.int64), order),
+                          data.token_map)
     tok = data.pair_tok.astype(np.int64)
     doc = data.pair_doc
     freq = data.pair_freq
@@ -156,7 +160,8 @@ def write_partition(out: IndexDir, part: int, data: TokenChunk, with_position: b
     if with_position:
         cols += [pa.array(streams, pa.large_binary()), pa.array(offsets, pa.list_(pa.uint32()))]
     invert = pa.Table.from_arrays(cols, schema=_posting_schema(with_position))
-    token_map = fst.write_map((t, i) for i, t in enumerate(data.tokens))
+    token_map = data.token_map if data.token_map is not None else \
+        fst.write_map((t, i) for i, t in enumerate(data.tokens))
     tokens = pa.Table.from_arrays(
         [pa.array([token_map], pa.large_binary()), pa.array([len(data.tokens)], pa.uint32()),
          pa.array([sum(len(t.encode()) for t in data.tokens)], pa.uint64())],

@@ -299,9 +299,12 @@ def _remapped_bulk(part: files.Partition, new_ids: npt.NDArray[np.uint64], keep:
     names: list[str] = [""] * int(part.lengths.size)
     for name, tid in part.tokens.items():
         names[tid] = name
+    # Every token kept: ids are unchanged, so the partition's token map is reused as it is.
+    same = kept_ids.size == len(names)
     return TokenChunk(np.asarray(new_ids, dtype=np.uint64), part.num_tokens[keep],
-                      [names[i] for i in kept_ids.tolist()], nd.astype(np.uint32),
-                      np.searchsorted(kept_ids, tok).astype(np.uint32), freq, None)
+                      names if same else [names[i] for i in kept_ids.tolist()], nd.astype(np.uint32),
+                      tok.astype(np.uint32) if same else np.searchsorted(kept_ids, tok).astype(np.uint32), freq,
+                      None, part.token_bytes if same else None)
 
 
 KIND = InvertedKind()
