@@ -271,13 +271,19 @@ def _imports(engine: str, with_pandas: bool = True) -> None:
     """Imports are not timed. ``import lance`` imports pandas; ``lance_format`` does not, but pyarrow
     imports it on the first ``pa.array(numpy array)`` (0.5-0.9 s of CPU), so both get it here.
     ``import lance_format`` loads its public names on first use (PEP 562): ``lance_format.dataset``
-    is touched here so that its modules load untimed, as ``import lance`` loads pylance's."""
+    is touched here so that its modules load untimed, as ``import lance`` loads pylance's.
+    ``import lance`` also loads pyarrow's pandas shim (``pyarrow.pandas_compat``, which parses
+    pandas' version with ``pyarrow.vendored.version``: ~5 ms, 20 with a profiler); pyarrow
+    otherwise loads it on the first conversion of a Python or numpy value, our first query's
+    first literal. It loads here for ours too, so both engines' timed parts start from the same
+    pyarrow state (the import line of the text part includes it for both)."""
     if with_pandas:
         import pandas  # noqa: F401
     if engine == "ours":
         import lance_format
 
         lance_format.dataset  # noqa: B018  # loads lance_format.dataset and the modules a query uses
+        pa.scalar(0)  # pyarrow's pandas shim, as ``import lance`` loads it
     else:
         import lance  # noqa: F401
 
