@@ -39,6 +39,12 @@ MAX_PARSED_TERMS = 65536
 _INT_RE = re.compile(r"\d+")
 
 
+def _number(value: float, typ: pa.DataType) -> pa.Scalar:
+    # pa.scalar imports pandas (~0.3 s) in a fresh process; the item of a one-value array does not
+    data = np.array([value], typ.to_pandas_dtype())
+    return pa.Array.from_buffers(typ, 1, [None, pa.py_buffer(data)])[0]
+
+
 class ChainTooLongError(InvalidInputError):
     """An AND/OR chain longer than Arrow can plan: every parser reaches the same verdict."""
 
@@ -143,7 +149,7 @@ class Semantics:
         out_type = self._types.get(key) if key is not None else None
         if out_type is None:
             try:
-                out_type = func(*[pa.array([], a.type) for a in args], **options).type
+                out_type = func(*[pa.nulls(0, a.type) for a in args], **options).type  # pa.array([]) imports pandas
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, TypeError) as err:
                 types = ", ".join(str(a.type) for a in args)
                 raise self.fail(f"cannot apply {fn} to ({types}): {err}") from None
@@ -204,8 +210,8 @@ class Semantics:
         try:
             if _INT_RE.fullmatch(raw):
                 value = int(raw)
-                return _const(pa.scalar(value, pa.int64() if value < 2**63 else pa.uint64()), raw)
-            return _const(pa.scalar(float(raw), pa.float64()), raw)
+                return _const(_number(value, pa.int64() if value < 2**63 else pa.uint64()), raw)
+            return _const(_number(float(raw), pa.float64()), raw)
         except (ValueError, OverflowError, pa.ArrowInvalid):
             raise self.fail(f"numeric literal {raw} is out of range") from None
 
@@ -521,7 +527,8 @@ class Semantics:
         if not pa.types.is_boolean(result.type):
             raise InvalidInputError(f"filter {self.text!r} does not return a boolean (it returns {result.type})")
         try:  # surface type errors now rather than from the scan
-            filter_table(self.schema.empty_table(), result.expr)
+            # from no batches: Schema.empty_table() imports pandas (~0.3 s) in a fresh process
+            filter_table(pa.Table.from_batches([], schema=self.schema), result.expr)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, TypeError) as err:
             raise InvalidInputError(f"filter {self.text!r} cannot be evaluated: {err}") from None
         remember(_node(result))

@@ -20,6 +20,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lance_format.index.vector.arrays import numbers, true_mask
 from lance_format.search.rows import kept_column
 from lance_format.table.read import ROW_ADDR, ReadContext
 from lance_format.table.scan import Scan, ScanOptions, filter_mask, referenced_columns
@@ -75,8 +76,7 @@ def _fragment_flags(ctx: ReadContext, frag: Any, expr: pc.Expression, columns: l
         data = pa.table(arrays, names=columns) if columns else pa.table({"_": pa.nulls(n)})
         mask = filter_mask(expr, data)
         if isinstance(mask, (pa.Array, pa.ChunkedArray)):
-            flags: npt.NDArray[np.bool_] = pc.fill_null(mask, False).to_numpy(zero_copy_only=False).astype(bool)
-            return flags
+            return true_mask(mask)  # from the bitmaps: fill_null / to_numpy would import pandas
         keep = mask.as_py() if isinstance(mask, pa.Scalar) else mask
         return np.full(n, keep is True)
     # Columns not kept whole (strings, large vectors): a scan of this fragment (which may
@@ -84,7 +84,7 @@ def _fragment_flags(ctx: ReadContext, frag: Any, expr: pc.Expression, columns: l
     opts = ScanOptions([], expr, with_row_address=True, fragments=[frag], filter_sql=filter_sql)
     out = np.zeros(n, bool)
     for b in Scan(ctx, opts).to_batches():
-        out[(b.column(ROW_ADDR).to_numpy() & np.uint64(0xFFFFFFFF)).astype(np.int64)] = True
+        out[(numbers(b.column(ROW_ADDR)) & np.uint64(0xFFFFFFFF)).astype(np.int64)] = True
     return out
 
 

@@ -23,6 +23,7 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from lance_format.errors import InvalidInputError
+from lance_format.index.vector.arrays import arrow_array, distinct, matrix, numbers
 from lance_format.table.read import FragmentScan, ReadContext
 
 U64 = npt.NDArray[np.uint64]
@@ -106,13 +107,11 @@ def _view(ctx: ReadContext, frag: Any, column: str) -> npt.NDArray[Any] | None:
         return _VIEWS[key]
     out: npt.NDArray[Any] | None = None
     typ = arr.type
+    # views of the buffers (index/vector/arrays.py): Array.to_numpy would import pandas on a first query
     if arr.null_count == 0 and _numeric(typ):
-        out = arr.to_numpy(zero_copy_only=True)
+        out = numbers(arr)
     elif arr.null_count == 0 and pa.types.is_fixed_size_list(typ) and _numeric(typ.value_type):
-        values = arr.values
-        if values.null_count == 0:
-            dim = typ.list_size
-            out = values.slice(arr.offset * dim, len(arr) * dim).to_numpy(zero_copy_only=True).reshape(len(arr), dim)
+        out = matrix(arr)
     _VIEWS[key] = out
     return out
 
@@ -124,7 +123,7 @@ def _gathered(ctx: ReadContext, addrs: U64, column: str, typ: pa.DataType) -> pa
     frag_of = addrs >> np.uint64(32)
     offsets = (addrs & np.uint64(0xFFFFFFFF)).astype(np.int64)
     out: npt.NDArray[Any] | None = None
-    for fid in np.unique(frag_of).tolist():
+    for fid in distinct(frag_of).tolist():
         frag = ctx.manifest.fragment(int(fid))
         assert frag is not None  # candidates only come from live fragments
         view = _view(ctx, frag, column)
@@ -136,8 +135,8 @@ def _gathered(ctx: ReadContext, addrs: U64, column: str, typ: pa.DataType) -> pa
         out[hit] = view[offsets[hit]]
     assert out is not None
     if out.ndim == 2:
-        return pa.FixedSizeListArray.from_arrays(pa.array(out.reshape(-1), type=typ.value_type), type=typ)
-    return pa.array(out, type=typ)
+        return pa.FixedSizeListArray.from_arrays(arrow_array(out.reshape(-1), typ.value_type), type=typ)
+    return arrow_array(out, typ)
 
 
 def _column_key(ctx: ReadContext, frag: Any, column: str) -> tuple[str, int, str, str] | None:
@@ -155,7 +154,7 @@ def _fragment_rows(ctx: ReadContext, fid: int, offsets: U64, columns: list[str],
     frag = ctx.manifest.fragment(fid)
     assert frag is not None  # candidates only come from live fragments
     arrays: dict[str, pa.Array] = {}
-    idx = pa.array(offsets.astype(np.int64))
+    idx = arrow_array(offsets.astype(np.int64))
     for c in columns:
         whole = kept_column(ctx, frag, c)
         if whole is not None:
@@ -191,6 +190,6 @@ def take_addresses(ctx: ReadContext, addrs: U64, columns: Sequence[str]) -> pa.T
     sorted_addrs = addrs[order]
     frag_of = sorted_addrs >> np.uint64(32)
     parts = [_fragment_rows(ctx, int(fid), sorted_addrs[frag_of == fid] & np.uint64(0xFFFFFFFF), cols, schema)
-             for fid in np.unique(frag_of).tolist()]
+             for fid in distinct(frag_of).tolist()]
     table = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
-    return table.take(pa.array(np.argsort(order, kind="stable")))
+    return table.take(arrow_array(np.argsort(order, kind="stable")))

@@ -1,6 +1,6 @@
 """A searched vector segment reads its code rows per partition, as queries first probe them.
 
-``read_segment(lazy=True)`` (what ``nearest=`` searches open) reads the row ids and leaves the
+``read_segment(lazy=True)`` (what ``nearest=`` searches open) leaves the row ids and the
 storage's code rows in ``auxiliary.idx`` until a query probes their partition. These tests check,
 on indices pylance 14.0.2 and we build, that a first query reads only the probed partitions'
 bytes, that the rows read equal an eager read's, and that searches on a lazily read segment
@@ -96,10 +96,11 @@ def test_a_first_query_reads_only_the_probed_partitions(index_dir: IndexDir) -> 
     # How many fewer depends on how many rows the build put in the probed partitions (pylance's
     # clustering is random: its IVF_PQ here read 0.84 of the eager bytes once, 0.2-0.56 in others)
     assert lazy_bytes < eager_bytes, (lazy_bytes, eager_bytes)
+    assert set(np.flatnonzero(seg.codes.ids_loaded).tolist()) == set(probed.tolist())
     for p in probed.tolist():
         rows = seg.partition_rows(p)
         assert np.array_equal(_codes(seg)[rows], _codes(eager)[rows])
-    assert np.array_equal(seg.row_ids, eager.row_ids)
+        assert np.array_equal(seg.row_ids[rows], eager.row_ids[rows])
 
 
 def test_searches_equal_the_eager_segment(index_dir: IndexDir) -> None:
@@ -115,6 +116,7 @@ def test_searches_equal_the_eager_segment(index_dir: IndexDir) -> None:
     seg.load_all()
     assert seg.codes is not None and seg.codes.loaded.all()
     assert np.array_equal(_codes(seg), _codes(eager))
+    assert np.array_equal(seg.row_ids, eager.row_ids)
 
 
 def test_writing_a_lazy_segment_back_reads_every_partition(index_dir: IndexDir, tmp_path: Any) -> None:

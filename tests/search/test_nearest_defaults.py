@@ -22,7 +22,8 @@ import lance_format
 from lance_format.errors import InvalidInputError
 from lance_format.index.vector.distance import centroid_distances
 from lance_format.index.vector.probes import initial_probes
-from lance_format.search.nearest import _segment, _vector_segments
+from lance_format.search.segment_rows import open_segment as _segment
+from lance_format.search.segment_rows import vector_segments as _vector_segments
 
 from .ties import tie_groups
 

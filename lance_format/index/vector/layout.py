@@ -34,6 +34,7 @@ from lance_format.index.codec.vector import (
     encode_tensor,
 )
 from lance_format.index.store import IndexDir
+from lance_format.index.vector.arrays import distinct, matrix, numbers
 from lance_format.index.vector.distance import Metric, metric_name
 from lance_format.table.index_metadata import IndexFile
 
@@ -136,8 +137,9 @@ class IvfSegment:
         storage: The vectors' storage (same row order as ``row_ids``).
         loss: k-means loss recorded in ``index.idx`` (``None``: not recorded).
         hnsw: The graph of ``IVF_HNSW_*`` kinds.
-        codes: Set when the storage's code rows are read per partition on first use
-            (``read_segment(lazy=True)``): rows of a partition are valid once :meth:`load` covered it.
+        codes: Set when the row ids and the storage's code rows are read per partition on first
+            use (``read_segment(lazy=True)``): a partition's code rows are valid once :meth:`load`
+            covered it, its row ids once :meth:`load` or :meth:`load_ids` did.
     """
 
     index_type: str
@@ -151,12 +153,18 @@ class IvfSegment:
     codes: PartitionCodes | None = None
 
     def load(self, parts: npt.NDArray[np.int64]) -> None:
-        """Make the storage rows of partitions ``parts`` valid (a no-op on an eagerly read segment)."""
+        """Make the row ids and storage rows of partitions ``parts`` valid (a no-op on an eagerly
+        read segment)."""
         if self.codes is not None:
             self.codes.load(parts)
 
+    def load_ids(self, parts: npt.NDArray[np.int64]) -> None:
+        """Make the row ids of partitions ``parts`` valid, leaving their code rows unread."""
+        if self.codes is not None:
+            self.codes.load_ids(parts)
+
     def load_all(self) -> None:
-        """Make every storage row valid, for consumers of the whole segment (writing it back)."""
+        """Make every row id and storage row valid, for consumers of the whole segment (writing it back)."""
         self.load(np.arange(self.num_partitions, dtype=np.int64))
 
     @property
@@ -176,32 +184,56 @@ class IvfSegment:
 
 
 class PartitionCodes:
-    """Reads the code rows of a segment's partitions from ``auxiliary.idx`` when first asked for.
+    """Reads the row ids and code rows of a segment's partitions from ``auxiliary.idx`` when first asked for.
 
-    The storage arrays of a lazily read segment are allocated unfilled (untouched pages cost no
-    memory); each partition's rows are one contiguous row range of the file (the IVF lengths),
-    read, decoded and written in place once, so a first query decodes only the partitions it
-    probes, where pylance too loads only the partitions it searches.
+    The row id and storage arrays of a lazily read segment are allocated unfilled (untouched
+    pages cost no memory); each partition's rows are one contiguous row range of the file (the
+    IVF lengths), read, decoded and written in place once, so a first query decodes only the
+    partitions it probes, where pylance too loads only the partitions it searches. Row ids alone
+    can be read for partitions a search only counts (:meth:`load_ids`).
     """
 
     def __init__(self, reader: Any, column: str, lengths: npt.NDArray[np.uint32], out: npt.NDArray[Any],
-                 decode: Callable[[npt.NDArray[Any]], npt.NDArray[Any]]) -> None:
-        self._reader = reader
+                 decode: Callable[[npt.NDArray[Any]], npt.NDArray[Any]], row_ids: U64,
+                 id_reader: Callable[[], Any]) -> None:
+        self._reader = reader  # the row id and code columns
+        self._id_reader = id_reader  # opens a reader of the row id column alone
+        self._ids_only: Any = None
         self._column = column
         self._starts = np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)[:-1]]).astype(np.int64).tolist()
         self._lengths = lengths.astype(np.int64).tolist()
         self._out = out
+        self._row_ids = row_ids
         self._decode = decode
         self._loaded = np.zeros(lengths.size, bool)
+        self._ids = np.zeros(lengths.size, bool)
         self._lock = threading.Lock()  # one reader per segment; queries may run in threads
 
     @property
     def loaded(self) -> npt.NDArray[np.bool_]:
-        """Which partitions are read (a copy)."""
+        """Which partitions' code rows (and row ids) are read (a copy)."""
         return self._loaded.copy()
 
+    @property
+    def row_ids(self) -> U64:
+        """The segment's row id array, filled per partition as it is read."""
+        return self._row_ids
+
+    @property
+    def ids_loaded(self) -> npt.NDArray[np.bool_]:
+        """Which partitions' row ids are read (a copy)."""
+        return self._ids.copy()
+
+    def _take(self, reader: Any, todo: list[int]) -> tuple[pa.Table, list[tuple[int, int]]]:
+        spans = [(self._starts[p], self._lengths[p]) for p in todo]
+        rows = [np.arange(lo, lo + n, dtype=np.int64) for lo, n in spans]
+        wanted = np.concatenate(rows) if rows else np.empty(0, np.int64)
+        # one take of every row wanted: reads only the chunks holding them, in one request
+        # list (a range read continuing the previous one decodes its page whole, as scans want)
+        return reader.take_rows(wanted, batch_size=max(1, int(wanted.size))).to_table(), spans
+
     def load(self, parts: npt.NDArray[np.int64]) -> None:
-        """Read the partitions of ``parts`` not read yet.
+        """Read the row ids and code rows of the partitions of ``parts`` not read yet.
 
         Raises:
             CorruptFileError: null code rows in the file.
@@ -209,21 +241,36 @@ class PartitionCodes:
         if self._loaded[parts].all():
             return
         with self._lock:
-            todo = np.unique(parts[~self._loaded[parts]]).tolist()
-            spans = [(self._starts[p], self._lengths[p]) for p in todo]
-            rows = [np.arange(lo, lo + n, dtype=np.int64) for lo, n in spans]
-            wanted = np.concatenate(rows) if rows else np.empty(0, np.int64)
-            if wanted.size:
-                # one take of every row wanted: reads only the chunks holding them, in one request
-                # list (a range read continuing the previous one decodes its page whole, as scans want)
-                table = self._reader.take_rows(wanted, batch_size=int(wanted.size)).to_table()
+            todo = distinct(parts[~self._loaded[parts]]).tolist()
+            if sum(self._lengths[p] for p in todo):
+                table, spans = self._take(self._reader, todo)
                 got = _fsl_matrix(table.column(self._column), self._reader.path)
+                ids = numbers(table.column(ROW_ID))
                 at = 0
                 for lo, n in spans:
                     if n:
                         self._out[lo:lo + n] = self._decode(got[at:at + n])
+                        self._row_ids[lo:lo + n] = ids[at:at + n]
                     at += n
+            self._ids[todo] = True
             self._loaded[todo] = True  # after the rows: a concurrent reader never sees them early
+
+    def load_ids(self, parts: npt.NDArray[np.int64]) -> None:
+        """Read the row ids of the partitions of ``parts`` whose row ids are not read yet."""
+        if self._ids[parts].all():
+            return
+        with self._lock:
+            todo = distinct(parts[~self._ids[parts]]).tolist()
+            if sum(self._lengths[p] for p in todo):
+                if self._ids_only is None:
+                    self._ids_only = self._id_reader()
+                table, spans = self._take(self._ids_only, todo)
+                ids = numbers(table.column(ROW_ID))
+                at = 0
+                for lo, n in spans:
+                    self._row_ids[lo:lo + n] = ids[at:at + n]
+                    at += n
+            self._ids[todo] = True
 
 
 # -- reading -------------------------------------------------------------------------------------
@@ -250,12 +297,9 @@ def _json_meta(meta: dict[bytes, bytes], key: bytes, where: str) -> Any:
 
 
 def _fsl_matrix(col: pa.ChunkedArray | pa.Array, where: str) -> npt.NDArray[Any]:
-    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
-    width = arr.type.list_size
-    values = arr.flatten().to_numpy(zero_copy_only=False)
-    if values.size != len(arr) * width:
+    out = matrix(col)  # from the buffers: no pandas import on a first query
+    if out is None:
         raise CorruptFileError(f"{where}: null vectors in index storage")
-    out: npt.NDArray[Any] = values.reshape(len(arr), width)
     return out
 
 
@@ -306,17 +350,23 @@ def _lazy_storage(src: IndexDir, aux: Any, meta: dict[bytes, bytes], lengths: np
     if not pa.types.is_fixed_size_list(typ):
         raise CorruptFileError(f"{where}: column {column} is {typ}, not a fixed-size list")
     width = int(typ.list_size)
-    reader = src.reader(AUX_FILE, [column])
+    reader = src.reader(AUX_FILE, [ROW_ID, column])
+    row_ids = np.empty(n, np.uint64)
+
+    def ids_reader() -> Any:
+        return src.reader(AUX_FILE, [ROW_ID])
+
     storage: Storage
     if column == "flat":
         vectors = np.empty((n, width), typ.value_type.to_pandas_dtype())
-        return FlatStorage(vectors), PartitionCodes(reader, column, lengths, vectors, lambda raw: raw)
+        return FlatStorage(vectors), PartitionCodes(reader, column, lengths, vectors, lambda raw: raw, row_ids,
+                                                    ids_reader)
     if column == "__sq_code":
         bounds = info.get("bounds") or {}
         codes = np.empty((n, width), np.uint8)
         storage = SQStorage(codes, float(bounds.get("start", 0.0)), float(bounds.get("end", 0.0)),
                             int(info.get("num_bits", 8)))
-        return storage, PartitionCodes(reader, column, lengths, codes, lambda raw: raw)
+        return storage, PartitionCodes(reader, column, lengths, codes, lambda raw: raw, row_ids, ids_reader)
     nbits, m, dim = int(info["nbits"]), int(info["num_sub_vectors"]), int(info["dimension"])
     if nbits not in (4, 8):
         raise NotSupportedError(f"{where}: PQ with {nbits} bits per code is not supported")
@@ -331,7 +381,8 @@ def _lazy_storage(src: IndexDir, aux: Any, meta: dict[bytes, bytes], lengths: np
         return _unpack(block, nbits, m)
 
     codes = np.empty((n, m), np.uint8)
-    return PQStorage(codebook, codes, nbits), PartitionCodes(reader, column, lengths, codes, decode)
+    return PQStorage(codebook, codes, nbits), PartitionCodes(reader, column, lengths, codes, decode, row_ids,
+                                                             ids_reader)
 
 
 def _storage(table: pa.Table, meta: dict[bytes, bytes], lengths: npt.NDArray[np.uint32], reader: Any,
@@ -369,10 +420,10 @@ def read_segment(src: IndexDir, *, graph: bool = True, lazy: bool = False) -> Iv
     """Read both files of a vector segment (``graph=False``: leave the HNSW rows of
     ``index.idx`` unread, ``hnsw`` is then ``None``; searching does not walk them).
 
-    ``lazy=True`` reads the row ids now and the storage's code rows per partition when
-    :meth:`IvfSegment.load` first asks for them (FLAT, PQ and SQ storage; RaBitQ is read whole):
-    for searches, which touch a few partitions. Consumers of every row call ``load_all`` or read
-    eagerly (the default).
+    ``lazy=True`` reads the row ids and the storage's code rows per partition when
+    :meth:`IvfSegment.load` (or, for row ids alone, :meth:`IvfSegment.load_ids`) first asks for
+    them (FLAT, PQ and SQ storage; RaBitQ is read whole): for searches, which touch a few
+    partitions. Consumers of every row call ``load_all`` or read eagerly (the default).
 
     Raises:
         CorruptFileError: missing or inconsistent metadata, buffers or columns.
@@ -398,12 +449,11 @@ def read_segment(src: IndexDir, *, graph: bool = True, lazy: bool = False) -> Iv
                                f"{centroids.shape[0]} centroids and {aux.num_rows} rows")
     hnsw = _hnsw(idx, ivf_i, imeta, where_i) if graph and b"lance:hnsw" in imeta else None
     lazily = _lazy_storage(src, aux, ameta, lengths, where_a) if lazy else None
-    if lazily is not None:
-        ids = src.reader(AUX_FILE, [ROW_ID]).read_all().to_table()
-        row_ids = ids.column(ROW_ID).to_numpy().astype(np.uint64)
-        return IvfSegment(index_type, metric, centroids, lengths, row_ids, lazily[0], ivf_i.loss, hnsw, lazily[1])
+    if lazily is not None:  # row ids too are read per partition, with the codes
+        storage, codes = lazily
+        return IvfSegment(index_type, metric, centroids, lengths, codes.row_ids, storage, ivf_i.loss, hnsw, codes)
     table = aux.read_all().to_table()
-    row_ids = table.column(ROW_ID).to_numpy().astype(np.uint64)
+    row_ids = numbers(table.column(ROW_ID)).astype(np.uint64)
     storage = _storage(table, ameta, lengths, aux, where_a)
     return IvfSegment(index_type, metric, centroids, lengths, row_ids, storage, ivf_i.loss, hnsw)
 

@@ -33,6 +33,9 @@ BoolMask = npt.NDArray[np.bool_]
 Allowed = Callable[[npt.NDArray[np.int64]], BoolMask]
 #: ``score(partitions, rows)``: distances of the rows of the probed partitions (one array per partition).
 Scorer = Callable[[npt.NDArray[np.int64], list[npt.NDArray[np.int64]]], F32]
+#: ``prepare(partitions)``: called once the row ids of ``partitions`` are read, before ``allowed``
+#: is asked about their rows (the caller may derive per-partition state from the row ids then).
+Prepare = Callable[[npt.NDArray[np.int64]], None]
 
 
 @dataclass(frozen=True)
@@ -86,7 +89,8 @@ def search_segment(seg: IvfSegment, q: npt.NDArray[np.generic], k: int, probe: P
                    allowed: Allowed | None = None,
                    distance_range: tuple[float | None, float | None] = (None, None),
                    score: Scorer | None = None,
-                   best_per_row: bool = False) -> tuple[npt.NDArray[np.int64], F32]:
+                   best_per_row: bool = False,
+                   prepare: Prepare | None = None) -> tuple[npt.NDArray[np.int64], F32]:
     """The ``k`` best rows of ``seg`` for ``q``: positions into ``seg.row_ids`` and their distances.
 
     Args:
@@ -101,6 +105,9 @@ def search_segment(seg: IvfSegment, q: npt.NDArray[np.generic], k: int, probe: P
         best_per_row: Each probed partition gives its ``k`` best entries with one entry per row
             id (the best): what pylance's HNSW sub-index returns on a multivector column, where
             a row has one entry per vector (:func:`_partition_best`).
+        prepare: Told which partitions' row ids were just made valid on a lazily read segment:
+            the probed ones (with their codes) before they are scored, the ones a widening
+            round counts (row ids only) before ``allowed`` sees their rows.
     """
     order, ranked = _ranked(seg, q)
     offsets = seg.offsets.astype(np.int64)
@@ -131,12 +138,19 @@ def search_segment(seg: IvfSegment, q: npt.NDArray[np.generic], k: int, probe: P
             rows = [np.arange(starts[p], ends[p], dtype=np.int64) for p in chunk.tolist()]
             if not sum(r.size for r in rows):
                 continue
+            seg.load(chunk)  # row ids and codes of a lazily read segment
+            if prepare is not None:
+                prepare(chunk)
             dist = score_rows(seg, q, chunk, rows, bound, sub) if score is None else score(chunk, rows)
             best_rows, best_dist = _merge(seg, best_rows, best_dist, rows, dist, k, allowed, distance_range,
                                           best_per_row, bound is not None)
         done = n
         if best_rows.size >= enough or done >= top:
             return best_rows, best_dist
+        if allowed is not None and done < top:  # _widen counts the allowed rows of the rest
+            seg.load_ids(order[done:top])
+            if prepare is not None:
+                prepare(order[done:top])
         n = _widen(order, offsets, lengths, done, top, enough - best_rows.size, k, allowed)
 
 
