@@ -15,8 +15,9 @@ What pylance 14.0.2 stores per indexed vector (verified value for value on its f
   code's inner product with the rotated query into a distance estimate (:func:`_factors`);
 * for ``num_bits > 1``, ``__blocked_ex_codes``: ``num_bits - 1`` more bits per dimension, the
   magnitude grid point that best aligns with the residual (upstream's exact search of the
-  rescale factor, vectorised here in :func:`_ex_values`), bit-interleaved in 64-dimension
-  blocks (:func:`_pack_blocked`), with their own ``__add_factors_ex`` / ``__scale_factors_ex``.
+  rescale factor, :func:`~lance_format.index.vector.rabitq_codes.ex_values`), bit-interleaved in
+  64-dimension blocks (:mod:`~lance_format.index.vector.rabitq_codes`), with their own
+  ``__add_factors_ex`` / ``__scale_factors_ex``.
 
 Inside a build a vector's quantized form travels as one uint8 *payload row* (codes, the
 factors' float32 bytes, extended codes, their factors), so the generic sort-by-partition and
@@ -25,7 +26,6 @@ remap steps of :mod:`lance_format.index.vector.build` treat it like PQ codes.
 
 from __future__ import annotations
 
-import functools
 import json
 import weakref
 from dataclasses import dataclass
@@ -38,6 +38,7 @@ import pyarrow as pa
 from lance_format.errors import InvalidInputError, NotSupportedError
 from lance_format.index.vector.kmeans import F32, Metric
 from lance_format.index.vector.layout import RQStorage
+from lance_format.index.vector.rabitq_codes import EX_BLOCK, ex_values, ex_values_of, pack_blocked
 
 U8 = npt.NDArray[np.uint8]
 ROUNDS = 4
@@ -48,15 +49,7 @@ MAX_NUM_BITS = 9
 #: (``PERM0`` of upstream ``rust/lance-linalg/src/simd/dist_table.rs``).
 BATCH = 32
 PERM0 = np.array([0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15])
-#: Extended codes are interleaved per block of this many dimensions.
-EX_BLOCK = 64
-_EX_EPS = np.float32(1.0e-5)
-#: Where the rescale search starts, as a fraction of its end, per extended bit width.
-_EX_TIGHT_START = (0.0, 0.15, 0.20, 0.52, 0.59, 0.71, 0.75, 0.77, 0.81)
 _ERROR_EPS = np.float32(1.9)
-#: Threshold events held at once by the rescale search: ~2 MB of keys, so its dozen passes
-#: over them stay in cache (4M events per chunk was ~30% slower, 64k again slower).
-_CHUNK_EVENTS = 1 << 18
 _FACTORS = ("__add_factors", "__scale_factors", "__error_factors")
 _EX_FACTORS = ("__add_factors_ex", "__scale_factors_ex")
 
@@ -208,130 +201,6 @@ def rotate(x: npt.NDArray[np.generic], signs: U8) -> F32:
     return out
 
 
-# -- extended codes -------------------------------------------------------------------------------
-
-def _ex_values(rot: F32, ex_bits: int) -> U8:
-    """Per dimension, the ``ex_bits`` magnitude code of each rotated residual (upstream's choice).
-
-    The rescale factor ``t`` maximizing the cosine between the residual and its grid point is
-    found exactly as upstream does, for all rows at once: every threshold where one
-    dimension's code steps up is an event; sorted, cumulative sums give the objective after
-    each event, and the best event's threshold is ``t``. Negative values store the complement.
-    """
-    n, dim = rot.shape
-    top = (1 << ex_bits) - 1
-    out = np.zeros((n, dim), np.uint8)
-    norm_sq = np.einsum("ij,ij->i", rot, rot).astype(np.float32)
-    ok = np.isfinite(norm_sq) & (norm_sq > np.finfo(np.float32).eps)
-    step_rows = max(1, _CHUNK_EVENTS // max(1, dim * top))
-    for lo in np.arange(0, n, step_rows):
-        idx = np.flatnonzero(ok[lo:lo + step_rows]) + lo
-        if idx.size:
-            out[idx] = _ex_chunk(rot[idx], norm_sq[idx], ex_bits)
-    return out
-
-
-def _ex_chunk(r: F32, norm_sq: F32, ex_bits: int) -> U8:
-    """:func:`_ex_values` of rows with a positive finite norm.
-
-    An event is one dimension's code stepping up to ``k`` at threshold ``k / a``, keyed as one
-    uint64 ``(threshold bits, dim, k - 1)`` so np.sort of integers (far faster than an argsort of
-    floats) orders them; positive float32 bits order like the values. The key is written as its
-    two little-endian uint32 words (no uint64 shifts). Steps that are no event (past the top code,
-    from a step table holding ``+inf`` there, or past the search's end) get the key of a no-op
-    event (``+inf``, a zero column of ``a``, a step of 0): equal keys, which sort last and fast,
-    and leave the sums unchanged, so the objective after them repeats the last real one and the
-    first maximum (``argmax``) is a real event or none.
-    """
-    m, dim = r.shape
-    top = (1 << ex_bits) - 1
-    a = np.zeros((m, dim + 1), np.float32)  # column ``dim``: the no-op event's
-    np.divide(np.abs(r), np.sqrt(norm_sq)[:, None], out=a[:, :dim])
-    a[~np.isfinite(a)] = 0
-    ad = a[:, :dim]
-    t_end = ((top + 10) / ad.max(axis=1)).astype(np.float32)
-    t_start = (t_end * np.float32(_EX_TIGHT_START[ex_bits])).astype(np.float32)
-    cur = np.clip(np.floor(t_start[:, None] * ad + _EX_EPS), 0, top).astype(np.float32)
-    cur[ad <= 0] = 0
-    den0 = np.float32(dim * 0.25) + (cur * cur + cur).sum(axis=1, dtype=np.float32)
-    num0 = ((cur + 0.5) * ad).sum(axis=1, dtype=np.float32)
-    # a dimension's code can only step up from cur + 1 while k / a < t_end: enumerate those
-    # (a few per dimension) instead of every code value
-    reach = np.minimum(np.float32(top), np.ceil(t_end[:, None] * ad)) - cur  # >= the live steps per dim
-    width = max(1, int(reach.max()))
-    # the code ``k`` after each step from each current code, ``+inf`` past the top (no event)
-    steps = np.arange(top + 1, dtype=np.float32)[:, None] + np.arange(1, width + 1, dtype=np.float32)[None, :]
-    steps[steps > top] = np.inf
-    icur = cur.astype(np.intp)
-    keys: npt.NDArray[np.uint64] = np.empty((m, dim, width), np.uint64)
-    words = keys.view(np.uint32).reshape(m, dim, width, 2)  # [..., 0]: low word, [..., 1]: high
-    with np.errstate(divide="ignore", invalid="ignore"):
-        th = np.divide(steps[icur], ad[:, :, None], out=words[..., 1].view(np.float32))  # +inf where a = 0
-    dead = (th >= t_end[:, None, None]).reshape(m, -1)
-    # low word: (dim << ex_bits) | (k - 1), with k - 1 = cur + step index (overwritten where dead)
-    base = (np.arange(dim, dtype=np.uint32) << np.uint32(ex_bits))[None, :] + icur.astype(np.uint32)
-    np.add(base[:, :, None], np.arange(width, dtype=np.uint32)[None, None, :], out=words[..., 0])
-    keys = keys.reshape(m, -1)
-    noop = (np.uint64(0x7F800000) << np.uint64(32)) | (np.uint64(dim) << np.uint64(ex_bits)) | np.uint64(top)
-    np.copyto(keys, noop, where=dead)
-    keys.sort(axis=1)
-    keys = keys[:, :max(1, dim * width - int(np.count_nonzero(dead, axis=1).min()))]
-    ev = keys.view(np.uint32)[:, 0::2].astype(np.intp)
-    step2 = np.append(2 * np.arange(1, top + 1, dtype=np.float32), np.float32(0))  # by k - 1; top: no-op
-    den = den0[:, None] + np.cumsum(step2[ev & top], axis=1, dtype=np.float32)
-    num = num0[:, None] + np.cumsum(np.take_along_axis(a, ev >> ex_bits, axis=1), axis=1, dtype=np.float32)
-    obj = num / np.sqrt(den)
-    best = np.argmax(obj, axis=1)
-    rows = np.arange(m)
-    better = obj[rows, best] > num0 / np.sqrt(den0)
-    ths = keys.view(np.uint32)[rows, 2 * best + 1].view(np.float32)
-    t = np.where(better, ths, t_start).astype(np.float32)
-    code = np.clip(np.floor(t[:, None] * ad + _EX_EPS), 0, top).astype(np.uint8)
-    out: U8 = np.where(np.signbit(r), (~code) & top, code).astype(np.uint8)
-    return out
-
-
-def _top_plane(v: U8, bit: int) -> U8:
-    """8 bytes per 64-dim block: the ``bit`` of dim ``16k + b`` at bit ``8(b % 8) + 2k + b // 8``."""
-    plane = np.zeros(v.shape[:-1], np.uint64)
-    for k in range(4):
-        for b in range(16):
-            plane |= ((v[..., 16 * k + b] >> bit) & 1).astype(np.uint64) << np.uint64(8 * (b % 8) + 2 * k + b // 8)
-    out: U8 = plane.astype("<u8").view(np.uint8).reshape(*v.shape[:-1], 8)
-    return out
-
-
-def _pack_blocked(values: U8, ex_bits: int) -> U8:
-    """``[n, dim]`` codes in upstream's blocked layout (``rust/lance-index/src/vector/bq/ex_dot.rs``)."""
-    n, dim = values.shape
-    blocks = -(-dim // EX_BLOCK)
-    v = np.zeros((n, blocks, EX_BLOCK), np.uint8)
-    v.reshape(n, -1)[:, :dim] = values
-    out: npt.NDArray[Any]
-    parts: list[npt.NDArray[Any]]
-    if ex_bits == 1:
-        out = np.packbits(v & 1, axis=2, bitorder="little")
-    elif ex_bits in (2, 3):
-        out = (v[..., 0:16] & 3) | ((v[..., 16:32] & 3) << 2) | ((v[..., 32:48] & 3) << 4) | ((v[..., 48:64] & 3) << 6)
-        if ex_bits == 3:
-            out = np.concatenate([out, _top_plane(v, 2)], axis=2)
-    elif ex_bits == 4:
-        u = v.reshape(n, blocks, 4, 16)
-        out = ((u[..., 0:8] & 15) | ((u[..., 8:16] & 15) << 4)).reshape(n, blocks, 32)
-    elif ex_bits == 5:
-        out = np.concatenate([(v[..., 0:16] & 15) | ((v[..., 16:32] & 15) << 4),
-                              (v[..., 32:48] & 15) | ((v[..., 48:64] & 15) << 4), _top_plane(v, 4)], axis=2)
-    elif ex_bits in (6, 7):
-        parts = [(v[..., 16 * k:16 * k + 16] & 63) | (((v[..., 48:64] >> (2 * k)) & 3) << 6) for k in range(3)]
-        if ex_bits == 7:
-            parts.append(_top_plane(v, 6))
-        out = np.concatenate(parts, axis=2)
-    else:
-        out = v
-    packed: U8 = np.ascontiguousarray(out, np.uint8).reshape(n, -1)
-    return packed
-
-
 # -- encoding -------------------------------------------------------------------------------------
 
 def _ratio(num: F32, den: F32) -> F32:
@@ -386,13 +255,13 @@ def encode(prepared: F32, parts: npt.NDArray[np.integer], centroids: F32, metric
     cols = [np.packbits(pos, axis=1, bitorder="little"), _f32_bytes(add), _f32_bytes(scale),
             _f32_bytes(_error(metric, norm_sq, res_dot, dim))]
     if model.ex_bits:
-        vals = _ex_values(rot, model.ex_bits)
+        vals = ex_values(rot, model.ex_bits)
         full = ((pos.astype(np.float32) * np.float32(1 << model.ex_bits)) + vals
                 - np.float32((1 << model.ex_bits) - 0.5)).astype(np.float32)
         ex_res = np.einsum("ij,ij->i", rot, full).astype(np.float32)
         ex_cent = np.einsum("ij,ij->i", rc, full).astype(np.float32)
         ex_add, ex_scale = _factors(metric, norm_sq, ex_res, ex_cent, res_cent)
-        cols += [_pack_blocked(vals, model.ex_bits), _f32_bytes(ex_add), _f32_bytes(ex_scale)]
+        cols += [pack_blocked(vals, model.ex_bits), _f32_bytes(ex_add), _f32_bytes(ex_scale)]
     return np.ascontiguousarray(np.concatenate(cols, axis=1), np.uint8) if n else np.zeros((0, model.width), np.uint8)
 
 
@@ -488,29 +357,6 @@ def payload_of(st: RQStorage, lengths: npt.NDArray[np.integer]) -> U8:
 
 
 # -- estimated distances (search) -----------------------------------------------------------------
-
-@functools.lru_cache(maxsize=64)
-def _ex_bit_positions(dim: int, ex_bits: int) -> npt.NDArray[np.int64]:
-    """``[dim, ex_bits]``: where bit ``b`` of dimension ``d``'s extended code lands in a blocked row
-    (found by packing one-hot rows, so unpacking is a gather for every width)."""
-    pos = np.empty((dim, ex_bits), np.int64)
-    for b in range(ex_bits):
-        eye = (np.eye(dim, dtype=np.uint8) << b).astype(np.uint8)
-        bits = np.unpackbits(_pack_blocked(eye, ex_bits), axis=1, bitorder="little")
-        pos[:, b] = np.argmax(bits, axis=1)
-    pos.flags.writeable = False
-    return pos
-
-
-def ex_values_of(blocked: U8, dim: int, ex_bits: int) -> U8:
-    """``[n, dim]`` extended codes of blocked rows (inverse of the packing)."""
-    bits = np.unpackbits(blocked, axis=1, bitorder="little")
-    pos = _ex_bit_positions(dim, ex_bits)
-    out = np.zeros((blocked.shape[0], dim), np.uint8)
-    for b in range(ex_bits):
-        out |= (bits[:, pos[:, b]] << b).astype(np.uint8)
-    return out
-
 
 #: ``[16, 4]``: which of a 4-dimension group's bits each nibble value sets (bit ``i`` = dim ``i``).
 _NIBBLE_BITS = ((np.arange(16)[:, None] >> np.arange(4)[None, :]) & 1).astype(np.float32)
