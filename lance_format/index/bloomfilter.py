@@ -359,6 +359,17 @@ def build_filters(h: U64, zone: npt.NDArray[np.int64], zones: int, nbytes: int
     return out, nbytes
 
 
+def _stack(data: npt.NDArray[np.uint8], starts: npt.NDArray[np.int64], size: int) -> npt.NDArray[np.uint32]:
+    """The filters of ``size`` bytes starting at ``starts`` in ``data`` as ``[filters, blocks, 8]`` words."""
+    first = int(starts[0])
+    if bool(np.all(np.diff(starts) == size)):  # back to back: a view, no copy
+        words = data[first:first + size * starts.size].view("<u4")
+    else:
+        words = data[(starts[:, None] + np.arange(size)[None, :]).ravel()].view("<u4")
+    out: npt.NDArray[np.uint32] = words.reshape(starts.size, size // 32, 8)
+    return out
+
+
 def filter_contains(data: bytes, h: U64) -> npt.NDArray[np.bool_]:
     """Whether each hash may be in the filter ``data``."""
     blocks = len(data) // 32
@@ -451,15 +462,21 @@ class BloomFilterIndex:
             raise CorruptFileError(f"{self._where}: a null zone entry")
         self.fragment_id, self.zone_start, self.zone_length = zone_bounds(self.table, domain, self._where)
         self.has_null = cols["has_null"].to_numpy().astype(bool)
-        self.filters: list[bytes] = [b or b"" for b in cols["bloom_filter_data"].to_pylist()]
-        if any(len(f) % 32 for f in self.filters):
+        blobs = cols["bloom_filter_data"].combine_chunks().cast(pa.large_binary())
+        self._zones = len(blobs)
+        offsets = np.frombuffer(blobs.buffers()[1], np.int64, len(blobs) + 1, blobs.offset * 8) \
+            if len(blobs) else np.zeros(1, np.int64)
+        sizes = np.diff(offsets)
+        if len(blobs) and blobs.null_count:  # a null filter holds nothing
+            sizes[~pc.is_valid(blobs).to_numpy(zero_copy_only=False)] = 0
+        if bool(np.any(sizes % 32)):
             raise CorruptFileError(f"{self._where}: a bloom filter whose length is not a multiple of 32")
-        # Zones' filters stacked by size ([zones, blocks, 8] words), so a query probes them all at once.
-        sizes = np.array([len(f) for f in self.filters], np.int64)
-        self._stacks = [(np.flatnonzero(sizes == size),
-                         np.frombuffer(b"".join(f for f in self.filters if len(f) == size), "<u4")
-                         .reshape(-1, size // 32, 8))
-                        for size in np.unique(sizes[sizes > 0]).tolist()]
+        data = np.frombuffer(blobs.buffers()[2], np.uint8) if len(blobs) and blobs.buffers()[2] is not None \
+            else np.empty(0, np.uint8)
+        # Zones' filters stacked by size ([zones, blocks, 8] words), so a query probes them all at
+        # once; filters of one size in a row (every zone, as written) are a view of the file's bytes.
+        self._stacks = [(which, _stack(data, offsets[which], size)) for size in np.unique(sizes[sizes > 0]).tolist()
+                        for which in (np.flatnonzero(sizes == size),)]
         self._reader = reader
         self._domain = domain
 
@@ -476,7 +493,7 @@ class BloomFilterIndex:
     @property
     def num_zones(self) -> int:
         """Zones in the segment."""
-        return len(self.filters)
+        return self._zones
 
     def candidate_zones(self, query: ValueQuery) -> npt.NDArray[np.bool_]:
         """Zones that may hold a row matching ``query`` (``=``, ``IN``, ``IS NULL``)."""
@@ -485,18 +502,18 @@ class BloomFilterIndex:
             return nulls
         if isinstance(query, Range):
             if query.lo is None or query.hi is None or query.lo != query.hi:
-                return np.ones(len(self.filters), bool)  # not a bloom question: every zone
+                return np.ones(self._zones, bool)  # not a bloom question: every zone
             items = [query.lo]
         else:
             items = list(query.values)
         if not items:
-            return np.zeros(len(self.filters), bool)
+            return np.zeros(self._zones, bool)
         typ = items[0].type
         probe = pa.array([v.as_py() for v in items], typ)
         if pa.types.is_floating(typ):  # -0.0 = 0.0 in SQL, but their bytes hash apart
             probe = pa.concat_arrays([probe, pc.negate(probe)])
         h = hashes(probe)
-        hit = np.zeros(len(self.filters), bool)
+        hit = np.zeros(self._zones, bool)
         for zones, words in self._stacks:
             block, masks = _block_and_bits(h, words.shape[1])
             # [zones, hashes, 8]: a hash may be present where all eight of its bits are set

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -295,6 +296,8 @@ class ZoneMapIndex:
         self.null_count = _u(table, "null_count", self._where)
         self.nan_count = _u(table, "nan_count", self._where)
         self.fragment_id, self.zone_start, self.zone_length = zone_bounds(table, domain, self._where)
+        self._has_value: npt.NDArray[np.bool_] = pc.is_valid(self.min).to_numpy(zero_copy_only=False)
+        self._numbers = _as_numbers(self.min), _as_numbers(self.max)
         self._nulls = reader
         self._domain = domain
 
@@ -318,7 +321,7 @@ class ZoneMapIndex:
         if isinstance(query, IsNull):
             return self.null_count > 0
         floating = pa.types.is_floating(self.min.type)
-        has_value = pc.is_valid(self.min).to_numpy(zero_copy_only=False)
+        has_value = self._has_value
         if isinstance(query, In):
             hit = np.zeros(len(self.min), bool)
             for v in query.values:
@@ -330,6 +333,9 @@ class ZoneMapIndex:
         return hit
 
     def _in_range(self, q: Range, has_value: npt.NDArray[np.bool_]) -> npt.NDArray[np.bool_]:
+        lo_np, hi_np = self._numbers
+        if lo_np is not None and hi_np is not None:
+            return _in_range_numbers(q, has_value, lo_np, hi_np, self.min.type)
         ok = has_value.copy()
         if q.lo is not None:
             cmp = pc.greater_equal if q.lo_inclusive else pc.greater
@@ -346,6 +352,45 @@ class ZoneMapIndex:
     def null_rows(self) -> U64 | None:
         """Rows recorded as null (pylance 14.0.2's global buffer), ``None`` if not recorded."""
         return read_null_rows(self._nulls, self._where, self._domain)
+
+
+def _storage(typ: pa.DataType) -> pa.DataType | None:
+    """The integer or float type whose numpy order is ``typ``'s (``None``: compare with Arrow kernels)."""
+    t = pa.types
+    if t.is_integer(typ) or (t.is_floating(typ) and not t.is_float16(typ)):
+        return typ
+    if t.is_date(typ) or t.is_time(typ) or t.is_timestamp(typ) or t.is_duration(typ):
+        return pa.int32() if typ.bit_width == 32 else pa.int64()
+    return None
+
+
+def _as_numbers(values: pa.Array) -> npt.NDArray[Any] | None:
+    """A zone column's values as numpy numbers (a zone with no value: 0, masked by ``has_value``)."""
+    storage = _storage(values.type)
+    if storage is None:
+        return None
+    out: npt.NDArray[Any] = pc.fill_null(values.view(storage), 0).to_numpy(zero_copy_only=False)
+    return out
+
+
+def _bound(value: pa.Scalar, typ: pa.DataType) -> Any:
+    storage = _storage(typ)
+    assert storage is not None
+    return pa.array([value.cast(typ)]).view(storage).to_numpy(zero_copy_only=False)[0]
+
+
+def _in_range_numbers(q: Range, has_value: npt.NDArray[np.bool_], lo: npt.NDArray[Any], hi: npt.NDArray[Any],
+                      typ: pa.DataType) -> npt.NDArray[np.bool_]:
+    """:meth:`ZoneMapIndex._in_range` on numpy copies of the zones' min / max (a few microseconds
+    against ~100 for Arrow kernels on a few hundred zones); numpy compares NaN as Arrow does (false)."""
+    ok = has_value.copy()
+    if q.lo is not None:
+        b = _bound(q.lo, typ)
+        ok &= (hi >= b) if q.lo_inclusive else (hi > b)
+    if q.hi is not None:
+        b = _bound(q.hi, typ)
+        ok &= (lo <= b) if q.hi_inclusive else (lo < b)
+    return ok
 
 
 def _mask(mask: pa.Array) -> npt.NDArray[np.bool_]:
