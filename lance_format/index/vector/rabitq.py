@@ -26,6 +26,7 @@ remap steps of :mod:`lance_format.index.vector.build` treat it like PQ codes.
 
 from __future__ import annotations
 
+import functools
 import json
 import weakref
 from dataclasses import dataclass
@@ -36,6 +37,7 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from lance_format.errors import InvalidInputError, NotSupportedError
+from lance_format.index.vector.blas import one_blas_thread
 from lance_format.index.vector.kmeans import F32, Metric
 from lance_format.index.vector.layout import RQStorage
 from lance_format.index.vector.rabitq_codes import EX_BLOCK, ex_values, ex_values_of, pack_blocked
@@ -201,6 +203,29 @@ def rotate(x: npt.NDArray[np.generic], signs: U8) -> F32:
     return out
 
 
+@functools.lru_cache(maxsize=16)
+def _rotation_matrix(signs: bytes, dim: int) -> F32:
+    """``[dim, dim]``: the rotation as a matrix (row ``i``: the image of unit vector ``i``)."""
+    m = rotate(np.eye(dim, dtype=np.float32), np.frombuffer(signs, np.uint8))
+    m.flags.writeable = False
+    return m
+
+
+def rotate_rows(x: npt.NDArray[np.generic], signs: U8) -> F32:
+    """:func:`rotate` of many rows as one matrix product (for encoding).
+
+    The rotation is linear, so ``x @ M`` with ``M`` the rotated identity is the same map; one
+    BLAS product is ~6x faster than the butterflies' 30-odd passes over the rows. Its sums round
+    differently (values within ~1e-7 of the butterflies'; a sign code flips only for a component
+    within that of zero, ~1 in a million); one BLAS thread, as the encode tasks run side by side.
+    """
+    x32 = np.asarray(x, np.float32)
+    m = _rotation_matrix(np.ascontiguousarray(signs, np.uint8).tobytes(), x32.shape[1])
+    with one_blas_thread():
+        out: F32 = np.matmul(x32, m)
+    return out
+
+
 # -- encoding -------------------------------------------------------------------------------------
 
 def _ratio(num: F32, den: F32) -> F32:
@@ -244,8 +269,8 @@ def encode(prepared: F32, parts: npt.NDArray[np.integer], centroids: F32, metric
         raise InvalidInputError(f"IVF_RQ: vectors have dimension {dim}, the quantizer {model.dim}")
     res = (prepared - centroids[parts]).astype(np.float32)
     norm_sq = np.einsum("ij,ij->i", res, res).astype(np.float32)
-    rot = rotate(res, model.signs)
-    rc = rotate(centroids, model.signs)[parts]
+    rot = rotate_rows(res, model.signs)
+    rc = rotate_rows(centroids, model.signs)[parts]
     pos = ~np.signbit(rot)
     half = np.where(pos, np.float32(0.5), np.float32(-0.5))
     res_dot = np.einsum("ij,ij->i", rot, half).astype(np.float32)
