@@ -197,8 +197,9 @@ def encode_partition(tok: I64, bounds: I64, doc: U32, freq: U32, lens: U32, scor
     # Full blocks: f32 max score, u32 first doc, packed doc deltas (the first 0), packed freqs.
     fb = np.flatnonzero(full)
     idx = bstart[fb][:, None] + np.arange(BLOCK)
-    dmat = doc[idx].astype(np.int64)
-    deltas = np.diff(dmat, axis=1, prepend=dmat[:, :1]).astype(np.uint32)
+    dmat = doc[idx].astype(np.uint32, copy=False)
+    deltas = np.zeros_like(dmat)  # doc ids rise within a token: uint32 differences do not wrap
+    np.subtract(dmat[:, 1:], dmat[:, :-1], out=deltas[:, 1:])
     pd, pd_off = pack_many(deltas)
     pf, pf_off = pack_many(freq[idx].astype(np.uint32))
     # Tail blocks: f32 max score, varint doc deltas (the first absolute), varint freqs.
