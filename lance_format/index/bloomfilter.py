@@ -329,6 +329,7 @@ def build_filters(h: U64, zone: npt.NDArray[np.int64], zones: int, nbytes: int
         bounds = np.searchsorted(zone, np.arange(0, zones + per_pass, per_pass).clip(max=zones))
         most = int(np.diff(bounds).max()) if bounds.size > 1 else 0
         pos_buf = np.empty(8 * most, np.uint32)
+        at_buf = np.empty(8 * most, np.intp)
         base = np.empty(most, np.uint32)
         word_bits = np.arange(0, 256, 32, dtype=np.uint32)[:, None]
         for k, z0 in enumerate(range(0, zones, per_pass)):  # one step per pass of up to per_pass zones
@@ -352,9 +353,12 @@ def build_filters(h: U64, zone: npt.NDArray[np.int64], zones: int, nbytes: int
             np.multiply(_SALT[:, None], (hp & np.uint64(0xFFFFFFFF)).astype(np.uint32)[None, :], out=pos)
             pos >>= np.uint32(27)
             pos += word_bits
-            pos += zb[None, :]
+            # the last step writes numpy's index type: an index array of any other type is
+            # converted first, which cost as much as the bit setting itself
+            at = at_buf[:8 * m].reshape(8, m)
+            np.add(pos, zb[None, :], out=at, casting="unsafe")
             used = _cleared_bits((z1 - z0) * nbytes * 8)
-            used[pos.ravel()] = True
+            used[at.ravel()] = True
             out[z0 * nbytes:z1 * nbytes] = np.packbits(used, bitorder="little")
     return out, nbytes
 
