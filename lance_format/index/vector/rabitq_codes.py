@@ -90,15 +90,12 @@ def _ex_chunk(r: F32, norm_sq: F32, ex_bits: int, low: int, bins: int) -> U8:
     """:func:`ex_values` of rows with a positive finite norm (``low``: key bits of dimension and code)."""
     m, dim = r.shape
     top = (1 << ex_bits) - 1
-    a = np.divide(np.abs(r), np.sqrt(norm_sq)[:, None])
-    a[~np.isfinite(a)] = 0
+    a = np.divide(np.abs(r), np.sqrt(norm_sq)[:, None])  # finite: the norm is
     t_end = ((top + 10) / a.max(axis=1)).astype(np.float32)
     t_start = (t_end * np.float32(TIGHT_START[ex_bits])).astype(np.float32)
     cur = np.clip(np.floor(t_start[:, None] * a + EPS), 0, top).astype(np.float32)
-    cur[a <= 0] = 0
     af = a.astype(np.float64).reshape(-1)
-    num0 = (cur.astype(np.float64).reshape(-1) + 0.5) * af
-    n0 = num0.reshape(m, dim).sum(axis=1)
+    n0 = np.einsum("ij,ij->i", cur + np.float32(0.5), a, dtype=np.float64)
     d0 = dim * 0.25 + np.einsum("ij,ij->i", cur, cur + 1, dtype=np.float64)
     # live events of a dimension: codes cur + 1 .. last, each threshold (float32 k / a, as the
     # objective's steps are ordered) below t_end; the thresholds grow with k, so ceil(t_end·a)
