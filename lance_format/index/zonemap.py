@@ -374,9 +374,13 @@ def _as_numbers(values: pa.Array) -> npt.NDArray[Any] | None:
 
 
 def _bound(value: pa.Scalar, typ: pa.DataType) -> Any:
+    """A bound as the Python number the zones' numpy values compare with (already of the column
+    type, so within the numpy type's range)."""
     storage = _storage(typ)
     assert storage is not None
-    return pa.array([value.cast(typ)]).view(storage).to_numpy(zero_copy_only=False)[0]
+    if value.type != typ:
+        value = value.cast(typ)
+    return (value if storage == typ else value.cast(storage)).as_py()
 
 
 def _in_range_numbers(q: Range, has_value: npt.NDArray[np.bool_], lo: npt.NDArray[Any], hi: npt.NDArray[Any],
