@@ -298,8 +298,9 @@ def unpack_many(data: U8, at: I64, widths: I64) -> U32:
     """``BitPacker4x.decompress`` of blocks packed at byte offsets ``at`` (after their width byte).
 
     Lane ``l`` of a block is a little-endian bit stream of ``w`` 32-bit words (word ``k`` of
-    the four lanes stored together); its value ``j`` is bits ``[j * w, j * w + w)``: read as the
-    64-bit pair of the word holding its first bit and the next one, shifted and masked.
+    the four lanes stored together); its value ``j`` is bits ``[j * w, j * w + w)``: the word
+    holding its first bit shifted down, with the next word's low bits when it crosses into it
+    (32 shifts per width, each over all its blocks' lanes).
     """
     out = np.zeros((at.size, BLOCK), dtype=np.uint32)
     for w in np.unique(widths).tolist():
@@ -307,14 +308,16 @@ def unpack_many(data: U8, at: I64, widths: I64) -> U32:
             continue
         sel = np.flatnonzero(widths == w)
         raw = data[at[sel][:, None] + np.arange(16 * w)]  # (k, 16w): word j of lanes 0..3
-        words = np.ascontiguousarray(raw).view("<u4").reshape(sel.size, w, 4).transpose(0, 2, 1)
-        lanes = np.zeros((sel.size, 4, w + 1), np.uint64)
-        lanes[:, :, :w] = words
-        bit = np.arange(32, dtype=np.int64) * w
-        q, r = bit // 32, (bit % 32).astype(np.uint64)
-        pair = lanes[:, :, q] | (lanes[:, :, q + 1] << np.uint64(32))
-        vals = ((pair >> r) & np.uint64((1 << w) - 1)).astype(np.uint32)  # (k, lane, row)
-        out[sel] = vals.transpose(0, 2, 1).reshape(sel.size, BLOCK)
+        words = np.ascontiguousarray(raw).view("<u4").reshape(sel.size, w, 4).astype(np.uint32)
+        vals = np.empty((sel.size, 32, 4), np.uint32)  # (block, value of lane, lane)
+        mask = np.uint32((1 << w) - 1)
+        for j in range(32):
+            q, r = divmod(j * w, 32)
+            v = words[:, q, :] >> np.uint32(r)
+            if r + w > 32:
+                v |= words[:, q + 1, :] << np.uint32(32 - r)
+            vals[:, j, :] = v & mask
+        out[sel] = vals.reshape(sel.size, BLOCK)
     return out
 
 
