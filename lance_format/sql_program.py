@@ -53,7 +53,7 @@ class Node:
     the same call and cannot disagree.
     """
 
-    __slots__ = ("args", "direct", "expr", "fn", "options")
+    __slots__ = ("_columns", "args", "direct", "expr", "fn", "options")
 
     def __init__(self, expr: Any, fn: str, args: tuple[Any, ...] = (), options: dict[str, Any] | None = None):
         self.expr = expr  # pc.Expression
@@ -62,6 +62,7 @@ class Node:
         self.options = options or {}
         #: Whether :meth:`evaluate` may call ``fn`` itself (see ``_DIRECT``).
         self.direct = fn in _DIRECT
+        self._columns: frozenset[str] | None = None
 
     @classmethod
     def call(cls, fn: str, *args: Any, **options: Any) -> Node:
@@ -113,7 +114,9 @@ class Node:
         return func(*values, **self.options)
 
     def columns(self) -> frozenset[str]:
-        """Top-level columns this node reads."""
+        """Top-level columns this node reads (kept: a scan asks a few times per query)."""
+        if self._columns is not None:
+            return self._columns
         found: set[str] = set()
         stack: list[Node] = [self]
         while stack:
@@ -121,7 +124,8 @@ class Node:
             if node.fn == "field":
                 found.add(node.args[0])
             stack.extend(a for a in node.args if isinstance(a, Node))
-        return frozenset(found)
+        self._columns = frozenset(found)
+        return self._columns
 
     def evaluable(self) -> bool:
         """Whether :meth:`evaluate` can compute this node (and within ``MAX_EVAL_DEPTH`` levels)."""
