@@ -296,8 +296,17 @@ def decode_lists(postings: pa.ListArray, lengths: U32, tail_codec: str, where: s
             t_ids = (cs - np.repeat(np.r_[0, cs][np.cumsum(left) - left], left)).astype(np.uint32)
     except (IndexError, ValueError) as exc:
         raise CorruptFileError(f"{where}: damaged posting block: {exc}") from exc
-    tok = np.concatenate([np.repeat(token[full], BLOCK), np.repeat(t_tok, left)])
-    # Full blocks come before a token's tail and in block order: a stable sort by token keeps that.
-    order = np.argsort(tok, kind="stable")
-    return (tok[order], np.concatenate([f_ids, t_ids])[order].astype(np.uint32),
-            np.concatenate([f_freqs, t_freqs])[order].astype(np.uint32))
+    # A token's full blocks come before its tail, each part in token order already: every posting
+    # goes to its token's start, plus (for a tail's) the token's full postings, plus its rank.
+    n_full = lens // BLOCK * BLOCK
+    start = np.cumsum(lens) - lens
+    f_tok = np.repeat(token[full], BLOCK)
+    t_rep = np.repeat(t_tok, left)
+    ids = np.empty(int(lens.sum()), np.uint32)
+    freqs = np.empty(ids.size, np.uint32)
+    f_at = np.arange(f_tok.size) + (start - (np.cumsum(n_full) - n_full))[f_tok]
+    tail_n = lens - n_full
+    tail_at = np.arange(t_rep.size) + (start + n_full - (np.cumsum(tail_n) - tail_n))[t_rep]
+    ids[f_at], freqs[f_at] = f_ids, f_freqs
+    ids[tail_at], freqs[tail_at] = t_ids, t_freqs
+    return np.repeat(np.arange(lens.size, dtype=np.int64), lens), ids, freqs
