@@ -8,7 +8,9 @@ What runs (``docs/formats/vector-indices.md`` §8; pylance's plans, checked with
   rejects and rows of fragments no longer in the dataset are never candidates. IVF_RQ codes get
   pylance's estimates (l2, cosine); on dot its probed rows are scored exactly from the data. Segment row ids
   are moved to current row addresses first: through ``__lance_frag_reuse`` after a compaction
-  that deferred the remap, and from stable row ids to addresses on stable-row-id datasets.
+  that deferred the remap, and from stable row ids to addresses on stable-row-id datasets. All of
+  that is worked out per partition, when a query first reaches it, from row ids read with its
+  codes (:mod:`lance_format.search.segment_rows`): a first query touches only what it probes.
 * **Flat** (``KNNVectorDistance``): exact distances over the fragments no segment covers (all
   fragments without an index, with ``use_index=False`` or another metric than the index's).
 * **Merge**: with a ``refine_factor`` or uncovered fragments, the ANN candidates are re-scored
