@@ -66,8 +66,9 @@ TAKE_SCAN: CacheKind[FragmentScan] = CacheKind("take_scan")
 TAKE_SCAN_BYTES = 256 * 1024
 #: Opened segments by (dataset URI, segment directory URI, dataset version), in the session's index cache.
 OPENED_SEGMENT: CacheKind[ValueReader] = CacheKind("scalar_segment")
-#: :func:`usable_indices` by (dataset URI, version): every handle on a version has the same
-#: indices, and a long-lived process opens one per request (~5% of a warm indexed query).
+#: :func:`usable_indices` by (dataset URI, version), with the manifest they were found in: every
+#: handle on a version shares its manifest (the session's), and a long-lived process opens one
+#: per request (~5% of a warm indexed query); a dataset recreated in place has a new manifest.
 USABLE_INDICES: CacheKind[Any] = CacheKind("usable_indices")
 
 
@@ -141,10 +142,11 @@ def usable_indices(ctx: ReadContext) -> IndexedColumns:
     key = (ctx.store.uri(""), ctx.manifest.version)
     cache = ctx.store.session.index_cache
     found = cache.get(USABLE_INDICES, key)
-    if found is None:
-        found = _usable_indices(ctx)
-        cache.put(USABLE_INDICES, key, found, 1024 + 512 * len(ctx.manifest.indices or ()))
-    out: IndexedColumns = found
+    if found is not None and found[0]() is ctx.manifest:
+        out: IndexedColumns = found[1]
+        return out
+    out = _usable_indices(ctx)
+    cache.put(USABLE_INDICES, key, (weakref.ref(ctx.manifest), out), 1024 + 512 * len(ctx.manifest.indices or ()))
     return out
 
 
