@@ -204,6 +204,8 @@ def decode_arrow_deletions(data: bytes, path: str) -> npt.NDArray[np.uint32]:
     column = batch.column(0)
     if column.null_count:
         raise CorruptFileError(f"{path}: deletion file has {column.null_count} null row ids")
+    if len(column) == 0:
+        return np.zeros(0, np.uint32)
     # straight from the buffer: pyarrow's to_numpy() imports pandas (~0.5 s in a fresh process)
     values = np.frombuffer(column.buffers()[1], np.uint32, len(column), column.offset * 4)
     return np.sort(values)
