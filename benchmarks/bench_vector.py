@@ -20,9 +20,10 @@ is the median of ``--repeat`` processes with the ratio ours / pylance.
   first query of a fresh process (import, dataset open and index load included; ``first_cpu`` its
   CPU time, every thread, less swayed by the machine's load than its wall time), ``warm`` the median
   of the 50 queries on the same dataset object, ``warm_cpu`` their median CPU time (every thread of
-  the process: on a busy machine a multi-threaded engine gets more of it per wall second). ``first`` includes importing the engine: ``import lance``
-  loads pandas and pyarrow.compute, ours loads them (and sqlglot for filters) on first use, so
-  timing from the import is the only fair cut (our modules' bytecode is compiled first, as
+  the process: on a busy machine a multi-threaded engine gets more of it per wall second). ``first``
+  includes importing the engine: ``import lance`` loads pandas and pyarrow.compute, ours loads its
+  modules on first use and never pandas on these queries (the search converts through Arrow
+  buffers), so timing from the import is the only fair cut (our modules' bytecode is compiled first, as
   ``pip install`` does: see :func:`compile_bytecode`). ``ours`` searches our index, ``pylance`` its
   own, and ``ours@pylance`` is our search on pylance's index (the same index, so only search
   code differs). ``recall`` is recall@10 against exact search (numpy, in this process).
