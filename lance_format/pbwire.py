@@ -53,6 +53,42 @@ def check_wire_types(msg: Any, where: str, skip: frozenset[str] = frozenset()) -
     Raises:
         CorruptFileError: naming ``where``, the message and the field.
     """
+    # the usual case: nothing filed as unknown anywhere, so nothing misfiled. With ``skip`` the
+    # skipped fields are usually the bulk of the message (a manifest's fragments): copying them
+    # to look for unknown fields would cost more than walking the rest
+    if skip or has_unknown_fields(msg):
+        _check_tree(msg, where, skip)
+
+
+def has_unknown_fields(msg: Any) -> bool:
+    """Whether ``msg`` or any message inside it holds unknown fields (``msg`` is left as it is).
+
+    Dropping unknown fields is one recursive call in the protobuf runtime, and any field it drops
+    shrinks the serialized size (every field has a tag), so a copy that keeps its size had none.
+    Walking the message tree in Python with ``UnknownFieldSet`` costs several times more; it is
+    left for messages that do hold unknown fields.
+    """
+    copy = type(msg)()
+    copy.CopyFrom(msg)
+    size = copy.ByteSize()
+    copy.DiscardUnknownFields()
+    return bool(copy.ByteSize() != size)
+
+
+def discard_if_known(msg: Any) -> bool:
+    """Drop ``msg``'s unknown fields (its sub-messages' too); return whether there were none.
+
+    The cheaper form of :func:`has_unknown_fields` for a message the caller parsed itself and
+    will not serialize again: when this returns False, parse the bytes again and run
+    :func:`check_wire_types` on that copy, which still holds the unknown fields.
+    """
+    size = msg.ByteSize()
+    msg.DiscardUnknownFields()
+    return bool(msg.ByteSize() == size)
+
+
+def _check_tree(msg: Any, where: str, skip: frozenset[str] = frozenset()) -> None:
+    """:func:`check_wire_types` without its shortcut: visit every message of the tree."""
     refuse_misfiled(msg, UnknownFieldSet(msg), where)
     for fd, value in msg.ListFields():
         if fd.type != FieldDescriptor.TYPE_MESSAGE or fd.name in skip:
@@ -62,12 +98,12 @@ def check_wire_types(msg: Any, where: str, skip: frozenset[str] = frozenset()) -
         if isinstance(value, Mapping):
             if fd.message_type.fields_by_name["value"].type == FieldDescriptor.TYPE_MESSAGE:
                 for item in value.values():
-                    check_wire_types(item, where)
+                    _check_tree(item, where)
         elif fd.label == FieldDescriptor.LABEL_REPEATED:
             for item in value:
-                check_wire_types(item, where)
+                _check_tree(item, where)
         else:
-            check_wire_types(value, where)
+            _check_tree(value, where)
 
 
 def well_formed(data: bytes) -> bool:
@@ -177,4 +213,5 @@ def check_varints(cls: type[Message], data: bytes | bytearray | memoryview, wher
 
 
 
-__all__ = ["check_varints", "check_wire_types", "refuse_misfiled", "well_formed"]
+__all__ = ["check_varints", "check_wire_types", "discard_if_known", "has_unknown_fields", "refuse_misfiled",
+           "well_formed"]

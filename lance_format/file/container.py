@@ -59,6 +59,8 @@ from typing import Any, BinaryIO, Protocol, overload
 
 import numpy as np
 import pyarrow as pa
+from google.protobuf import any_pb2
+from google.protobuf.message import DecodeError
 
 from lance_format._pb import file2_pb2, file_pb2
 from lance_format.errors import (
@@ -71,7 +73,7 @@ from lance_format.errors import (
 from lance_format.file.bytesource import Buf as Buf
 from lance_format.file.bytesource import ByteSource as ByteSource
 from lance_format.file.legacy.format import parse_tail
-from lance_format.pbwire import check_varints, check_wire_types
+from lance_format.pbwire import check_varints, check_wire_types, discard_if_known
 
 FOOTER_SIZE = 40
 #: Footer versions of the legacy (v1) format, read by ``lance_format.file.legacy``.
@@ -217,17 +219,36 @@ class FileMetadata:
         return self.global_buffers[0][0] if self.global_buffers else 0
 
 
-def _unpack_any(raw: bytes, where: str) -> tuple[str, bytes]:
-    from google.protobuf import any_pb2
-    from google.protobuf.message import DecodeError
+#: ``Any`` messages already unpacked, by their bytes. Pages of one column carry the same layout in
+#: file after file (a dataset's files share a schema and mostly a row count), so parsing and
+#: checking each again is wasted work. Only small messages are kept, at most this many.
+_ANY_CACHE: dict[bytes, tuple[str, bytes]] = {}
+_ANY_CACHE_ENTRIES = 2048
+_ANY_CACHE_MAX_BYTES = 512
 
+
+def _unpack_any(raw: bytes, where: str, page: int | None = None) -> tuple[str, bytes]:
+    """``(type_url, value)`` of a serialized ``Any``; ``where`` (and ``page``) name it in errors."""
+    hit = _ANY_CACHE.get(raw)
+    if hit is not None:
+        return hit
+    if page is not None:
+        where = f"{where} page {page}"
     msg = any_pb2.Any()
     try:
         msg.ParseFromString(raw)
     except DecodeError as exc:
         raise CorruptFileError(f"{where}: cannot decode encoding Any message: {exc}") from exc
-    check_wire_types(msg, where)
-    return msg.type_url, msg.value
+    if not discard_if_known(msg):  # rare: look again with the unknown fields kept
+        again = any_pb2.Any()
+        again.ParseFromString(raw)
+        check_wire_types(again, where)
+    out = (msg.type_url, msg.value)
+    if len(raw) <= _ANY_CACHE_MAX_BYTES:
+        if len(_ANY_CACHE) >= _ANY_CACHE_ENTRIES:
+            _ANY_CACHE.clear()  # a crude bound; refilling costs one parse per distinct layout
+        _ANY_CACHE[raw] = out
+    return out
 
 
 def _direct_encoding(enc: Any, where: str) -> tuple[str, bytes]:
@@ -251,8 +272,6 @@ def parse_column_metadata(raw: Buf, ci: int, path: str, file_size: int) -> Colum
         CorruptFileError: undecodable protobuf or buffers outside the file.
         UnsupportedEncodingError: an encoding not stored directly.
     """
-    from google.protobuf.message import DecodeError
-
     cm = file2_pb2.ColumnMetadata()
     where = f"{path}: column {ci}"
     data = bytes(raw)
@@ -262,8 +281,13 @@ def parse_column_metadata(raw: Buf, ci: int, path: str, file_size: int) -> Colum
         raise CorruptFileError(f"{where}: cannot decode column metadata: {exc}") from exc
     check_varints(file2_pb2.ColumnMetadata, data, f"{where}: column metadata")
     # prost refuses a known field with the wrong wire type; the Python parser would file it as
-    # unknown and carry on (a page's buffer reference lost, say): refuse it as pylance does
-    check_wire_types(cm, f"{where}: column metadata")
+    # unknown and carry on (a page's buffer reference lost, say): refuse it as pylance does.
+    # ``cm`` is ours and never serialized again, so it may drop its unknown fields to find out
+    # cheaply whether it had any; only then is the whole tree walked, on a fresh parse
+    if not discard_if_known(cm):
+        again = file2_pb2.ColumnMetadata()
+        again.ParseFromString(data)
+        check_wire_types(again, f"{where}: column metadata")
     if cm.HasField("encoding"):
         ctype, cenc = _direct_encoding(cm.encoding, where)
         if ctype != COLUMN_ENCODING_URL:  # pylance refuses the column too ("unexpected type URL")
@@ -273,17 +297,21 @@ def parse_column_metadata(raw: Buf, ci: int, path: str, file_size: int) -> Colum
         ctype, cenc = COLUMN_ENCODING_URL, DEFAULT_COLUMN_ENCODING
     pages = []
     for pi, p in enumerate(cm.pages):
-        pwhere = f"{where} page {pi}"
-        if len(p.buffer_offsets) != len(p.buffer_sizes):
+        offsets = tuple(p.buffer_offsets)
+        sizes = tuple(p.buffer_sizes)
+        if len(offsets) != len(sizes):
             raise CorruptFileError(
-                f"{pwhere}: {len(p.buffer_offsets)} buffer offsets but {len(p.buffer_sizes)} sizes"
+                f"{where} page {pi}: {len(offsets)} buffer offsets but {len(sizes)} sizes"
             )
-        for off, sz in zip(p.buffer_offsets, p.buffer_sizes, strict=False):
-            _check(path, file_size, off, sz, f"column {ci} page {pi} buffer")
-        type_url, value = _direct_encoding(p.encoding, pwhere)
-        pages.append(
-            PageInfo(tuple(p.buffer_offsets), tuple(p.buffer_sizes), p.length, p.priority, type_url, value)
-        )
+        for off, sz in zip(offsets, sizes, strict=True):
+            if off + sz > file_size:  # uint64 fields: never negative
+                _check(path, file_size, off, sz, f"column {ci} page {pi} buffer")
+        enc = p.encoding
+        if enc.WhichOneof("location") == "direct":
+            type_url, value = _unpack_any(enc.direct.encoding, where, pi)
+        else:
+            type_url, value = _direct_encoding(enc, f"{where} page {pi}")  # raises
+        pages.append(PageInfo(offsets, sizes, p.length, p.priority, type_url, value))
     for off, sz in zip(cm.buffer_offsets, cm.buffer_sizes, strict=False):
         _check(path, file_size, off, sz, f"column {ci} column buffer")
     return ColumnInfo(ci, tuple(pages), tuple(cm.buffer_offsets), tuple(cm.buffer_sizes), ctype, cenc)
@@ -350,8 +378,6 @@ def read_file_metadata(source: ByteSource) -> FileMetadata:
         CorruptFileError: truncated file, bad magic, tables outside the file, undecodable protobuf.
         UnsupportedVersionError: legacy or unknown footer version.
     """
-    from google.protobuf.message import DecodeError
-
     path = source.path
     if source.size < FOOTER_SIZE:
         raise CorruptFileError(f"{path}: file is {source.size} bytes, too small for a Lance footer")
@@ -554,8 +580,6 @@ def make_column_metadata(pages: Sequence[tuple[list[tuple[int, int]], int, int, 
         pages: Per page ``(buffers [(position, size)], length, priority, type_url, encoding bytes)``.
         column_encoding: Serialized 2.0 ``ColumnEncoding`` (default: plain values).
     """
-    from google.protobuf import any_pb2
-
     cm = file2_pb2.ColumnMetadata()
     cm.encoding.direct.encoding = any_pb2.Any(
         type_url=COLUMN_ENCODING_URL, value=DEFAULT_COLUMN_ENCODING if column_encoding is None else column_encoding

@@ -157,6 +157,35 @@ def _parsed_metadata(source: ByteSource) -> _ParsedTail:
     return parsed
 
 
+class _SchemaShape:
+    """What a reader derives from a file's Arrow schema and its projection alone."""
+
+    def __init__(self, full: pa.Schema, projection: list[int]) -> None:
+        self.full = full  # held so that the cache key's ``id(full)`` is not reused while cached
+        self.storage = storage_schema(full)
+        self.schema = pa.schema([full.field(i) for i in projection], metadata=full.metadata)
+        self.ext = self.schema if storage_schema(self.schema) is not self.schema else None
+        self.has_dictionary = any(has_dictionary(f.type) for f in self.schema)
+        self.strings = string_columns(self.schema)
+
+
+#: Schema shapes by ``(id(full schema), projection)``. The files of a dataset share one Arrow
+#: schema object (``FILE_SCHEMA``), so a scan of many files works these out once, not per file.
+_SHAPES: dict[tuple[int, tuple[int, ...]], _SchemaShape] = {}
+_SHAPES_MAX = 256
+
+
+def _schema_shape(full: pa.Schema, projection: list[int]) -> _SchemaShape:
+    key = (id(full), tuple(projection))
+    shape = _SHAPES.get(key)
+    if shape is None or shape.full is not full:
+        shape = _SchemaShape(full, projection)
+        if len(_SHAPES) >= _SHAPES_MAX:
+            _SHAPES.clear()
+        _SHAPES[key] = shape
+    return shape
+
+
 def clear_metadata_cache() -> None:
     """Empty the default session's metadata cache (file tails and schemas included)."""
     default_session().metadata_cache.clear()
@@ -213,18 +242,19 @@ class LanceFileReader:
                     raise SchemaError(f"{self._meta.path}: no column {name!r} (file has {names})")
                 projection.append(names.index(name))
         cls = _decoder_class(self._meta)
+        shape = _schema_shape(full, projection)
         self._decoder: FileDecoder = _guarded(
-            self._source.path, lambda: cls(self._meta, self._source, storage_schema(full), projection)
+            self._source.path, lambda: cls(self._meta, self._source, shape.storage, projection)
         )
-        self.schema: pa.Schema = pa.schema([full.field(i) for i in projection], metadata=full.metadata)
+        self.schema: pa.Schema = shape.schema
         # decoders make storage arrays; extension columns are wrapped (JSONB as JSON text) here
-        self._ext = self.schema if storage_schema(self.schema) is not self.schema else None
+        self._ext = shape.ext
         # legacy files have no global buffer 0 to mark where data ends: use the file size
         data_bytes = self._meta.num_data_bytes or self._meta.file_size
         self._row_bytes = max(1, data_bytes // max(self._meta.num_rows, 1))
-        self._has_dictionary = any(has_dictionary(f.type) for f in self.schema)
+        self._has_dictionary = shape.has_dictionary
         # validated per decoded chunk (utf8.py), unless the decoder checks strings as it makes them
-        self._utf8_columns = () if getattr(self._decoder, "validates_strings", False) else string_columns(self.schema)
+        self._utf8_columns = () if getattr(self._decoder, "validates_strings", False) else shape.strings
 
     # -- properties --------------------------------------------------------------------------
     @property

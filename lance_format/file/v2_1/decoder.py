@@ -45,6 +45,7 @@ _PARALLEL_MIN_ROWS = 16384
 _MAX_PAGE_ROWS = 1 << 32  # sanity bound: a corrupt length must not make us allocate terabytes
 _SMALL_READ_ROWS = 32768
 _T = TypeVar("_T")
+_VAR_TYPE_IDS = frozenset(t.id for t in (pa.string(), pa.binary(), pa.large_string(), pa.large_binary()))
 
 
 def _page_layout(page: Any) -> Any:
@@ -61,12 +62,14 @@ class _Leaf:
     def __init__(self, column: Any, path: list[pa.Field]) -> None:
         self.column = column
         self.path = path
-        lengths = np.array([p.length for p in column.pages], np.int64)
-        self.page_starts = np.concatenate([[0], np.cumsum(lengths)])
-        leaf_type = path[-1].type
-        is_var = pa.types.is_string(leaf_type) or pa.types.is_binary(leaf_type)
-        is_var = is_var or pa.types.is_large_string(leaf_type) or pa.types.is_large_binary(leaf_type)
-        nbytes = sum(sum(p.buffer_sizes) for p in column.pages)
+        # built once per file opened: plain Python over the few pages is cheaper than numpy calls
+        starts = [0]
+        nbytes = 0
+        for p in column.pages:
+            starts.append(starts[-1] + p.length)
+            nbytes += sum(p.buffer_sizes)
+        self.page_starts = np.array(starts, np.int64)
+        is_var = path[-1].type.id in _VAR_TYPE_IDS
         self.cost_rank = (not is_var, -nbytes)  # decode order in parallel reads: lowest first
 
 
