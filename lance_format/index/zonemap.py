@@ -16,8 +16,7 @@ re-applies the filter to those rows), as upstream's ``SearchResult::AtMost``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -30,6 +29,7 @@ from lance_format.file import LanceFileReader
 from lance_format.index.predicates import In, IsNull, Range, ValueQuery
 from lance_format.index.rowset import RowDomain, decode_row_set, encode_row_set, fragment_of, offset_of
 from lance_format.index.store import IndexDir
+from lance_format.index.zones import Zones, cut_zones, sort_by_address, zone_rows
 from lance_format.table.index_metadata import IndexFile
 
 FILE = "zonemap.lance"
@@ -43,107 +43,6 @@ OPEN_READER_BYTES = 64 * 1024
 
 U64 = npt.NDArray[np.uint64]
 I64 = npt.NDArray[np.int64]
-
-
-@dataclass(frozen=True)
-class Zones:
-    """Zone boundaries over rows sorted by address: zone ``k`` is rows ``[first[k], stop[k])``.
-
-    Attributes:
-        first: Index (into the rows) of each zone's first row.
-        stop: One past each zone's last row.
-        fragment_id: Each zone's fragment.
-        zone_start: Row offset of each zone's first row.
-        zone_length: Offsets each zone spans (last offset - first offset + 1).
-    """
-
-    first: I64
-    stop: I64
-    fragment_id: U64
-    zone_start: U64
-    zone_length: U64
-
-
-def fragment_starts(addrs: U64) -> I64:
-    """Index of the first row of each fragment in sorted row addresses ``addrs`` (not empty)."""
-    f0, f1 = int(addrs[0]) >> 32, int(addrs[-1]) >> 32
-    if f1 - f0 < 1 << 16:  # binary search per fragment id: no pass over every row
-        ids = np.arange(f0, f1 + 1, dtype=np.uint64)
-        at = np.searchsorted(addrs, ids << np.uint64(32))
-        present = at < addrs.size
-        present[present] = fragment_of(addrs[at[present]]) == ids[present]
-        out: I64 = at[present].astype(np.int64)
-        return out
-    frags = fragment_of(addrs)
-    starts: I64 = np.concatenate(([0], np.flatnonzero(frags[1:] != frags[:-1]) + 1)).astype(np.int64)
-    return starts
-
-
-def cut_zones(addrs: U64, rows_per_zone: int) -> Zones:
-    """Cut rows (sorted by row address) into zones of ``rows_per_zone`` rows of one fragment."""
-    n = addrs.size
-    if n == 0:
-        e = np.empty(0, np.int64)
-        u = np.empty(0, np.uint64)
-        return Zones(e, e, u, u, u)
-    frag_first = fragment_starts(addrs)
-    counts = np.diff(np.append(frag_first, n))
-    per_frag = -(-counts // rows_per_zone)  # zones of each fragment (its last may be short)
-    k = np.arange(int(per_frag.sum()), dtype=np.int64) - np.repeat(np.cumsum(per_frag) - per_frag, per_frag)
-    first = (np.repeat(frag_first, per_frag) + k * rows_per_zone).astype(np.int64)
-    stop = np.append(first[1:], n).astype(np.int64)
-    head, tail = addrs[first], addrs[stop - 1]
-    start = offset_of(head).astype(np.uint64)
-    length = offset_of(tail).astype(np.uint64) - start + np.uint64(1)
-    return Zones(first, stop, fragment_of(head), start, length)
-
-
-def whole_zones(batches: Iterable[tuple[pa.Array, U64]], rows_per_zone: int) -> Iterator[tuple[pa.Array, U64]]:
-    """A scan's ``(values, row addresses)`` batches regrouped into runs of whole zones.
-
-    A fragment's rows may span batches: the rows past its last whole zone in a batch wait for
-    the next batch, and go out on their own once another fragment starts (or the scan ends).
-    Every run starts on a zone boundary, so :func:`cut_zones` of each run cuts the zones a cut
-    of the whole column would, and a build never holds the whole column. Rows must come
-    fragment after fragment, ascending within each (as a scan reads them).
-    """
-    held: tuple[pa.Array, U64] | None = None
-    for values, addrs in batches:
-        if addrs.size == 0:
-            continue
-        values, addrs = sort_by_address(values, addrs)
-        if held is not None:
-            if int(held[1][-1]) >> 32 != int(addrs[0]) >> 32:
-                yield held  # its fragment ended: the last, shorter zone
-            else:
-                values, addrs = pa.concat_arrays([held[0], values]), np.concatenate([held[1], addrs])
-            held = None
-        last = int(fragment_starts(addrs)[-1])
-        keep = last + (addrs.size - last) // rows_per_zone * rows_per_zone
-        if keep:
-            yield values.slice(0, keep), addrs[:keep]
-        if keep < addrs.size:
-            held = values.slice(keep), addrs[keep:]
-    if held is not None:
-        yield held
-
-
-def zone_rows(fragment_id: U64, zone_start: U64, zone_length: U64, which: npt.NDArray[np.bool_]) -> U64:
-    """Every row address of the zones picked by ``which`` (sorted when the zones are)."""
-    lens = zone_length[which].astype(np.int64)
-    if lens.size == 0 or int(lens.sum()) == 0:
-        return np.empty(0, np.uint64)
-    base = (fragment_id[which] << np.uint64(32)) + zone_start[which]
-    starts = np.repeat(base, lens)
-    steps = np.arange(int(lens.sum()), dtype=np.uint64) - np.repeat(np.cumsum(lens) - lens, lens).astype(np.uint64)
-    rows = starts + steps
-    # Zones as written (and remapped) follow each other without overlap: their rows are then
-    # already sorted and unique, and sorting them again would cost more than the rest of the query.
-    ends = base + lens.astype(np.uint64)
-    if bool(np.all(ends[:-1] <= base[1:])):
-        return rows
-    out: U64 = np.unique(rows)
-    return out
 
 
 def null_rows_buffer(values: pa.Array, addrs: U64) -> bytes:
@@ -232,14 +131,6 @@ def schema(typ: pa.DataType) -> pa.Schema:
     return pa.schema([pa.field("min", typ), pa.field("max", typ), pa.field("null_count", u32, False),
                       pa.field("nan_count", u32, False), pa.field("fragment_id", u64, False),
                       pa.field("zone_start", u64, False), pa.field("zone_length", u64, False)])
-
-
-def sort_by_address(values: pa.Array, addrs: U64) -> tuple[pa.Array, U64]:
-    """Rows in address order (a build reads them so; tasks may come back in any order)."""
-    if addrs.size > 1 and not bool(np.all(addrs[1:] > addrs[:-1])):
-        order = np.argsort(addrs, kind="stable")
-        return values.take(pa.array(order)), addrs[order]
-    return values, addrs
 
 
 def write_zonemap(out: IndexDir, values: pa.Array, addrs: U64, rows_per_zone: int = DEFAULT_ROWS_PER_ZONE

@@ -15,7 +15,7 @@ from lance.indices.builder import IndexConfig
 
 import lance_format
 from lance_format.file.reader import LanceFileReader
-from lance_format.index import zonemap
+from lance_format.index import zonemap, zones
 
 ROWS = 150_000  # one fragment past the 131,072-row scan batch of a build task
 ZONE = 1000  # does not divide the batch: a zone spans two batches
@@ -76,10 +76,10 @@ def test_whole_zones_regroups_batches_into_the_zones_of_the_whole_column() -> No
     cuts = np.sort(rng.choice(np.arange(1, addrs.size), 25, replace=False))
     edges = [0, *cuts.tolist(), addrs.size]
     batches = [(values.slice(a, b - a), addrs[a:b]) for a, b in zip(edges[:-1], edges[1:], strict=True)]
-    runs = list(zonemap.whole_zones(batches, 97))
+    runs = list(zones.whole_zones(batches, 97))
     assert np.array_equal(np.concatenate([r[1] for r in runs]), addrs)
     assert pa.concat_arrays([r[0] for r in runs]).equals(values)
-    whole = zonemap.cut_zones(addrs, 97)
-    parts = [zonemap.cut_zones(a, 97) for _, a in runs]
+    whole = zones.cut_zones(addrs, 97)
+    parts = [zones.cut_zones(a, 97) for _, a in runs]
     for field in ("fragment_id", "zone_start", "zone_length"):
         assert np.array_equal(np.concatenate([getattr(p, field) for p in parts]), getattr(whole, field))

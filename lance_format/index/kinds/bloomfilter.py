@@ -14,7 +14,7 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from lance_format.errors import InvalidInputError, UnsupportedIndexTypeError
-from lance_format.index import bloomfilter, zonemap
+from lance_format.index import bloomfilter, zonemap, zones
 from lance_format.index.kind import BuildContext, IndexKind, TrainingData
 from lance_format.index.kinds.zonemap import (
     ZoneChunk,
@@ -106,12 +106,12 @@ class BloomFilterKind(IndexKind):
         return True
 
     def encode(self, data: TrainingData, model: Any, ctx: BuildContext) -> ZoneChunk:
-        values, addrs = zonemap.sort_by_address(data.values.cast(ctx.field_type), data.ids)
+        values, addrs = zones.sort_by_address(data.values.cast(ctx.field_type), data.ids)
         table = bloomfilter.bloom_table(values, addrs, ctx.params["number_of_items"], ctx.params["probability"])
         return ZoneChunk(table, np.sort(addrs[values.is_null().to_numpy(zero_copy_only=False)]))
 
     def encode_batches(self, batches: Iterable[tuple[pa.Array, U64]], model: Any, ctx: BuildContext) -> ZoneChunk:
-        """Filters run by run of whole zones (:func:`~lance_format.index.zonemap.whole_zones`)."""
+        """Filters run by run of whole zones (:func:`~lance_format.index.zones.whole_zones`)."""
         items, probability = int(ctx.params["number_of_items"]), float(ctx.params["probability"])
         return zone_chunk_of_runs(batches, ctx.field_type, items, bloomfilter.SCHEMA,
                                   lambda values, addrs: bloomfilter.bloom_table(values, addrs, items, probability))

@@ -17,7 +17,7 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from lance_format.errors import InvalidInputError, UnsupportedIndexTypeError
-from lance_format.index import zonemap
+from lance_format.index import zonemap, zones
 from lance_format.index.codec.scalar import encode_zonemap_details
 from lance_format.index.kind import BuildContext, IndexKind, TrainingData, check_scalar_type
 from lance_format.index.predicates import IndexQuery, ValueQuery
@@ -114,16 +114,16 @@ class ZoneMapKind(IndexKind):
 
     def encode(self, data: TrainingData, model: Any, ctx: BuildContext) -> ZoneChunk:
         values = data.values.cast(ctx.field_type)
-        values, addrs = zonemap.sort_by_address(values, data.ids)
-        table = zonemap.zone_stats(values, zonemap.cut_zones(addrs, int(ctx.params["rows_per_zone"])))
+        values, addrs = zones.sort_by_address(values, data.ids)
+        table = zonemap.zone_stats(values, zones.cut_zones(addrs, int(ctx.params["rows_per_zone"])))
         return ZoneChunk(table, np.sort(addrs[values.is_null().to_numpy(zero_copy_only=False)]))
 
     def encode_batches(self, batches: Iterable[tuple[pa.Array, U64]], model: Any, ctx: BuildContext) -> ZoneChunk:
-        """Zone statistics run by run of whole zones (:func:`~lance_format.index.zonemap.whole_zones`)."""
+        """Zone statistics run by run of whole zones (:func:`~lance_format.index.zones.whole_zones`)."""
         rows_per_zone = int(ctx.params["rows_per_zone"])
         return zone_chunk_of_runs(batches, ctx.field_type, rows_per_zone, zonemap.schema(ctx.field_type),
                                   lambda values, addrs: zonemap.zone_stats(
-                                      values, zonemap.cut_zones(addrs, rows_per_zone)))
+                                      values, zones.cut_zones(addrs, rows_per_zone)))
 
     def write(self, out: IndexDir, chunks: Sequence[Any], model: Any, ctx: BuildContext) -> tuple[IndexFile, ...]:
         table, nulls = concat_zone_chunks(chunks, zonemap.schema(ctx.field_type))
@@ -149,7 +149,7 @@ def zone_chunk_of_runs(batches: Iterable[tuple[pa.Array, U64]], typ: pa.DataType
     zone rows of each run of whole zones (ZONEMAP statistics, BLOOMFILTER filters)."""
     tables: list[pa.Table] = []
     nulls: list[U64] = []
-    for values, addrs in zonemap.whole_zones(((v.cast(typ), a) for v, a in batches), rows_per_zone):
+    for values, addrs in zones.whole_zones(((v.cast(typ), a) for v, a in batches), rows_per_zone):
         tables.append(rows_of(values, addrs))
         if values.null_count:
             nulls.append(addrs[values.is_null().to_numpy(zero_copy_only=False)])
