@@ -271,8 +271,9 @@ def encode(prepared: F32, parts: npt.NDArray[np.integer], centroids: F32, metric
     norm_sq = np.einsum("ij,ij->i", res, res).astype(np.float32)
     rot = rotate_rows(res, model.signs)
     rc = rotate_rows(centroids, model.signs)[parts]
-    pos = ~np.signbit(rot)
-    half = np.where(pos, np.float32(0.5), np.float32(-0.5))
+    neg = np.signbit(rot)
+    pos = ~neg
+    half = np.float32(0.5) - neg  # ±0.5 by the sign bit (one pass)
     res_dot = np.einsum("ij,ij->i", rot, half).astype(np.float32)
     cent_dot = np.einsum("ij,ij->i", rc, half).astype(np.float32)
     res_cent = np.einsum("ij,ij->i", rot, rc).astype(np.float32)
@@ -281,8 +282,9 @@ def encode(prepared: F32, parts: npt.NDArray[np.integer], centroids: F32, metric
             _f32_bytes(_error(metric, norm_sq, res_dot, dim))]
     if model.ex_bits:
         vals = ex_values(rot, model.ex_bits)
-        full = ((pos.astype(np.float32) * np.float32(1 << model.ex_bits)) + vals
-                - np.float32((1 << model.ex_bits) - 0.5)).astype(np.float32)
+        # (sign << ex_bits) + ex - (2^ex_bits - 0.5): halves and small integers, exact in float32
+        full = half - neg * np.float32((1 << model.ex_bits) - 1)  # 0.5 or 1.5 - 2^ex_bits
+        full += vals
         ex_res = np.einsum("ij,ij->i", rot, full).astype(np.float32)
         ex_cent = np.einsum("ij,ij->i", rc, full).astype(np.float32)
         ex_add, ex_scale = _factors(metric, norm_sq, ex_res, ex_cent, res_cent)

@@ -97,7 +97,8 @@ def _ex_chunk(r: F32, norm_sq: F32, ex_bits: int, low: int, bins: int) -> U8:
     a = np.divide(np.abs(r), np.sqrt(norm_sq)[:, None])  # finite: the norm is
     t_end = ((top + 10) / a.max(axis=1)).astype(np.float32)
     t_start = (t_end * np.float32(TIGHT_START[ex_bits])).astype(np.float32)
-    cur = np.clip(np.floor(t_start[:, None] * a + EPS), 0, top).astype(np.float32)
+    cur = np.floor(t_start[:, None] * a + EPS)  # >= 0: a >= 0
+    np.minimum(cur, np.float32(top), out=cur)
     af = a.astype(np.float64).reshape(-1)
     n0 = np.einsum("ij,ij->i", cur + np.float32(0.5), a, dtype=np.float64)
     d0 = dim * 0.25 + np.einsum("ij,ij->i", cur, cur + 1, dtype=np.float64)
@@ -105,11 +106,11 @@ def _ex_chunk(r: F32, norm_sq: F32, ex_bits: int, low: int, bins: int) -> U8:
     t_end = np.minimum(t_end, _clip_cut(a, f0, top))
     # live events of a dimension: codes cur + 1 .. last, each threshold (float32 k / a, as the
     # objective's steps are ordered) below t_end; the thresholds grow with k, so ceil(t_end·a)
-    # is at most two steps past the last live one
+    # is at most two steps past the last live one (and if it is live, so is the one before)
     with np.errstate(divide="ignore", invalid="ignore"):
         last = np.minimum(np.float32(top), np.ceil(t_end[:, None] * a))
-        for _ in range(2):
-            last -= (last > cur) & (last / a >= t_end[:, None])
+        stop = t_end[:, None]
+        last -= (last / a >= stop) + ((last - 1) / a >= stop).astype(np.float32)
     cnt = np.maximum(last - cur, 0).astype(np.intp).reshape(-1)
     stride = bins + 2  # per row: an underflow slot, the bins, an overflow slot (float rounding)
     scale = bins / (t_end - t_start).astype(np.float64)
