@@ -283,7 +283,7 @@ def encode(prepared: F32, parts: npt.NDArray[np.integer], centroids: F32, metric
     if model.ex_bits:
         vals = ex_values(rot, model.ex_bits)
         # (sign << ex_bits) + ex - (2^ex_bits - 0.5): halves and small integers, exact in float32
-        full = half - neg * np.float32((1 << model.ex_bits) - 1)  # 0.5 or 1.5 - 2^ex_bits
+        full = half - neg * np.float32((1 << model.ex_bits) - 1)  # 0.5 or 0.5 - 2^ex_bits
         full += vals
         ex_res = np.einsum("ij,ij->i", rot, full).astype(np.float32)
         ex_cent = np.einsum("ij,ij->i", rc, full).astype(np.float32)
