@@ -267,7 +267,7 @@ def encode(prepared: F32, parts: npt.NDArray[np.integer], centroids: F32, metric
     n, dim = prepared.shape
     if dim != model.dim:
         raise InvalidInputError(f"IVF_RQ: vectors have dimension {dim}, the quantizer {model.dim}")
-    res = (prepared - centroids[parts]).astype(np.float32)
+    res = np.asarray(prepared - centroids[parts], np.float32)  # float32 already: no copy
     norm_sq = np.einsum("ij,ij->i", res, res).astype(np.float32)
     rot = rotate_rows(res, model.signs)
     rc = rotate_rows(centroids, model.signs)[parts]
