@@ -73,7 +73,7 @@ from lance_format.errors import (
 from lance_format.file.bytesource import Buf as Buf
 from lance_format.file.bytesource import ByteSource as ByteSource
 from lance_format.file.legacy.format import parse_tail
-from lance_format.pbwire import check_varints, check_wire_types, discard_if_known
+from lance_format.pbwire import check_varints, check_wire_types, discard_if_known, has_unknown_fields
 
 FOOTER_SIZE = 40
 #: Footer versions of the legacy (v1) format, read by ``lance_format.file.legacy``.
@@ -403,9 +403,10 @@ def read_file_metadata(source: ByteSource) -> FileMetadata:
         )
     # gb0 and the column metadata precede the tables; fetch them in one go, as the real reader does
     source.prefetch_tail(source.size - min(cm_start, cmo_start))
-    gbo = np.frombuffer(source.read_range(gbo_start, 16 * n_gb, "GBO table"), dtype="<u8").reshape(-1, 2)
-    cmo = np.frombuffer(source.read_range(cmo_start, 16 * n_cols, "CMO table"), dtype="<u8").reshape(-1, 2)
-    gbs = [(int(p), int(s)) for p, s in gbo]
+    # struct rather than numpy: a handful of entries, read once per file opened
+    gbo = struct.unpack(f"<{2 * n_gb}Q", source.read_range(gbo_start, 16 * n_gb, "GBO table"))
+    cmo = struct.unpack(f"<{2 * n_cols}Q", source.read_range(cmo_start, 16 * n_cols, "CMO table"))
+    gbs = list(zip(gbo[0::2], gbo[1::2], strict=True))
     for i, (pos, size) in enumerate(gbs):
         source.check_range(pos, size, f"global buffer {i}")
     fd_pos, fd_size = gbs[0]
@@ -417,14 +418,16 @@ def read_file_metadata(source: ByteSource) -> FileMetadata:
     except DecodeError as exc:
         raise CorruptFileError(f"{path}: cannot decode the file descriptor (global buffer 0): {exc}") from exc
     check_varints(file_pb2.FileDescriptor, raw_fd, f"{path}: file descriptor")
-    # the schema's fields are checked where they are decoded (schema_codec)
-    check_wire_types(fd, f"{path}: file descriptor", skip=frozenset({"schema"}))
-    check_wire_types(fd.schema, f"{path}: file descriptor", skip=frozenset({"fields"}))
+    # the schema's fields are checked where they are decoded (schema_codec); with no unknown field
+    # anywhere (the usual case, one cheap look) there is nothing misfiled to find here or there
+    if has_unknown_fields(fd):
+        check_wire_types(fd, f"{path}: file descriptor", skip=frozenset({"schema"}))
+        check_wire_types(fd.schema, f"{path}: file descriptor", skip=frozenset({"fields"}))
     cm_lo = min(cm_start, cmo_start)
     region = source.read_range(cm_lo, cmo_start - cm_lo, "column metadata")
     raw_cols: list[Buf] = []
     for ci in range(n_cols):
-        pos, size = int(cmo[ci, 0]), int(cmo[ci, 1])
+        pos, size = cmo[2 * ci], cmo[2 * ci + 1]
         source.check_range(pos, size, f"metadata of column {ci}")
         if pos >= cm_lo and pos + size <= cmo_start:
             raw_cols.append(memoryview(region)[pos - cm_lo : pos - cm_lo + size])

@@ -147,16 +147,20 @@ def _u16_or_u32(buf: np.ndarray, large: bool) -> np.ndarray:
     return np.ascontiguousarray(buf).view(np.uint32 if large else np.uint16).astype(np.int64)
 
 
+_BYTE_STEPS = {w: np.arange(w, dtype=np.int64) for w in (2, 4)}
+_LE_WORDS = {2: np.dtype("<u2"), 4: np.dtype("<u4")}
+
+
 def _read_le(buf: np.ndarray, starts: np.ndarray, width: int) -> np.ndarray:
     if len(starts) <= 4:  # the few chunks of a small page: cheaper than numpy's per-call overhead
         n = len(buf)
         st = starts.tolist()
         if all(s >= 0 and s + width <= n for s in st):
             return np.array([int.from_bytes(buf[s : s + width].tobytes(), "little") for s in st], np.int64)
-    out = np.zeros(len(starts), np.int64)
-    for k in range(width):
-        out |= buf[starts + k].astype(np.int64) << (8 * k)
-    return out
+    # one gather of every chunk's ``width`` bytes, read as little-endian words (a few numpy calls
+    # per page instead of five per byte of the width)
+    words = buf[starts[:, None] + _BYTE_STEPS[width]]
+    return words.view(_LE_WORDS[width]).reshape(-1).astype(np.int64)
 
 
 def _small_plan(raw: bytes, width: int, num_items: int) -> tuple[np.ndarray, np.ndarray]:
