@@ -148,7 +148,7 @@ def _u16_or_u32(buf: np.ndarray, large: bool) -> np.ndarray:
 
 
 _BYTE_STEPS = {w: np.arange(w, dtype=np.int64) for w in (2, 4)}
-_LE_WORDS = {2: np.dtype("<u2"), 4: np.dtype("<u4")}
+_LE_WORDS: dict[int, np.dtype[Any]] = {2: np.dtype("<u2"), 4: np.dtype("<u4")}
 
 
 def _read_le(buf: np.ndarray, starts: np.ndarray, width: int) -> np.ndarray:
