@@ -4,7 +4,8 @@ Which segment rows a search may return (live, in a covered fragment, kept by a p
 worked out per partition when a query first probes it (``lance_format/search/segment_rows.py``);
 the row ids themselves are read with the probed partitions' codes. Partitions a widening round
 only counts (Auto probing, or a prefilter that leaves the first round short) have their row ids
-read without their codes. Results stay those of pylance on the same index (deleted rows never
+read without their codes; a query probing two thirds of the rows or more reads the whole segment
+in the same range reads. Results stay those of pylance on the same index (deleted rows never
 appear), tie-aware.
 """
 
@@ -97,6 +98,18 @@ def test_later_queries_map_the_partitions_they_add_and_match_pylance(indexed: st
             _same_up_to_ties(theirs_ds.to_table(nearest=near, columns=["id", "_distance"], with_row_id=True), ours)
     seg = open_segment(ds._ctx, vector_segments(ds._ctx, "vec")[0])
     assert seg.codes is not None and not seg.codes.loaded.all()  # 6 queries at 5 of 16 probes leave some unread
+
+
+def test_a_query_probing_most_partitions_reads_the_whole_segment_at_once(indexed: str, tmp_path: Path) -> None:
+    # two thirds of the rows or more: the unread rest comes along in the same range reads
+    uri = _copy(indexed, tmp_path)
+    ds = lance_format.dataset(uri)
+    q = _queries(1)[0]
+    near = {"column": "vec", "q": q, "k": 10, "nprobes": PARTS - 1}
+    ours = ds.to_table(nearest=near, columns=["id"], with_row_id=True)
+    seg = open_segment(ds._ctx, vector_segments(ds._ctx, "vec")[0])
+    assert seg.codes is not None and seg.codes.loaded.all() and seg.codes.ids_loaded.all()
+    _same_up_to_ties(lance.dataset(uri).to_table(nearest=near, columns=["id", "_distance"], with_row_id=True), ours)
 
 
 def test_a_short_first_round_reads_row_ids_but_not_codes_of_the_partitions_it_counts(

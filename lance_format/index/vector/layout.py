@@ -202,6 +202,7 @@ class PartitionCodes:
         self._column = column
         self._starts = np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)[:-1]]).astype(np.int64).tolist()
         self._lengths = lengths.astype(np.int64).tolist()
+        self._total = int(sum(self._lengths))
         #: The partition starting at each first row (partitions of no rows never start a run).
         self._part_at = {lo: p for p, (lo, n) in enumerate(zip(self._starts, self._lengths, strict=True)) if n}
         self._out = out
@@ -250,6 +251,10 @@ class PartitionCodes:
             return
         with self._lock:
             todo = distinct(parts[~self._loaded[parts]]).tolist()
+            if 3 * sum(self._lengths[p] for p in todo) >= 2 * self._total:
+                # two thirds of the segment or more: every unread partition, in fewer and longer
+                # range reads (100k x 128 IVF_PQ, 50 of 64 partitions: ~2x less CPU than 10 runs)
+                todo = np.flatnonzero(~self._loaded).tolist()
             for lo, table in self._runs(self._reader, todo):
                 got = _fsl_matrix(table.column(self._column), self._reader.path)
                 self._row_ids[lo:lo + table.num_rows] = numbers(table.column(ROW_ID))
