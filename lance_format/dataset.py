@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import importlib
 import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -38,7 +39,6 @@ from lance_format.evolution.branches import (
 from lance_format.evolution.columns import add_columns, alter_columns, drop_columns
 from lance_format.evolution.inspection import recent_transactions as recent_transactions_of
 from lance_format.evolution.inspection import validate as validate_dataset
-from lance_format.evolution.merge_insert import MergeInsertBuilder
 from lance_format.evolution.reader_columns import add_columns_from_reader, is_reader_like
 from lance_format.evolution.reading import merge_dataset, sample, take_projected, take_row_ids, version_asof
 from lance_format.evolution.scan_options import ColumnOrdering, check_unsupported, normalize_order_by
@@ -47,18 +47,7 @@ from lance_format.evolution.udf import BatchUDF, BatchUDFCheckpoint, batch_udf  
 from lance_format.evolution.update import update
 from lance_format.fragment import LanceFragment
 from lance_format.index.api import describe_indices, list_indices
-from lance_format.index.build import (
-    IndexChange,
-    build_change,
-    commit_change,
-    create_index,
-    drop_index,
-    plan_index_build,
-)
 from lance_format.io_stats import IOStats  # noqa: F401 - pylance's lance.dataset.IOStats
-from lance_format.maintenance.cleanup import CleanupStats, auto_cleanup, cleanup_old_versions
-from lance_format.maintenance.compaction_models import CompactionMetrics
-from lance_format.optimize import Optimize
 from lance_format.projection import ProjectedScanner, plan
 from lance_format.scanner import (
     DEFAULT_BATCH_SIZE,
@@ -71,11 +60,8 @@ from lance_format.scanner import (
     take_rows,
 )
 from lance_format.schema import LanceSchema
-from lance_format.search.fulltext import SCORE, FullTextSearch
-from lance_format.search.nearest import DISTANCE, nearest_scanner
 from lance_format.search.placement import split_column
 from lance_format.session import Session
-from lance_format.sql_query import SqlQuery, SqlQueryBuilder  # noqa: F401 - pylance's names
 from lance_format.stats import DatasetStatsDict as DatasetStats  # noqa: F401 - pylance's dataset_stats() dict
 from lance_format.stats import DataStatistics, FieldStatistics, LanceStats  # noqa: F401 - pylance's names
 from lance_format.storage import ObjectStore, check_storage_options, open_store, uri_text
@@ -108,10 +94,60 @@ from lance_format.table.versions import (
 if TYPE_CHECKING:
     from lance_format.evolution.bases import DatasetBasePath
     from lance_format.evolution.branches import Branches
-    from lance_format.evolution.merge_insert import MergeInsertBuilder
 
-if TYPE_CHECKING:  # maintenance facades (imported lazily by the methods below)
+if TYPE_CHECKING:  # verbs loaded on first use (_OnFirstUse below); the type checker reads them here
+    from lance_format import optimize as _optimize
+    from lance_format import sql_query as _sql_query
+    from lance_format.evolution import merge_insert as _merge_insert
+    from lance_format.evolution.merge_insert import MergeInsertBuilder
+    from lance_format.index import build as _index_build
+    from lance_format.maintenance import cleanup as _cleanup
+    from lance_format.maintenance.cleanup import CleanupStats
+    from lance_format.maintenance.compaction_models import CompactionMetrics
     from lance_format.optimize import Optimize
+    from lance_format.search import fulltext as _fulltext
+    from lance_format.search import nearest as _nearest
+    from lance_format.sql_query import SqlQuery, SqlQueryBuilder  # noqa: F401 - pylance's names
+
+
+class _OnFirstUse:
+    """A module imported when one of its attributes is first read (``_nearest.nearest_scanner``).
+
+    Opening a dataset and scanning it needs none of the search, index-build, maintenance or SQL
+    query modules (vector search alone ~0.15 s of CPU to import, issue 28): the verbs that use
+    them load them here, once. The type checker sees the real modules (``TYPE_CHECKING`` above).
+    """
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(importlib.import_module(self._name), attr)
+
+
+if not TYPE_CHECKING:
+    _nearest = _OnFirstUse("lance_format.search.nearest")
+    _fulltext = _OnFirstUse("lance_format.search.fulltext")
+    _index_build = _OnFirstUse("lance_format.index.build")
+    _cleanup = _OnFirstUse("lance_format.maintenance.cleanup")
+    _optimize = _OnFirstUse("lance_format.optimize")
+    _sql_query = _OnFirstUse("lance_format.sql_query")
+    _merge_insert = _OnFirstUse("lance_format.evolution.merge_insert")
+
+#: pylance's names this module offers from the verbs' modules (PEP 562: loaded on first read).
+_LAZY_NAMES = {"CleanupStats": "lance_format.maintenance.cleanup",
+               "CompactionMetrics": "lance_format.maintenance.compaction_models",
+               "MergeInsertBuilder": "lance_format.evolution.merge_insert", "Optimize": "lance_format.optimize",
+               "SqlQuery": "lance_format.sql_query", "SqlQueryBuilder": "lance_format.sql_query"}
+
+
+def __getattr__(name: str) -> Any:
+    home = _LAZY_NAMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value  # later reads are plain attribute reads
+    return value
 
 UriLike = Union[str, Path]
 Filter = Union[str, pc.Expression, None]
@@ -378,7 +414,7 @@ class LanceDataset:
     def optimize(self) -> Optimize:
         """Maintenance verbs: ``ds.optimize.compact_files(...)`` (see ``lance_format.optimize``)."""
 
-        return Optimize(self)
+        return _optimize.Optimize(self)
 
     def cleanup_old_versions(self, older_than: dt.timedelta | None = None, retain_versions: int | None = None,
                              *, delete_unverified: bool = False, error_if_tagged_old_versions: bool = True,
@@ -402,9 +438,9 @@ class LanceDataset:
         if retain_versions is not None:
             retain_versions = _arg.integer(retain_versions, "cleanup_old_versions(): retain_versions",
                                            maximum=_arg.U64_MAX)
-        return cleanup_old_versions(self, older_than, retain_versions, delete_unverified=delete_unverified,
-                                    error_if_tagged_old_versions=error_if_tagged_old_versions, dry_run=dry_run,
-                                    commit_grace=commit_grace)
+        return _cleanup.cleanup_old_versions(self, older_than, retain_versions, delete_unverified=delete_unverified,
+                                            error_if_tagged_old_versions=error_if_tagged_old_versions,
+                                            dry_run=dry_run, commit_grace=commit_grace)
 
     def __len__(self) -> int:
         return self.count_rows()
@@ -551,9 +587,9 @@ class LanceDataset:
         # a search may name its own column (_distance / _score) where it wants it (search.placement)
         order = None
         if nearest is not None:
-            columns, order = split_column(columns, DISTANCE)
+            columns, order = split_column(columns, _nearest.DISTANCE)
         elif full_text_query is not None:
-            columns, order = split_column(columns, SCORE)
+            columns, order = split_column(columns, _fulltext.SCORE)
         # Nested paths, SQL expressions and row id / lineage columns (lance_format.projection).
         projection = plan(self.schema, columns)
         cols = projection.read_columns
@@ -565,11 +601,11 @@ class LanceDataset:
                            filter_sql=filter if isinstance(filter, str) else None, blob_descriptions=True)
         scanner: Any
         if full_text_query is not None:  # BM25 over INVERTED indices (lance_format.search.fulltext)
-            scanner = FullTextSearch(self._ctx, full_text_query, opts,
-                                     prefilter=bool(prefilter), fast_search=bool(fast_search), order=order)
+            scanner = _fulltext.FullTextSearch(self._ctx, full_text_query, opts,
+                                               prefilter=bool(prefilter), fast_search=bool(fast_search), order=order)
         elif nearest is not None:  # k nearest neighbours (lance_format.search.nearest)
             kinds = None if projection.outputs is None else [o.kind for o in projection.outputs]
-            scanner = nearest_scanner(self._ctx, opts, nearest, kinds, prefilter=prefilter, order=order)
+            scanner = _nearest.nearest_scanner(self._ctx, opts, nearest, kinds, prefilter=prefilter, order=order)
         elif projection.outputs is None and not strict_batch_size:
             scanner = LanceScanner(self._ctx, opts)
         else:
@@ -590,7 +626,7 @@ class LanceDataset:
 
     def sql(self, sql: str) -> SqlQueryBuilder:
         """A SQL SELECT over this dataset, queried as ``dataset`` (see :mod:`lance_format.sql_query` for the subset)."""
-        return SqlQueryBuilder(self, sql)
+        return _sql_query.SqlQueryBuilder(self, sql)
 
     def to_batches(self, columns: Sequence[str] | None = None, filter: Filter = None, limit: int | None = None,
                    offset: int | None = None, *, batch_size: int | None = None,
@@ -731,7 +767,7 @@ class LanceDataset:
         kind = _arg.string(index_type, "create_scalar_index(): index_type")
         if name is not None:
             name = _arg.string(name, "create_scalar_index(): name")
-        self._set_manifest(create_index(self, column, kind, name=name, replace=replace, runner=runner,
+        self._set_manifest(_index_build.create_index(self, column, kind, name=name, replace=replace, runner=runner,
                                         params=kwargs))
         return self
 
@@ -750,7 +786,7 @@ class LanceDataset:
         """
 
         column = _one_column(self, column, "create_index")
-        self._set_manifest(create_index(self, column, index_type, name=name, replace=replace, runner=runner,
+        self._set_manifest(_index_build.create_index(self, column, index_type, name=name, replace=replace, runner=runner,
                                         params=kwargs))
         return self
 
@@ -763,9 +799,9 @@ class LanceDataset:
         """
 
         column = _one_column(self, column, "create_index_uncommitted")
-        plan = plan_index_build(self, column, index_type, name=name, replace=True, fragment_ids=fragment_ids,
+        plan = _index_build.plan_index_build(self, column, index_type, name=name, replace=True, fragment_ids=fragment_ids,
                                 params=kwargs)
-        return build_change(plan, runner).new[0]
+        return _index_build.build_change(plan, runner).new[0]
 
     def commit_existing_index_segments(self, index_name: str, column: str, segments: Sequence[Any]) -> LanceDataset:
         """Commit segments written by :meth:`create_index_uncommitted` as one index (replacing one so named)."""
@@ -773,7 +809,7 @@ class LanceDataset:
         field_id = self.lance_schema.field(column).id
         new = tuple(dataclasses.replace(s, name=index_name, fields=(field_id,)) for s in segments)
         old = tuple(m for m in self.manifest.indices or () if m.name == index_name)
-        self._set_manifest(commit_change(self, IndexChange(new, old)))
+        self._set_manifest(_index_build.commit_change(self, _index_build.IndexChange(new, old)))
         return self
 
     def list_indices(self) -> list[Any]:
@@ -789,7 +825,7 @@ class LanceDataset:
     def drop_index(self, name: str) -> LanceDataset:
         """Remove index ``name`` in a new version (``IndexNotFoundError`` if absent)."""
 
-        self._set_manifest(drop_index(self, name))
+        self._set_manifest(_index_build.drop_index(self, name))
         return self
 
     @property
@@ -828,7 +864,7 @@ class LanceDataset:
         commits one version and returns the counts.
         """
 
-        return MergeInsertBuilder(self, on)
+        return _merge_insert.MergeInsertBuilder(self, on)
 
     def update(self, updates: Mapping[str, str], where: str | pc.Expression | None = None, *,
                conflict_retries: int = 10) -> UpdateResult:
@@ -1019,7 +1055,7 @@ def _auto_cleanup(store: ObjectStore, manifest: Manifest) -> None:
     # Every commit honours ``lance.auto_cleanup.*`` as lance does (the table layer's commit
     # loop calls this; cleanup itself lives above it, in lance_format/maintenance/cleanup.py).
     if "lance.auto_cleanup.interval" in manifest.config:
-        auto_cleanup(LanceDataset._from_manifest(store.uri(""), store, manifest))
+        _cleanup.auto_cleanup(LanceDataset._from_manifest(store.uri(""), store, manifest))
 
 
 def _fragment_list(fragments: Any) -> list[FragmentMetadata]:
