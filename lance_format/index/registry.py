@@ -20,7 +20,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from lance_format.errors import UnsupportedIndexTypeError
-from lance_format.index.kinds.catalog import CATALOG, KindInfo
+from lance_format.index.kinds.catalog import CATALOG, Family, KindInfo
 from lance_format.index.models import kind_of
 
 if TYPE_CHECKING:
@@ -91,6 +91,12 @@ def by_type(index_type: str) -> IndexKind:
         raise UnsupportedIndexTypeError(
             f"index type {index_type!r} is not supported (supported: {buildable_types()})")
     return load(info)
+
+
+def family_of(meta: IndexMetadata) -> Family | None:
+    """The family of a segment's kind without importing the kind (``None`` for an unknown kind)."""
+    info = _BY_DETAILS.get(kind_of(meta))
+    return info.family if info is not None else None
 
 
 def for_segment(meta: IndexMetadata) -> IndexKind | None:

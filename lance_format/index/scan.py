@@ -153,6 +153,8 @@ def usable_indices(ctx: ReadContext) -> IndexedColumns:
 def _usable_indices(ctx: ReadContext) -> IndexedColumns:
     by_name: dict[str, list[IndexMetadata]] = {}
     for m in manifest_indices(ctx.manifest):
+        if registry.family_of(m) not in ("scalar", "text"):
+            continue  # vector and system segments never answer a filter: their kinds stay unimported
         kind = registry.for_segment(m)
         # an INVERTED segment answers contains_tokens() when its analyzer suits it, as pylance's does
         if kind is not None and (kind.family == "scalar" or (kind.family == "text" and accelerates_tokens(m))) \

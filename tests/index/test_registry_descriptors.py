@@ -23,8 +23,8 @@ def test_each_descriptor_agrees_with_the_kind_its_module_defines(info: object) -
 
     assert isinstance(info, KindInfo)
     kind = registry.load(info)
-    assert (kind.name, tuple(kind.aliases), kind.details, kind.buildable) == (
-        info.name, info.aliases, info.details, info.buildable)
+    assert (kind.name, tuple(kind.aliases), kind.details, kind.buildable, kind.family) == (
+        info.name, info.aliases, info.details, info.buildable, info.family)
     assert kind.__module__ == info.module or type(kind).__module__ == info.module
     assert registry.load(info) is kind  # a singleton once loaded
 

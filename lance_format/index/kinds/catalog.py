@@ -14,6 +14,10 @@ Adding a kind: its module under this package, then one :class:`KindInfo` in :dat
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
+
+#: :data:`lance_format.index.kind.Family`, repeated so this module imports nothing.
+Family = Literal["scalar", "vector", "text", "system"]
 
 
 @dataclass(frozen=True)
@@ -30,6 +34,9 @@ class KindInfo:
     aliases: tuple[str, ...] = ()
     #: Whether ``create_index`` builds it (:attr:`IndexKind.buildable`).
     buildable: bool = True
+    #: :attr:`IndexKind.family`: a scan planning value filters skips vector and system segments
+    #: without importing their kinds.
+    family: Family = "scalar"
     #: The module attribute holding the kind: ``KIND`` (one kind per module), else a tuple of
     #: kinds in which the one called :attr:`name` is found (the vector kinds, the listed ones).
     attribute: str = "KIND"
@@ -49,10 +56,11 @@ CATALOG: tuple[KindInfo, ...] = (
     KindInfo("ZONEMAP", "ZoneMapIndexDetails", f"{_PKG}.zonemap"),
     KindInfo("BLOOMFILTER", "BloomFilterIndexDetails", f"{_PKG}.bloomfilter"),
     KindInfo("NGRAM", "NGramIndexDetails", f"{_PKG}.ngram"),
-    KindInfo("INVERTED", "InvertedIndexDetails", f"{_PKG}.inverted", aliases=("FTS",)),
-    *(KindInfo(name, _VECTOR_DETAILS, _VECTOR, attribute="ALL")
+    KindInfo("INVERTED", "InvertedIndexDetails", f"{_PKG}.inverted", aliases=("FTS",), family="text"),
+    *(KindInfo(name, _VECTOR_DETAILS, _VECTOR, family="vector", attribute="ALL")
       for name in ("IVF_FLAT", "IVF_PQ", "IVF_SQ", "IVF_HNSW_FLAT", "IVF_HNSW_PQ", "IVF_HNSW_SQ", "IVF_RQ")),
-    KindInfo("FRAG_REUSE", "FragmentReuseIndexDetails", _LISTED, buildable=False, attribute="ALL"),
-    KindInfo("MEM_WAL", "MemWalIndexDetails", _LISTED, buildable=False, attribute="ALL"),
+    KindInfo("FRAG_REUSE", "FragmentReuseIndexDetails", _LISTED, buildable=False, family="system",
+             attribute="ALL"),
+    KindInfo("MEM_WAL", "MemWalIndexDetails", _LISTED, buildable=False, family="system", attribute="ALL"),
     KindInfo("JSON", "JsonIndexDetails", _LISTED, buildable=False, attribute="ALL"),
 )
