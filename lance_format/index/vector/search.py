@@ -123,6 +123,7 @@ def search_segment(seg: IvfSegment, q: npt.NDArray[np.generic], k: int, probe: P
     pq = pruning and isinstance(seg.storage, PQStorage) and seg.metric != "dot"
     while True:
         parts = order[done:n]
+        seg.load(parts)  # a lazily read segment reads the round's partitions together: each is scored
         # the round's tables at once, as without pruning (same rounding); chunks take their columns
         tables = pq_tables(seg, q, parts) if pq and parts.size > 1 else None
         width = tables.shape[1] // parts.size if tables is not None else 0
@@ -138,7 +139,6 @@ def search_segment(seg: IvfSegment, q: npt.NDArray[np.generic], k: int, probe: P
             rows = [np.arange(starts[p], ends[p], dtype=np.int64) for p in chunk.tolist()]
             if not sum(r.size for r in rows):
                 continue
-            seg.load(chunk)  # row ids and codes of a lazily read segment
             if prepare is not None:
                 prepare(chunk)
             dist = score_rows(seg, q, chunk, rows, bound, sub) if score is None else score(chunk, rows)
