@@ -182,5 +182,16 @@ def test_our_search_scores_rq_codes_as_pylance_does(tmp_path: Path, metric: str)
         nearest = {"column": "vec", "q": q, "k": 10, "nprobes": 4}
         theirs = lance.dataset(uri).to_table(nearest=nearest, columns=["id"])
         ours = lance_format.dataset(uri).to_table(nearest=nearest, columns=["id"])
-        assert ours["id"].to_pylist() == theirs["id"].to_pylist()
         assert np.allclose(ours["_distance"].to_numpy(), theirs["_distance"].to_numpy(), rtol=1e-3, atol=1e-3)
+        dist = theirs["_distance"].to_numpy()
+        assert _by_near_ties(ours["id"].to_pylist(), dist) == _by_near_ties(theirs["id"].to_pylist(), dist)
+
+
+def _by_near_ties(ids: list[int], dist: np.ndarray[Any, Any]) -> list[list[int]]:
+    """``ids`` grouped by the ranks whose (pylance's) distances agree within the comparison's
+    tolerance, each group sorted, without the last group (a tie cut at k keeps other rows).
+
+    Two rows' estimated distances can come within float rounding of each other, and each engine
+    sums them in its own order, so the order inside such a group is not compared."""
+    cuts = (np.flatnonzero(np.abs(np.diff(dist)) > 1e-3 * (1 + np.abs(dist[1:]))) + 1).tolist()
+    return [sorted(ids[a:b]) for a, b in zip([0, *cuts[:-1]], cuts, strict=True)]
