@@ -23,7 +23,8 @@ REPO = Path(__file__).resolve().parents[1]
 #: Modules an open + plain / filtered / BTREE-indexed scan has no use for.
 NOT_FOR_A_SCAN = ("lance_format.index.kinds.vector", "lance_format.index.kinds.inverted",
                   "lance_format.index.kinds.bloomfilter", "lance_format.index.kinds.zonemap",
-                  "lance_format.index.kinds.ngram", "lance_format.index.vector", "lance_format.index.build",
+                  "lance_format.index.kinds.ngram", "lance_format.index.vector", "lance_format.index.inverted",
+                  "lance_format.index.build",
                   "lance_format.search.nearest", "lance_format.search.fulltext", "lance_format.maintenance.cleanup",
                   "lance_format.maintenance.compaction", "lance_format.optimize", "lance_format.sql_query",
                   "lance_format.evolution.merge_insert", "sqlglot")

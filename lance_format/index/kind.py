@@ -155,6 +155,10 @@ class IndexKind:
         """Whether we can read ``meta`` (its version is not newer than we know)."""
         return meta.index_version <= self.supported_version
 
+    def answers_filters(self, meta: IndexMetadata) -> bool:
+        """Whether a scan may ask segment ``meta`` its filter's predicates (value kinds: always)."""
+        return self.family == "scalar"
+
     def index_version(self, stable_row_ids: bool) -> int:
         """The ``index_version`` pylance records for a new segment of this kind."""
         return 0

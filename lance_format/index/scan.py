@@ -32,7 +32,6 @@ from lance_format.index import frag_reuse, registry
 from lance_format.index._compat import manifest_indices
 from lance_format.index.btree import same_values
 from lance_format.index.fastplan import FastAnd, FastExpr, FastLeaf, Unknown, plan_simple, plan_whole
-from lance_format.index.inverted.tokens_filter import accelerates_tokens
 from lance_format.index.kind import ColumnIndex, IndexedColumns, ValueReader
 from lance_format.index.models import FRAG_REUSE_INDEX
 from lance_format.index.predicates import Range
@@ -156,8 +155,8 @@ def _usable_indices(ctx: ReadContext) -> IndexedColumns:
         if registry.family_of(m) not in ("scalar", "text"):
             continue  # vector and system segments never answer a filter: their kinds stay unimported
         kind = registry.for_segment(m)
-        # an INVERTED segment answers contains_tokens() when its analyzer suits it, as pylance's does
-        if kind is not None and (kind.family == "scalar" or (kind.family == "text" and accelerates_tokens(m))) \
+        # value kinds answer filters; a text kind (INVERTED) contains_tokens() when its analyzer suits it
+        if kind is not None and kind.answers_filters(m) \
                 and kind.queryable and kind.understands(m) and len(m.fields) == 1 and m.fragment_bitmap is not None:
             by_name.setdefault(m.name, []).append(m)
     found: dict[str, list[ColumnIndex]] = {}

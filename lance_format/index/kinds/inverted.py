@@ -23,7 +23,7 @@ from lance_format.index.codec import wire
 from lance_format.index.inverted import builder, files
 from lance_format.index.inverted.builder import TokenChunk
 from lance_format.index.inverted.tokenizer import Analyzer, AnalyzerParams, is_text_type
-from lance_format.index.inverted.tokens_filter import TokensReader
+from lance_format.index.inverted.tokens_filter import TokensReader, accelerates_tokens
 from lance_format.index.kind import BuildContext, IndexKind, TrainingData
 from lance_format.index.predicates import IndexQuery, TokensContains
 from lance_format.index.rowset import RowDomain
@@ -192,6 +192,10 @@ class InvertedKind(IndexKind):
     def answers(self, query: IndexQuery) -> bool:
         """``contains_tokens(column, 'words')`` only (see :mod:`lance_format.index.inverted.tokens_filter`)."""
         return isinstance(query, TokensContains)
+
+    def answers_filters(self, meta: IndexMetadata) -> bool:
+        """``contains_tokens()`` filters, when the segment's analyzer suits them, as pylance's."""
+        return accelerates_tokens(meta)
 
     def open(self, src: IndexDir, meta: IndexMetadata, domain: RowDomain) -> TokensReader:
         return TokensReader(files.cached_segment(src), src.store.uri(src.prefix))
