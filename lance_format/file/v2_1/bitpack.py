@@ -104,7 +104,7 @@ def unpack_blocks(packed: np.ndarray, width: int, t: int, out: np.ndarray | None
 #: From this many blocks on, unpack bit row by bit row over whole arrays (fewer bytes moved per
 #: step, more numpy calls: 2-4 per bit row, which the group loop's 5 per 8 rows beat on short
 #: pages). Measured on 16..1024 blocks of 16/32/64-bit values, widths 1..t.
-_ROWS_FIRST_BLOCKS = 32
+_ROWS_FIRST_BLOCKS = 64
 
 
 def _rows_first(n: int) -> bool:
@@ -136,6 +136,12 @@ def _unpack_groups(p1: np.ndarray, n: int, width: int, t: int, flat: np.ndarray)
         grid[:, :, q, :] = vals
 
 
+def _scratch(shape: tuple[int, ...], dtype: np.dtype[Any]) -> np.ndarray:
+    """An uninitialized C-contiguous array from Arrow's memory pool."""
+    count = int(np.prod(shape))
+    return np.frombuffer(pa.allocate_buffer(count * dtype.itemsize), dtype, count).reshape(shape)
+
+
 def _narrow_bits(width: int, t: int) -> int:
     """The word size :func:`_unpack_rows_first` computes in for ``width``-bit values of ``t`` bits.
 
@@ -162,9 +168,12 @@ def _unpack_rows_first(p1: np.ndarray, n: int, width: int, t: int, flat: np.ndar
     k = t // c  # narrow words per packed word, least significant first
     dtype = uint_dtype(c)
     # narrow word j of a lane is part j % k of its packed word j // k
-    pt = np.ascontiguousarray(p1.view(dtype).reshape(n, width, lanes, k).transpose(1, 3, 0, 2))
-    rows = np.empty((t // 8, 8, n, lanes), dtype)
-    tmp = np.empty((n, lanes), dtype)
+    # scratch from Arrow's pool, which keeps freed pages: fresh numpy arrays this size are
+    # mapped anew per call and fault in page by page (~2x the unpacking in a scan)
+    pt = _scratch((width, k, n, lanes), dtype)
+    pt[...] = p1.view(dtype).reshape(n, width, lanes, k).transpose(1, 3, 0, 2)
+    rows = _scratch((t // 8, 8, n, lanes), dtype)
+    tmp = _scratch((n, lanes), dtype)
     mask = dtype.type((1 << width) - 1)
     perm = _block_perm(t).tolist()
     for r in range(t):
@@ -192,9 +201,10 @@ def _unpack_rows_first(p1: np.ndarray, n: int, width: int, t: int, flat: np.ndar
 _SMALL_BLOCKS = 4
 #: Unpacking up to ``{t: blocks}[t]`` blocks of ``t``-bit values takes one table-driven gather
 #: instead of the row-group loop (~5 numpy calls per 8 bit rows): the measured break-even on
-#: 1024-value blocks. Chunks of one width often come in short runs (a growing column changes
-#: width every few chunks) and each run would pay the loop's fixed cost.
-_GATHER_MAX_BLOCKS = {8: 2, 16: 4, 32: 8, 64: 16}
+#: 1024-value blocks (tables broadcast over the blocks moved it up for 32/64-bit values).
+#: Chunks of one width often come in short runs (a growing column changes width every few
+#: chunks) and each run would pay the loop's fixed cost.
+_GATHER_MAX_BLOCKS = {8: 2, 16: 4, 32: 16, 64: 32}
 
 
 _ROW_WORDS: dict[tuple[int, int], list[tuple[np.ndarray, np.ndarray]]] = {}

@@ -51,7 +51,7 @@ def test_every_width_and_path_matches_the_layout(t: int) -> None:
 
 
 @pytest.mark.parametrize("t", [16, 32, 64])
-@pytest.mark.parametrize("nblocks", [3, 17, 40])
+@pytest.mark.parametrize("nblocks", [3, 17, 40, 70])
 def test_page_sized_runs_round_trip(t: int, nblocks: int) -> None:
     # block counts on each side of the gather / group / row-first thresholds, into `out` too
     rng = np.random.default_rng(nblocks)
@@ -85,9 +85,9 @@ def _width_table(rows: int) -> pa.Table:
 
 
 def test_pylance_pages_of_every_width_read_equal(tmp_path: str) -> None:
-    # 40 * 1024 + 123 rows: pages of more than 32 bit-packed chunks (row-first unpacking) and a
+    # 70 * 1024 + 123 rows: pages of more than 64 bit-packed chunks (row-first unpacking) and a
     # partial last chunk
-    table = _width_table(40 * 1024 + 123)
+    table = _width_table(70 * 1024 + 123)
     path = os.path.join(str(tmp_path), "widths")
     lance.write_dataset(table, path, data_storage_version="2.2")
     ours = lance_format.dataset(path).to_table()
@@ -110,3 +110,21 @@ def test_pylance_small_pages_of_every_width_read_equal(tmp_path: str) -> None:
     mine = lance_format.dataset(path).to_table(offset=1500, limit=1100)
     for name in theirs.column_names:
         assert mine.column(name).equals(theirs.column(name).slice(1500, 1100)), name
+
+
+def test_pylance_long_64bit_pages_read_equal(tmp_path: str) -> None:
+    # few columns: pages of ~100 chunks of 64-bit values (row-first unpacking of every kind of
+    # narrow word: 8, 16, 32 and 64 bits), nulls, a partial last chunk
+    rows = 100 * 1024 + 77
+    rng = np.random.default_rng(3)
+    cols = {}
+    for width in (5, 12, 20, 31, 40, 63):
+        v = rng.integers(0, 2**63, rows, dtype=np.uint64) >> np.uint64(64 - width)
+        cols[f"u{width}"] = pa.array(v, pa.uint64())
+    cols["i64_nulls"] = pa.array(rng.integers(0, 2**33, rows, dtype=np.int64), mask=rng.random(rows) < 0.05)
+    path = os.path.join(str(tmp_path), "long")
+    lance.write_dataset(pa.table(cols), path, data_storage_version="2.2")
+    ours = lance_format.dataset(path).to_table()
+    theirs = lance.dataset(path).to_table()
+    for name in theirs.column_names:
+        assert ours.column(name).equals(theirs.column(name)), name
