@@ -310,6 +310,32 @@ def test_no_import_cycles_counting_imports_inside_functions() -> None:
     assert cycles == [], "import cycles:\n" + "\n".join(" <-> ".join(c) for c in cycles)
 
 
+def _named_modules(module: str) -> list[tuple[str, int]]:
+    """Modules ``module`` names by string to load them lazily (``importlib.import_module``,
+    PEP 562 tables): string constants equal to a ``lance_format`` module's name."""
+    source = MODULES[module].read_text(encoding="utf-8")
+    if "import_module" not in source:
+        return []
+    return [(n.value, n.lineno) for n in ast.walk(ast.parse(source))
+            if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value in MODULES
+            and n.value != module]
+
+
+def test_modules_loaded_by_name_are_not_above_their_loader() -> None:
+    # A lazy load by name (dataset.py's verbs, the packages' PEP 562 tables) is an import the
+    # statements above do not see; it must still point down the layers (or stay in its own).
+    offenders = []
+    for module in MODULES:
+        mine = _layer(module)
+        for target, line in _named_modules(module):
+            theirs = _layer(target)
+            if mine is not None and theirs is not None and theirs > mine:
+                offenders.append(f"{MODULES[module].relative_to(REPO)}:{line}: {module} ({LAYERS[mine][0]}) "
+                                 f"loads {target} ({LAYERS[theirs][0]})")
+    assert offenders == [], "lazy loads by name going up the layers:\n" + "\n".join(offenders)
+    assert any(t == "lance_format.search.nearest" for t, _ in _named_modules("lance_format.dataset"))
+
+
 #: Modules that may name an index kind (a details message or an ``index_type``) in code: the kinds
 #: themselves, their format and codec modules, and the system index (fragment reuse). Everything else
 #: asks ``lance_format.index.registry`` (issue 22 item 1).
