@@ -72,7 +72,12 @@ def _of(node: Node, typ: pa.DataType) -> _Val:
 def _null_bool() -> pa.Scalar:
     # Built on demand: creating a null scalar makes pyarrow import pandas, which
     # would add ~0.2 s to every `import lance_format`.
-    return pa.scalar(None, pa.bool_())
+    return pa.nulls(1, pa.bool_())[0]  # pa.scalar(None, ...) imports pandas too
+
+
+def _false() -> pa.Scalar:
+    # Python's False in a compute call becomes pa.scalar(False), which imports pandas
+    return pa.Array.from_buffers(pa.bool_(), 1, [None, pa.py_buffer(b"\x00")])[0]
 
 
 def _const(value: pa.Scalar, text: str | None = None) -> _Val:
@@ -218,7 +223,9 @@ class Semantics:
     @staticmethod
     def string(value: str) -> _Val:
         """A string literal."""
-        return _const(pa.scalar(value, pa.string()))
+        data = value.encode()  # one-value array from buffers: pa.scalar imports pandas
+        offsets = pa.py_buffer(np.array([0, len(data)], np.int32))
+        return _const(pa.Array.from_buffers(pa.string(), 1, [None, offsets, pa.py_buffer(data)])[0])
 
     @staticmethod
     def boolean(value: bool) -> _Val:
@@ -505,15 +512,17 @@ class Semantics:
                 eq = self.compare("equal", subject, item)
                 out = _of(Node.call("or_kleene", _node(out), _node(eq)), pa.bool_())
             return self.negated(negate, out)
-        values_py = [c.as_py() for c in consts if c.is_valid]
-        if _is_float(subject.type) and any(v == 0 for v in values_py):
-            values_py += [0.0, -0.0]  # IN (0.0) also matches -0.0, as DataFusion does
-        found = Node.call("is_in", _node(subject), value_set=pa.array(values_py, subject.type), skip_nulls=True)
-        if len(values_py) < len(consts):  # NULL in the list: a miss is unknown, not false
+        valid = [c for c in consts if c.is_valid]
+        if _is_float(subject.type) and any(c.as_py() == 0 for c in valid):
+            valid += [_number(z, pa.float64()).cast(subject.type) for z in (0.0, -0.0)]  # as DataFusion does
+        # from the scalars themselves: pa.array(<Python list>) imports pandas on a first query
+        value_set = pa.concat_arrays([pa.repeat(c, 1) for c in valid]) if valid else pa.nulls(0, subject.type)
+        found = Node.call("is_in", _node(subject), value_set=value_set, skip_nulls=True)
+        if any(not c.is_valid for c in consts):  # NULL in the list: a miss is unknown, not false
             node = Node.call("or_kleene", found, Node.const(_null_bool()))
         else:
             node = Node.call("or_kleene", found, Node.call("if_else", Node.call("is_null", _node(subject)),
-                                                             _null_bool(), False))
+                                                             _null_bool(), _false()))
         return self.negated(negate, _of(node, pa.bool_()))
 
     def between(self, subject: _Val, low: _Val, high: _Val, *, negate: bool) -> _Val:

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_format.errors import CorruptFileError, LanceError
-from lance_format.index.btree import OPEN_READER_BYTES, descents
+from lance_format.index.btree import OPEN_READER_BYTES, arrow_ints, descents, truth
 from lance_format.index.predicates import ValueQuery, value_mask
 from lance_format.index.rowset import RowDomain, decode_row_set, encode_row_set
 from lance_format.index.store import IndexDir
@@ -185,13 +185,15 @@ class BitmapIndex:
             CorruptFileError: a bitmap is malformed, two keys hold the same row, or (with a
                 ``domain``) a row is not one the segment covers.
         """
-        hits = np.flatnonzero(value_mask(self.keys, query).to_numpy(zero_copy_only=False))
+        hits = np.flatnonzero(truth(value_mask(self.keys, query)))  # to_numpy would import pandas
         if hits.size == 0:
-            return np.empty(0, np.uint64), pa.array([], self.keys.type)
+            return np.empty(0, np.uint64), pa.nulls(0, self.keys.type)
         parts = self._rows(hits)
         counts = np.array([p.size for p in parts], dtype=np.int64)
         # each row's key as an index into the keys: a broad query does not copy a key per row
-        keys = pa.DictionaryArray.from_arrays(pa.array(np.repeat(hits, counts).astype(np.int32)), self.keys)
+        codes = np.repeat(hits, counts).astype(np.int32)
+        keys = pa.DictionaryArray.from_arrays(pa.Array.from_buffers(pa.int32(), codes.size, [None, pa.py_buffer(codes)]),
+                                              self.keys)
         if len(parts) == 1:
             return parts[0], keys  # one key: a row set is sorted and unique already
         found = np.concatenate(parts)
@@ -199,7 +201,7 @@ class BitmapIndex:
         ids = found[order]
         if ids.size > 1 and bool((ids[1:] == ids[:-1]).any()):
             raise CorruptFileError(f"{self._where}: a row is in the bitmaps of two keys")
-        return ids, keys.take(pa.array(order))
+        return ids, keys.take(arrow_ints(order))
 
     def read_all(self) -> tuple[pa.Array, list[U64]]:
         """Every key with its ids."""

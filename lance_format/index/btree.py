@@ -121,21 +121,18 @@ def same_values(a: pa.Array, b: pa.Array) -> npt.NDArray[np.bool_]:
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
             raise CorruptFileError(f"index values of type {b.type} where {a.type} was expected") from exc
     if not a.null_count and not b.null_count and not pa.types.is_floating(a.type):
-        plain: npt.NDArray[np.bool_] = pc.equal(a, b).to_numpy(zero_copy_only=False)  # one kernel
-        return plain
-    same = pc.or_(pc.fill_null(pc.equal(a, b), False), pc.and_(pc.is_null(a), pc.is_null(b)))
+        return truth(pc.equal(a, b))  # one kernel
+    same = truth(pc.equal(a, b)) | (truth(a.is_null()) & truth(b.is_null()))
     if pa.types.is_floating(a.type):
-        same = pc.or_(same, pc.fill_null(pc.and_(pc.is_nan(a), pc.is_nan(b)), False))
-    out: npt.NDArray[np.bool_] = same.to_numpy(zero_copy_only=False)
-    return out
+        same |= truth(pc.and_(pc.is_nan(a), pc.is_nan(b)))
+    return same
 
 
 def descents(values: pa.Array) -> npt.NDArray[np.int64]:
     """Positions ``i`` where ``values[i+1] < values[i]`` (nulls and NaN never count)."""
     if len(values) < 2:
         return np.empty(0, np.int64)
-    down = pc.fill_null(pc.less(values.slice(1), values.slice(0, len(values) - 1)), False)
-    return np.flatnonzero(down.to_numpy(zero_copy_only=False))
+    return np.flatnonzero(truth(pc.less(values.slice(1), values.slice(0, len(values) - 1))))
 
 
 class BTreeIndex:
@@ -170,7 +167,7 @@ class BTreeIndex:
         if not pa.types.is_integer(counts.type) or counts.null_count:
             raise CorruptFileError(f"{lookup_reader.path}: null_count is {counts.type} with "
                                    f"{counts.null_count} nulls, expected uint32 without nulls")
-        self.null_counts = counts.to_numpy().astype(np.int64)
+        self.null_counts = ints(counts.combine_chunks())
         self._data = index_dir.reader(PAGE_DATA)
         if self._data.schema.names[:2] != ["values", "ids"]:
             raise CorruptFileError(f"{self._data.path}: expected columns values, ids")
@@ -181,7 +178,7 @@ class BTreeIndex:
         self._int_bounds: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]] | None = None
         typ = self.mins.type
         if pa.types.is_integer(typ) and typ != pa.uint64() and not self.mins.null_count and not self.maxs.null_count:
-            self._int_bounds = (self.mins.to_numpy().astype(np.int64), self.maxs.to_numpy().astype(np.int64))
+            self._int_bounds = (ints(self.mins), ints(self.maxs))
 
     # -- validation ----------------------------------------------------------------------------
     def _page_bounds(self, pages: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
@@ -204,7 +201,7 @@ class BTreeIndex:
                                    f"{size} ({want} pages)")
         if "page_idx" in lookup.column_names:
             idx = lookup.column("page_idx")
-            if idx.null_count or not np.array_equal(idx.to_numpy(), np.arange(pages)):
+            if idx.null_count or not np.array_equal(ints(idx.combine_chunks()), np.arange(pages)):
                 raise CorruptFileError(f"{where}: page_idx is not 0, 1, 2, … ({pages} pages)")
         covered = self._covered_rows()
         if covered and n > covered:
@@ -219,13 +216,12 @@ class BTreeIndex:
         if not np.array_equal(self.null_counts, np.clip(nulls - starts, 0, lengths)):
             raise CorruptFileError(f"{where}: null counts {self.null_counts[:8].tolist()} are not those of "
                                    f"{nulls} nulls sorted first into pages of {size}")
-        min_null = self.mins.is_null().to_numpy(zero_copy_only=False)
-        max_null = self.maxs.is_null().to_numpy(zero_copy_only=False)
+        min_null = truth(self.mins.is_null())
+        max_null = truth(self.maxs.is_null())
         if not (np.array_equal(min_null, self.null_counts > 0) and np.array_equal(max_null, self.null_counts == lengths)):
             raise CorruptFileError(f"{where}: null min/max do not match the pages' null counts")
-        inside = np.flatnonzero(pc.fill_null(pc.greater(self.mins, self.maxs), False).to_numpy(zero_copy_only=False))
-        between = np.flatnonzero(pc.fill_null(pc.greater(self.maxs.slice(0, pages - 1), self.mins.slice(1)),
-                                              False).to_numpy(zero_copy_only=False))
+        inside = np.flatnonzero(truth(pc.greater(self.mins, self.maxs)))
+        between = np.flatnonzero(truth(pc.greater(self.maxs.slice(0, pages - 1), self.mins.slice(1))))
         if inside.size or between.size:
             k = int(inside[0]) if inside.size else int(between[0])
             raise CorruptFileError(f"{where}: page ranges are out of order at page {k}")
@@ -251,7 +247,7 @@ class BTreeIndex:
         if len(values) != int(stops[-1]):
             raise CorruptFileError(f"{where}: pages {int(run[0])}..{int(run[-1])} hold {len(values)} rows, "
                                    f"expected {int(stops[-1])}")
-        null = values.is_null().to_numpy(zero_copy_only=False)
+        null = truth(values.is_null())
         seen = np.concatenate(([0], np.cumsum(null)))
         if not np.array_equal(seen[stops] - seen[starts], self.null_counts[run]) or \
                 bool((null[1:] & ~null[:-1]).any()):
@@ -261,9 +257,9 @@ class BTreeIndex:
         if down.size:
             k = int(run[0]) + (int(down[0]) + 1) // self.page_size
             raise CorruptFileError(f"{where}: values of page {k} are out of order")
-        pages = pa.array(run)
-        if not (same_values(values.take(pa.array(starts)), self.mins.take(pages)).all()
-                and same_values(values.take(pa.array(stops - 1)), self.maxs.take(pages)).all()):
+        pages = arrow_ints(run)
+        if not (same_values(values.take(arrow_ints(starts)), self.mins.take(pages)).all()
+                and same_values(values.take(arrow_ints(stops - 1)), self.maxs.take(pages)).all()):
             raise CorruptFileError(f"{where}: the first or last values of pages {int(run[0])}..{int(run[-1])} "
                                    f"disagree with {self._lookup_path}")
 
@@ -293,15 +289,14 @@ class BTreeIndex:
         hit = np.zeros(self.num_pages, dtype=bool)
         nan_pages = np.zeros(self.num_pages, dtype=bool)
         if pa.types.is_floating(self.mins.type):
-            nan_pages = pc.fill_null(pc.or_kleene(pc.is_nan(self.mins), pc.is_nan(self.maxs)), False).to_numpy(
-                zero_copy_only=False)
+            nan_pages = truth(pc.or_kleene(pc.is_nan(self.mins), pc.is_nan(self.maxs)))
         for r in ranges:
             ok = pc.is_valid(self.maxs)  # a page whose last value is null holds only nulls
             if r.lo is not None:
                 ok = pc.and_(ok, pc.greater_equal(self.maxs, r.lo))
             if r.hi is not None:  # a null min means the page starts with nulls: no lower bound
                 ok = pc.and_(ok, pc.or_kleene(pc.is_null(self.mins), pc.less_equal(self.mins, r.hi)))
-            hit |= pc.fill_null(ok, False).to_numpy(zero_copy_only=False)
+            hit |= truth(ok)
         return np.flatnonzero(hit | nan_pages)
 
     def _page_run(self, r: Range) -> npt.NDArray[np.int64] | None:
@@ -329,21 +324,20 @@ class BTreeIndex:
         """
         pages = self._candidate_pages(query)
         if pages.size == 0:
-            return np.empty(0, np.uint64), pa.array([], self.mins.type)
+            return np.empty(0, np.uint64), pa.nulls(0, self.mins.type)
         values, ids = self._pages(pages)
         span = self._sorted_span(values, query, pages)
         if span is not None:  # integers of a run of pages: sorted, so the matches are one slice
-            raw = values.to_numpy()[span[0]:span[1]]
             found = ids[span[0]:span[1]]
             order = np.argsort(found, kind="stable")
-            said = pa.array(raw[order], values.type)
+            said = values.slice(span[0], span[1] - span[0]).take(arrow_ints(order))
         else:
-            mask = value_mask(values, query).to_numpy(zero_copy_only=False)
-            found = ids[mask]
-            values = values.filter(pa.array(mask))
+            mask = value_mask(values, query)
+            found = ids[truth(mask)]
+            values = values.filter(mask)  # a null in the mask drops the row, as False does
             # pages are sorted by value: ids come out sorted only within one value, so order them
             order = np.argsort(found, kind="stable")
-            said = values.take(pa.array(order))
+            said = values.take(arrow_ints(order))
         ids_sorted = found[order]
         if ids_sorted.size > 1 and bool((ids_sorted[1:] == ids_sorted[:-1]).any()):
             raise CorruptFileError(f"{self._data.path}: the same id is indexed twice")
@@ -360,7 +354,7 @@ class BTreeIndex:
         lo, hi = (None if v is None else v.as_py() for v in (query.lo, query.hi))
         if not all(v is None or (type(v) is int and -(1 << 63) <= v < 1 << 63) for v in (lo, hi)):
             return None
-        raw = values.to_numpy().astype(np.int64, copy=False)  # Python bounds beyond a narrow type compare right
+        raw = ints(values)  # Python bounds beyond a narrow type compare right
         a = 0 if lo is None else int(np.searchsorted(raw, lo, side="left" if query.lo_inclusive else "right"))
         b = raw.size if hi is None else int(np.searchsorted(raw, hi, side="right" if query.hi_inclusive else "left"))
         return a, max(a, b)
@@ -419,7 +413,7 @@ class BTreeIndex:
         ids = table.column("ids")
         if ids.null_count:
             raise CorruptFileError(f"{self._data.path}: null ids in pages {int(run[0])}..{int(run[-1])}")
-        return values, ids.to_numpy().astype(np.uint64, copy=False)
+        return values, ids_of(ids)
 
     def read_all(self) -> tuple[pa.Array, U64]:
         """Every ``(values, ids)`` row, in index order (checked like the pages a query reads)."""
@@ -430,7 +424,7 @@ class BTreeIndex:
         ids = table.column("ids")
         if ids.null_count:
             raise CorruptFileError(f"{self._data.path}: null ids")
-        out = ids.to_numpy().astype(np.uint64)
+        out = ids_of(ids).copy()
         if self._domain is not None:
             self._domain.check(out, self._data.path)
         return values, out
@@ -441,3 +435,47 @@ class BTreeIndex:
             return ("NULL", "NULL")
         lo, hi = self.mins[0].as_py(), self.maxs[-1].as_py()
         return ("NULL" if lo is None else str(lo), "NULL" if hi is None else str(hi))
+
+
+# ``Array.to_numpy``, ``pa.array(ndarray)`` and ``fill_null(<Python value>)`` make pyarrow import
+# pandas (~0.3 s of CPU in a fresh process), which a first indexed query would pay for; these read
+# and build Arrow buffers directly. ``lance_format.index.vector.arrays`` has the same helpers, but
+# importing it loads the vector package, which a scan must not (tests/test_lazy_import_paths.py).
+def ints(arr: pa.Array) -> npt.NDArray[np.int64]:
+    """An integer array without nulls as int64 (a copy unless it is int64 already)."""
+    if len(arr) == 0:
+        return np.zeros(0, np.int64)
+    dtype = np.dtype(arr.type.to_pandas_dtype())  # numpy's dtype for an integer type: no pandas involved
+    return np.frombuffer(arr.buffers()[1], dtype, len(arr), arr.offset * dtype.itemsize).astype(np.int64, copy=False)
+
+
+def ids_of(col: pa.ChunkedArray | pa.Array) -> npt.NDArray[np.uint64]:
+    """An unsigned integer column without nulls as uint64 (read-only when its buffer is viewed)."""
+    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    if len(arr) == 0:
+        return np.zeros(0, np.uint64)
+    dtype = np.dtype(arr.type.to_pandas_dtype())
+    return np.frombuffer(arr.buffers()[1], dtype, len(arr), arr.offset * dtype.itemsize).astype(np.uint64, copy=False)
+
+
+def truth(arr: pa.Array | pa.ChunkedArray) -> npt.NDArray[np.bool_]:
+    """Where a boolean array is true (a null counts as false), from its bitmaps."""
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    n = len(arr)
+    if n == 0:
+        return np.zeros(0, np.bool_)
+    validity, data = arr.buffers()[:2]
+
+    def bits(buf: pa.Buffer) -> npt.NDArray[np.bool_]:
+        raw = np.frombuffer(buf, np.uint8, (arr.offset + n + 7) // 8)
+        return np.unpackbits(raw, count=arr.offset + n, bitorder="little")[arr.offset:].view(np.bool_)
+
+    out = bits(data)
+    return out & bits(validity) if arr.null_count and validity is not None else out
+
+
+def arrow_ints(x: npt.NDArray[np.integer]) -> pa.Array:
+    """An int64 Arrow array over a 1-D ndarray of integers (for ``take``)."""
+    data = np.ascontiguousarray(x, dtype=np.int64)
+    return pa.Array.from_buffers(pa.int64(), int(data.size), [None, pa.py_buffer(data)])

@@ -147,6 +147,9 @@ class TokensContains:
 IndexQuery = ValueQuery | Contains | HasAny | HasAll | TokensContains
 
 
+_FALSE = pa.Array.from_buffers(pa.bool_(), 1, [None, pa.py_buffer(b"\x00")])[0]
+
+
 def value_mask(values: pa.Array, query: ValueQuery) -> pa.Array:
     """Boolean mask of ``values`` matching ``query`` (nulls never match a Range or In).
 
@@ -157,7 +160,9 @@ def value_mask(values: pa.Array, query: ValueQuery) -> pa.Array:
     if isinstance(query, IsNull):
         return pc.is_null(values)
     if isinstance(query, In):
-        mask = pc.is_in(values, value_set=pa.array([v.as_py() for v in query.values], values.type))
+        # from the scalars themselves: pa.array(<Python list>) imports pandas on a first query
+        value_set = [pa.repeat(v, 1).cast(values.type) for v in query.values]
+        mask = pc.is_in(values, value_set=pa.concat_arrays(value_set) if value_set else pa.nulls(0, values.type))
     else:
         mask = pc.is_valid(values)
         if query.lo is not None:
@@ -166,4 +171,4 @@ def value_mask(values: pa.Array, query: ValueQuery) -> pa.Array:
             mask = pc.and_(mask, (pc.less_equal if query.hi_inclusive else pc.less)(values, query.hi))
     if pa.types.is_floating(values.type):
         mask = pc.or_kleene(mask, pc.is_nan(values))
-    return pc.fill_null(mask, False)
+    return pc.fill_null(mask, _FALSE)  # a Python False would become pa.scalar(False): a pandas import

@@ -30,7 +30,7 @@ import pyarrow as pa
 from lance_format.errors import CorruptFileError
 from lance_format.index import frag_reuse, registry
 from lance_format.index._compat import manifest_indices
-from lance_format.index.btree import same_values
+from lance_format.index.btree import arrow_ints, ints, same_values, truth
 from lance_format.index.fastplan import FastAnd, FastExpr, FastLeaf, Unknown, plan_simple, plan_whole
 from lance_format.index.kind import ColumnIndex, IndexedColumns, ValueReader
 from lance_format.index.models import FRAG_REUSE_INDEX
@@ -115,8 +115,8 @@ class IndexPlan:
                 continue
             if _same_integers(batch.column(claim.leaf.column), claim.values, mine, pos):
                 continue  # the common case in numpy: Arrow's filter/take cost ~30 us a call
-            actual = batch.column(claim.leaf.column).filter(pa.array(mine))
-            said = claim.values.take(pa.array(pos[mine]))
+            actual = batch.column(claim.leaf.column).take(arrow_ints(np.flatnonzero(mine)))  # no pandas import
+            said = claim.values.take(arrow_ints(pos[mine]))
             ok = same_values(actual, said)
             if not ok.all():
                 bad = int(np.flatnonzero(~ok)[0])
@@ -132,8 +132,8 @@ def _same_integers(column: pa.Array, said: pa.Array, mine: npt.NDArray[np.bool_]
     difference, which :meth:`IndexPlan.check` then reports)."""
     if column.type != said.type or not pa.types.is_integer(column.type) or column.null_count or said.null_count:
         return False
-    actual = column.to_numpy()
-    return bool((actual[mine] == said.to_numpy()[pos[mine]]).all())
+    actual = ints(column)  # to_numpy would import pandas on a first query
+    return bool((actual[mine] == ints(said)[pos[mine]]).all())
 
 
 def usable_indices(ctx: ReadContext) -> IndexedColumns:
@@ -269,15 +269,15 @@ class _Evaluator:
             moved = False
             if not stores_addresses(seg, self.ctx.manifest.uses_stable_row_ids):
                 addrs, keep = self.to_addresses(addrs)
-                values, moved = values.filter(pa.array(keep)), True
+                values, moved = values.take(arrow_ints(np.flatnonzero(keep))), True
             cov = seg.fragment_bitmap
             if self.reuse and not self.ctx.manifest.uses_stable_row_ids:
                 addrs, keep = frag_reuse.remap_through(addrs, self.reuse, seg.dataset_version)
-                values, moved = values.filter(pa.array(keep)), True
+                values, moved = values.take(arrow_ints(np.flatnonzero(keep))), True
                 cov = frag_reuse.covered_after(cov, self.reuse, seg.dataset_version)
             if moved:
                 order = np.argsort(addrs, kind="stable")
-                addrs, values = addrs[order], values.take(pa.array(order))
+                addrs, values = addrs[order], values.take(arrow_ints(order))
             covered |= cov
             parts.append(addrs)
             if choice.kind.exact:  # an inexact kind's candidates carry no values to check rows against
@@ -513,7 +513,7 @@ def _candidate_batches(scan: FragmentScan, offsets: npt.NDArray[np.uint32], dens
             offs = offsets[lo:hi].astype(np.uint64)
             batch = scan.read(start, stop)
             if offs.size != stop - start:
-                batch = batch.take(pa.array(offs - np.uint64(start)))
+                batch = batch.take(arrow_ints(offs - np.uint64(start)))
         else:
             first = start - start % group
             if first != taken_at:
@@ -540,20 +540,20 @@ def _filter_then_take(scanner: Scan, frag: Any, plan: IndexPlan, offsets: npt.ND
         plan.check(batch, addr)
         mask = filter_mask(opts.filter, batch, program)
         if isinstance(mask, (pa.Array, pa.ChunkedArray)):
-            keep = np.asarray(mask.fill_null(False).to_numpy(zero_copy_only=False), dtype=bool)  # NULL drops a row
+            keep = truth(mask)  # NULL drops a row; fill_null + to_numpy would import pandas
         else:
             value = mask.as_py() if isinstance(mask, pa.Scalar) else mask
             keep = np.full(offs.size, value is True)
         if not keep.any():
             continue
         if not keep.all():
-            batch, offs, addr = batch.filter(pa.array(keep)), offs[keep], addr[keep]
+            batch, offs, addr = batch.take(arrow_ints(np.flatnonzero(keep))), offs[keep], addr[keep]
         rest = rest or _take_scan(ctx, frag, tuple(other_cols))
         lo, hi = int(offs[0]), int(offs[-1]) + 1
         if offs.size * DENSE_FRACTION >= hi - lo:  # most rows of the span kept (an exact index): decode it
             more = rest.read(lo, hi)
             if offs.size != hi - lo:
-                more = more.take(pa.array(offs - np.uint64(lo)))
+                more = more.take(arrow_ints(offs - np.uint64(lo)))
         else:
             more = rest.take(offs)
         columns = dict(zip(batch.schema.names, batch.columns, strict=True))
