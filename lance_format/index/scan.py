@@ -227,7 +227,6 @@ class _Evaluator:
         self.live = frozenset(f.id for f in ctx.manifest.fragments)
         reuse = [m for m in manifest_indices(ctx.manifest) if m.name == FRAG_REUSE_INDEX]
         self.reuse = frag_reuse.decode_details(reuse[-1], ctx.store) if reuse else ()
-        self._id_map: tuple[U64, U64] | None = None
         self.claims: list[Claim] = []
 
     def to_addresses(self, ids: U64) -> tuple[U64, npt.NDArray[np.bool_]]:
@@ -239,19 +238,7 @@ class _Evaluator:
         """
         if not self.ctx.manifest.uses_stable_row_ids:
             return ids, np.ones(ids.size, dtype=bool)
-        if self._id_map is None:
-            keys, vals = [], []
-            for f in self.ctx.manifest.fragments:
-                rid = self.ctx.row_ids(f)
-                if rid is None:
-                    continue
-                keys.append(rid.astype(np.uint64))
-                vals.append((np.uint64(f.id) << np.uint64(32)) | np.arange(rid.size, dtype=np.uint64))
-            k = np.concatenate(keys) if keys else np.empty(0, np.uint64)
-            v = np.concatenate(vals) if vals else np.empty(0, np.uint64)
-            order = np.argsort(k, kind="stable")
-            self._id_map = (k[order], v[order])
-        k, v = self._id_map
+        k, v = self.ctx.stable_address_map()
         pos = np.searchsorted(k, ids)
         pos_c = np.minimum(pos, max(k.size - 1, 0))
         found = (pos < k.size) & (k[pos_c] == ids) if k.size else np.zeros(ids.size, bool)

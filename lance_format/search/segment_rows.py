@@ -57,8 +57,6 @@ class VersionState:
     plans: dict[tuple[str, bool, Metric | None], tuple[list[IndexMetadata], Metric, frozenset[int]]] = \
         field(default_factory=dict)
     reuse: tuple[frag_reuse.ReuseVersion, ...] | None = None
-    #: Stable row ids of every fragment, sorted, and the row address of each.
-    id_map: tuple[U64, U64] | None = None
     #: Per searched fragment set: the fragments (a lookup by id) and their deleted row addresses, sorted.
     live: dict[tuple[int, ...], tuple[Flags, U64]] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -112,25 +110,11 @@ def reuse_versions(ctx: ReadContext) -> tuple[frag_reuse.ReuseVersion, ...]:
     return st.reuse
 
 
-def _id_map(ctx: ReadContext) -> tuple[U64, U64]:
-    st = state(ctx)
-    if st.id_map is None:
-        keys, vals = [], []
-        for f in ctx.manifest.fragments:
-            rid = ctx.row_ids(f)
-            if rid is not None:
-                keys.append(rid.astype(np.uint64))
-                vals.append((np.uint64(f.id) << np.uint64(32)) | np.arange(rid.size, dtype=np.uint64))
-        k = np.concatenate(keys) if keys else np.empty(0, np.uint64)
-        v = np.concatenate(vals) if vals else np.empty(0, np.uint64)
-        order = np.argsort(k, kind="stable")
-        st.id_map = (k[order], v[order])
-    return st.id_map
 
 
 def addresses(ctx: ReadContext, ids: U64) -> tuple[U64, Flags]:
     """Stable row ids → current row addresses (with which ids still exist)."""
-    k, v = _id_map(ctx)
+    k, v = ctx.stable_address_map()
     if not k.size:
         return np.zeros(ids.size, np.uint64), np.zeros(ids.size, bool)
     pos = np.minimum(np.searchsorted(k, ids), k.size - 1)

@@ -68,6 +68,7 @@ class ReadContext:
         self._data_store = store.child("data")
         self._bases: dict[int, ObjectStore] = {}
         self.low_latency = is_low_latency(store)
+        self._address_map: tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64]] | None = None
         self.manifest = self._fill_unknown_counts(manifest)
 
     def _fill_unknown_counts(self, manifest: Manifest) -> Manifest:
@@ -134,6 +135,25 @@ class ReadContext:
             return None
 
         return rowids.decode_row_ids(data, where=f"fragment {frag.id} row ids", expected_len=frag.physical_rows)
+
+    def stable_address_map(self) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64]]:
+        """Every physical row's stable row id, sorted, and its row address beside it (built once).
+
+        Index segments of datasets with stable row ids hold ids, which scans and searches map to
+        addresses with a binary search of this map; empty without stable row ids.
+        """
+        if self._address_map is None:
+            keys, vals = [], []
+            for f in self.manifest.fragments:
+                rid = self.row_ids(f)
+                if rid is not None:
+                    keys.append(rid.astype(np.uint64))
+                    vals.append((np.uint64(f.id) << np.uint64(32)) | np.arange(rid.size, dtype=np.uint64))
+            k = np.concatenate(keys) if keys else np.empty(0, np.uint64)
+            v = np.concatenate(vals) if vals else np.empty(0, np.uint64)
+            order = np.argsort(k, kind="stable")
+            self._address_map = (k[order], v[order])
+        return self._address_map
 
 
 @dataclass
