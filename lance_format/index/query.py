@@ -23,6 +23,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
+from lance_format.index.fastplan import literal_scalar
 from lance_format.index.kind import IndexedColumns
 from lance_format.index.predicates import (
     Contains,
@@ -288,7 +289,7 @@ class _Builder:
         else:
             return None
         try:
-            return pa.scalar(value).cast(typ)  # safe cast: 2.5 never becomes 2
+            return literal_scalar(value).cast(typ)  # safe cast; pa.scalar would import pandas
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, OverflowError):
             return None
 

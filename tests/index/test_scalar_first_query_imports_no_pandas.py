@@ -27,6 +27,7 @@ FILTERS = {
     "btree_in_list": "id IN (3, 4097, 5999)",
     "bitmap_equality": "category = 'c7'",
     "bitmap_in_list": "category IN ('c1', 'c13')",
+    "general_planner": "category != 'c7' AND id < 50",  # lance_format/index/query.py, not fastplan
 }
 
 
