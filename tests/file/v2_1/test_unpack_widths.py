@@ -84,10 +84,12 @@ def _width_table(rows: int) -> pa.Table:
     return pa.table(cols)
 
 
-def test_pylance_pages_of_every_width_read_equal(tmp_path: str) -> None:
-    # 70 * 1024 + 123 rows: pages of more than 64 bit-packed chunks (row-first unpacking) and a
-    # partial last chunk
-    table = _width_table(70 * 1024 + 123)
+@pytest.mark.parametrize("rows", [
+    70 * 1024 + 123,  # pages of more than 64 bit-packed chunks (row-first unpacking), a partial last chunk
+    3 * 1024 + 5,  # a few chunks per page (the gather path)
+])
+def test_pylance_pages_of_every_width_read_equal(tmp_path: str, rows: int) -> None:
+    table = _width_table(rows)
     path = os.path.join(str(tmp_path), "widths")
     lance.write_dataset(table, path, data_storage_version="2.2")
     ours = lance_format.dataset(path).to_table()
@@ -96,17 +98,7 @@ def test_pylance_pages_of_every_width_read_equal(tmp_path: str) -> None:
     for name in theirs.column_names:
         assert ours.column(name).equals(theirs.column(name)), name
     assert ours.column("u64").equals(table.column("u64"))
-
-
-def test_pylance_small_pages_of_every_width_read_equal(tmp_path: str) -> None:
-    # a few chunks per page (the gather path) and a slice starting inside a chunk
-    table = _width_table(3 * 1024 + 5)
-    path = os.path.join(str(tmp_path), "small")
-    lance.write_dataset(table, path, data_storage_version="2.2")
-    ours = lance_format.dataset(path).to_table()
-    theirs = lance.dataset(path).to_table()
-    for name in theirs.column_names:
-        assert ours.column(name).equals(theirs.column(name)), name
+    # a slice starting inside a chunk
     mine = lance_format.dataset(path).to_table(offset=1500, limit=1100)
     for name in theirs.column_names:
         assert mine.column(name).equals(theirs.column(name).slice(1500, 1100)), name
