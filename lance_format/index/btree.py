@@ -475,7 +475,8 @@ def truth(arr: pa.Array | pa.ChunkedArray) -> npt.NDArray[np.bool_]:
     return out & bits(validity) if arr.null_count and validity is not None else out
 
 
-def arrow_ints(x: npt.NDArray[np.integer]) -> pa.Array:
-    """An int64 Arrow array over a 1-D ndarray of integers (for ``take``)."""
-    data = np.ascontiguousarray(x, dtype=np.int64)
-    return pa.Array.from_buffers(pa.int64(), int(data.size), [None, pa.py_buffer(data)])
+def arrow_ints(x: npt.NDArray[np.integer], typ: pa.DataType | None = None) -> pa.Array:
+    """An Arrow integer array (``typ``, int64 by default: for ``take``) over a 1-D ndarray of integers."""
+    t = pa.int64() if typ is None else typ
+    data = np.ascontiguousarray(x, dtype=np.dtype(t.to_pandas_dtype()))
+    return pa.Array.from_buffers(t, int(data.size), [None, pa.py_buffer(data)])

@@ -469,9 +469,9 @@ def _indexed(scanner: Scan, frag: Any, plan: IndexPlan) -> Iterator[pa.RecordBat
         plan.check(batch, addr)
         if need_ids:
             ids = stable[offs.astype(np.int64)] if stable is not None else addr
-            batch = batch.append_column(ROW_ID, pa.array(ids, pa.uint64()))
+            batch = batch.append_column(ROW_ID, arrow_ints(ids, pa.uint64()))
         if need_addr:
-            batch = batch.append_column(ROW_ADDR, pa.array(addr, pa.uint64()))
+            batch = batch.append_column(ROW_ADDR, arrow_ints(addr, pa.uint64()))
         if opts.filter is not None:
             batch = apply_filter(batch, opts.filter)
         if batch.schema.names != schema.names:
@@ -547,9 +547,9 @@ def _filter_then_take(scanner: Scan, frag: Any, plan: IndexPlan, offsets: npt.ND
         columns.update(zip(more.schema.names, more.columns, strict=True))
         if opts.with_row_id:
             ids = stable[offs.astype(np.int64)] if stable is not None else addr
-            columns[ROW_ID] = pa.array(ids, pa.uint64())
+            columns[ROW_ID] = arrow_ints(ids, pa.uint64())
         if opts.with_row_address:
-            columns[ROW_ADDR] = pa.array(addr, pa.uint64())
+            columns[ROW_ADDR] = arrow_ints(addr, pa.uint64())
         out = pa.RecordBatch.from_arrays([columns[n] for n in schema.names], names=schema.names)
         if not out.schema.equals(schema):
             out = out.cast(schema)

@@ -68,3 +68,17 @@ def test_first_indexed_query_matches_pylance_without_importing_pandas(indexed: s
     assert ours == {"ids": sorted(theirs.column("id").to_pylist()),
                     "categories": sorted(theirs.column("category").to_pylist()),
                     "pandas": False}
+
+
+def test_first_indexed_query_with_row_ids_matches_pylance_without_importing_pandas(indexed: str) -> None:
+    where = "category = 'c7' OR id = 4321"
+    theirs = lance.dataset(indexed).to_table(filter=where, with_row_id=True)
+    script = ("import json, sys\n"
+              "import lance_format\n"
+              f"table = lance_format.dataset({indexed!r}).to_table(filter={where!r}, with_row_id=True)\n"
+              "print(json.dumps({'rows': sorted(table.column('_rowid').to_pylist()),\n"
+              "                  'pandas': 'pandas' in sys.modules}))\n")
+    done = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == {
+        "rows": sorted(theirs.column("_rowid").to_pylist()), "pandas": False}
