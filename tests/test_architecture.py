@@ -48,6 +48,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("base", ("lance_format.errors", "lance_format._pb", "lance_format._pb.", "lance_format.pbwire",
               "lance_format.io_stats", "lance_format.rust_debug",
               "lance_format.session",
+              "lance_format.arrays",  # numpy <-> Arrow buffers without pyarrow's pandas import
               # The Runner protocol (local threads, processes; Spark plugs in) has no lance_format
               # imports, so every layer that fans work out (index builds, compaction) may use it.
               "lance_format.maintenance.runner")),

@@ -21,6 +21,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lance_format.arrays import arrow_array, numbers, true_mask
 from lance_format.errors import CorruptFileError
 from lance_format.index.predicates import In, IsNull, Range, ValueQuery, value_mask
 from lance_format.index.rowset import RowDomain
@@ -439,44 +440,23 @@ class BTreeIndex:
 
 # ``Array.to_numpy``, ``pa.array(ndarray)`` and ``fill_null(<Python value>)`` make pyarrow import
 # pandas (~0.3 s of CPU in a fresh process), which a first indexed query would pay for; these read
-# and build Arrow buffers directly. ``lance_format.index.vector.arrays`` has the same helpers, but
-# importing it loads the vector package, which a scan must not (tests/test_lazy_import_paths.py).
+# and build Arrow buffers directly (lance_format/arrays.py), typed as the index code uses them.
 def ints(arr: pa.Array) -> npt.NDArray[np.int64]:
     """An integer array without nulls as int64 (a copy unless it is int64 already)."""
-    if len(arr) == 0:
-        return np.zeros(0, np.int64)
-    dtype = np.dtype(arr.type.to_pandas_dtype())  # numpy's dtype for an integer type: no pandas involved
-    return np.frombuffer(arr.buffers()[1], dtype, len(arr), arr.offset * dtype.itemsize).astype(np.int64, copy=False)
+    out: npt.NDArray[np.int64] = numbers(arr).astype(np.int64, copy=False)
+    return out
 
 
 def ids_of(col: pa.ChunkedArray | pa.Array) -> npt.NDArray[np.uint64]:
     """An unsigned integer column without nulls as uint64 (read-only when its buffer is viewed)."""
-    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
-    if len(arr) == 0:
-        return np.zeros(0, np.uint64)
-    dtype = np.dtype(arr.type.to_pandas_dtype())
-    return np.frombuffer(arr.buffers()[1], dtype, len(arr), arr.offset * dtype.itemsize).astype(np.uint64, copy=False)
+    out: npt.NDArray[np.uint64] = numbers(col).astype(np.uint64, copy=False)
+    return out
 
 
-def truth(arr: pa.Array | pa.ChunkedArray) -> npt.NDArray[np.bool_]:
-    """Where a boolean array is true (a null counts as false), from its bitmaps."""
-    if isinstance(arr, pa.ChunkedArray):
-        arr = arr.combine_chunks()
-    n = len(arr)
-    if n == 0:
-        return np.zeros(0, np.bool_)
-    validity, data = arr.buffers()[:2]
-
-    def bits(buf: pa.Buffer) -> npt.NDArray[np.bool_]:
-        raw = np.frombuffer(buf, np.uint8, (arr.offset + n + 7) // 8)
-        return np.unpackbits(raw, count=arr.offset + n, bitorder="little")[arr.offset:].view(np.bool_)
-
-    out = bits(data)
-    return out & bits(validity) if arr.null_count and validity is not None else out
+#: Where a boolean array is true (a null counts as false), from its bitmaps.
+truth = true_mask
 
 
 def arrow_ints(x: npt.NDArray[np.integer], typ: pa.DataType | None = None) -> pa.Array:
     """An Arrow integer array (``typ``, int64 by default: for ``take``) over a 1-D ndarray of integers."""
-    t = pa.int64() if typ is None else typ
-    data = np.ascontiguousarray(x, dtype=np.dtype(t.to_pandas_dtype()))
-    return pa.Array.from_buffers(t, int(data.size), [None, pa.py_buffer(data)])
+    return arrow_array(np.asarray(x), pa.int64() if typ is None else typ)

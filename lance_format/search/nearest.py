@@ -32,10 +32,10 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
+from lance_format.arrays import arrow_array, numbers
 from lance_format.errors import InvalidInputError, NotSupportedError
 from lance_format.index import frag_reuse
 from lance_format.index.codec.vector import decode_vector_details
-from lance_format.index.vector.arrays import arrow_array, numbers
 from lance_format.index.vector.distance import F32, Metric, distances
 from lance_format.index.vector.layout import RQStorage
 from lance_format.index.vector.search import Scorer, search_segment, top_k

@@ -11,8 +11,8 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
+from lance_format.arrays import numbers
 from lance_format.errors import InvalidInputError, NotSupportedError
-from lance_format.index.vector.arrays import numbers
 from lance_format.index.vector.distance import Metric, metric_name
 from lance_format.index.vector.search import Probe
 from lance_format.search import multivector

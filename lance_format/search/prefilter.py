@@ -20,7 +20,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lance_format.index.vector.arrays import numbers, true_mask
+from lance_format.arrays import numbers, true_mask
 from lance_format.search.rows import kept_column
 from lance_format.table.read import ROW_ADDR, ReadContext
 from lance_format.table.scan import Scan, ScanOptions, filter_mask, referenced_columns

@@ -22,8 +22,8 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
+from lance_format.arrays import arrow_array, distinct, matrix, numbers
 from lance_format.errors import InvalidInputError
-from lance_format.index.vector.arrays import arrow_array, distinct, matrix, numbers
 from lance_format.table.read import FragmentScan, ReadContext
 
 U64 = npt.NDArray[np.uint64]
@@ -107,7 +107,7 @@ def _view(ctx: ReadContext, frag: Any, column: str) -> npt.NDArray[Any] | None:
         return _VIEWS[key]
     out: npt.NDArray[Any] | None = None
     typ = arr.type
-    # views of the buffers (index/vector/arrays.py): Array.to_numpy would import pandas on a first query
+    # views of the buffers (lance_format/arrays.py): Array.to_numpy would import pandas on a first query
     if arr.null_count == 0 and _numeric(typ):
         out = numbers(arr)
     elif arr.null_count == 0 and pa.types.is_fixed_size_list(typ) and _numeric(typ.value_type):

@@ -24,11 +24,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from lance_format.arrays import distinct
 from lance_format.index import frag_reuse, registry
 from lance_format.index._compat import manifest_indices
 from lance_format.index.models import FRAG_REUSE_INDEX
 from lance_format.index.store import IndexDir
-from lance_format.index.vector.arrays import distinct
 from lance_format.index.vector.distance import Metric
 from lance_format.index.vector.layout import IvfSegment, read_segment
 from lance_format.search.prefilter import RowMask

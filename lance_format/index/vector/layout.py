@@ -22,6 +22,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
+from lance_format.arrays import numbers
 from lance_format.errors import CorruptFileError, NotSupportedError
 from lance_format.index.codec.vector import (
     IvfModel,
@@ -32,7 +33,6 @@ from lance_format.index.codec.vector import (
     encode_tensor,
 )
 from lance_format.index.store import IndexDir
-from lance_format.index.vector.arrays import numbers
 from lance_format.index.vector.distance import Metric, metric_name
 from lance_format.index.vector.partition_codes import ROW_ID, PartitionCodes, fsl_matrix
 from lance_format.table.index_metadata import IndexFile

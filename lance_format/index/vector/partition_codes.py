@@ -14,8 +14,8 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
+from lance_format.arrays import distinct, matrix, numbers
 from lance_format.errors import CorruptFileError
-from lance_format.index.vector.arrays import distinct, matrix, numbers
 
 ROW_ID = "_rowid"
 U64 = npt.NDArray[np.uint64]
