@@ -8,6 +8,7 @@ import importlib
 import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, Union
 
 import numpy as np
@@ -120,9 +121,12 @@ class _OnFirstUse:
 
     def __init__(self, name: str) -> None:
         self._name = name
+        self._module: ModuleType | None = None
 
     def __getattr__(self, attr: str) -> Any:
-        return getattr(importlib.import_module(self._name), attr)
+        if self._module is None:  # later reads skip the import machinery's lookup
+            self._module = importlib.import_module(self._name)
+        return getattr(self._module, attr)
 
 
 if not TYPE_CHECKING:
