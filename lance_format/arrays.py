@@ -10,6 +10,7 @@ ways where the layout allows), :func:`distinct` sorts out repeats.
 
 from __future__ import annotations
 
+import struct
 from typing import Any
 
 import numpy as np
@@ -98,3 +99,30 @@ def distinct(values: npt.NDArray[Any]) -> npt.NDArray[Any]:
     np.not_equal(ordered[1:], ordered[:-1], out=keep[1:])
     out: npt.NDArray[Any] = ordered[keep]
     return out
+
+
+def number_scalar(value: float, typ: pa.DataType) -> pa.Scalar:
+    """``value`` as a scalar of the integer or float type ``typ`` (``pa.scalar`` imports pandas)."""
+    data = np.array([value], typ.to_pandas_dtype())
+    return pa.Array.from_buffers(typ, 1, [None, pa.py_buffer(data)])[0]
+
+
+def literal_scalar(value: object) -> pa.Scalar:
+    """``pa.scalar(value)``, without importing pandas for str, float and int64 values.
+
+    The item of a one-value array built from buffers; rarer values (bool, Decimal, ints beyond
+    int64) still go through ``pa.scalar``.
+    """
+    if isinstance(value, str):
+        data = value.encode()
+        offsets = struct.pack("<ii", 0, len(data))
+        return pa.Array.from_buffers(pa.string(), 1, [None, pa.py_buffer(offsets), pa.py_buffer(data)])[0]
+    if type(value) is float:
+        return pa.Array.from_buffers(pa.float64(), 1, [None, pa.py_buffer(struct.pack("<d", value))])[0]
+    if type(value) is int and -(1 << 63) <= value < 1 << 63:  # int64, as pa.scalar infers
+        return pa.Array.from_buffers(pa.int64(), 1, [None, pa.py_buffer(struct.pack("<q", value))])[0]
+    return pa.scalar(value)
+
+
+#: ``False`` for compute calls (a Python ``False`` becomes ``pa.scalar(False)``: a pandas import).
+FALSE_SCALAR: pa.Scalar = pa.Array.from_buffers(pa.bool_(), 1, [None, pa.py_buffer(b"\x00")])[0]

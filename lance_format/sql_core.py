@@ -25,6 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lance_format.arrays import FALSE_SCALAR, literal_scalar, number_scalar
 from lance_format.errors import InvalidInputError
 from lance_format.sql_program import SAME_TYPE_DIRECT, Node, filter_table, remember
 
@@ -37,12 +38,6 @@ MAX_CHAIN_TERMS = 4096
 #: pylance takes generated ``id = 1 OR id = 2 OR ...`` chains of 20,000 terms).
 MAX_PARSED_TERMS = 65536
 _INT_RE = re.compile(r"\d+")
-
-
-def _number(value: float, typ: pa.DataType) -> pa.Scalar:
-    # pa.scalar imports pandas (~0.3 s) in a fresh process; the item of a one-value array does not
-    data = np.array([value], typ.to_pandas_dtype())
-    return pa.Array.from_buffers(typ, 1, [None, pa.py_buffer(data)])[0]
 
 
 class ChainTooLongError(InvalidInputError):
@@ -73,11 +68,6 @@ def _null_bool() -> pa.Scalar:
     # Built on demand: creating a null scalar makes pyarrow import pandas, which
     # would add ~0.2 s to every `import lance_format`.
     return pa.nulls(1, pa.bool_())[0]  # pa.scalar(None, ...) imports pandas too
-
-
-def _false() -> pa.Scalar:
-    # Python's False in a compute call becomes pa.scalar(False), which imports pandas
-    return pa.Array.from_buffers(pa.bool_(), 1, [None, pa.py_buffer(b"\x00")])[0]
 
 
 def _const(value: pa.Scalar, text: str | None = None) -> _Val:
@@ -215,17 +205,15 @@ class Semantics:
         try:
             if _INT_RE.fullmatch(raw):
                 value = int(raw)
-                return _const(_number(value, pa.int64() if value < 2**63 else pa.uint64()), raw)
-            return _const(_number(float(raw), pa.float64()), raw)
+                return _const(number_scalar(value, pa.int64() if value < 2**63 else pa.uint64()), raw)
+            return _const(number_scalar(float(raw), pa.float64()), raw)
         except (ValueError, OverflowError, pa.ArrowInvalid):
             raise self.fail(f"numeric literal {raw} is out of range") from None
 
     @staticmethod
     def string(value: str) -> _Val:
         """A string literal."""
-        data = value.encode()  # one-value array from buffers: pa.scalar imports pandas
-        offsets = pa.py_buffer(np.array([0, len(data)], np.int32))
-        return _const(pa.Array.from_buffers(pa.string(), 1, [None, offsets, pa.py_buffer(data)])[0])
+        return _const(literal_scalar(value))  # pa.scalar imports pandas
 
     @staticmethod
     def boolean(value: bool) -> _Val:
@@ -514,7 +502,7 @@ class Semantics:
             return self.negated(negate, out)
         valid = [c for c in consts if c.is_valid]
         if _is_float(subject.type) and any(c.as_py() == 0 for c in valid):
-            valid += [_number(z, pa.float64()).cast(subject.type) for z in (0.0, -0.0)]  # as DataFusion does
+            valid += [number_scalar(z, pa.float64()).cast(subject.type) for z in (0.0, -0.0)]  # as DataFusion does
         # from the scalars themselves: pa.array(<Python list>) imports pandas on a first query
         value_set = pa.concat_arrays([pa.repeat(c, 1) for c in valid]) if valid else pa.nulls(0, subject.type)
         found = Node.call("is_in", _node(subject), value_set=value_set, skip_nulls=True)
@@ -522,7 +510,7 @@ class Semantics:
             node = Node.call("or_kleene", found, Node.const(_null_bool()))
         else:
             node = Node.call("or_kleene", found, Node.call("if_else", Node.call("is_null", _node(subject)),
-                                                             _null_bool(), _false()))
+                                                             _null_bool(), FALSE_SCALAR))
         return self.negated(negate, _of(node, pa.bool_()))
 
     def between(self, subject: _Val, low: _Val, high: _Val, *, negate: bool) -> _Val:

@@ -21,6 +21,7 @@ from typing import Final
 
 import pyarrow as pa
 
+from lance_format.arrays import literal_scalar
 from lance_format.index.kind import IndexedColumns
 from lance_format.index.predicates import In, IndexQuery, IsNull, Range, TokensContains
 from lance_format.sql_fast import RESERVED
@@ -290,21 +291,3 @@ class _Planner:
             return literal_scalar(value).cast(typ)  # safe cast: 2.5 never becomes 2
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, OverflowError, struct.error):
             return None
-
-
-def literal_scalar(value: object) -> pa.Scalar:
-    """``pa.scalar(value)``, without importing pandas for str, float and int64 literals.
-
-    ``pa.scalar`` makes pyarrow import pandas (~0.3-0.5 s of CPU in a fresh process, the first
-    filtered query's largest cost); the item of a one-value array built from buffers does not.
-    Rarer literals (bool, Decimal, ints beyond int64) still go through ``pa.scalar``.
-    """
-    if isinstance(value, str):
-        data = value.encode()
-        offsets = struct.pack("<ii", 0, len(data))
-        return pa.Array.from_buffers(pa.string(), 1, [None, pa.py_buffer(offsets), pa.py_buffer(data)])[0]
-    if type(value) is float:
-        return pa.Array.from_buffers(pa.float64(), 1, [None, pa.py_buffer(struct.pack("<d", value))])[0]
-    if type(value) is int and -(1 << 63) <= value < 1 << 63:  # int64, as pa.scalar infers
-        return pa.Array.from_buffers(pa.int64(), 1, [None, pa.py_buffer(struct.pack("<q", value))])[0]
-    return pa.scalar(value)

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lance_format.arrays import FALSE_SCALAR
+
 
 @dataclass(frozen=True)
 class Range:
@@ -147,7 +149,6 @@ class TokensContains:
 IndexQuery = ValueQuery | Contains | HasAny | HasAll | TokensContains
 
 
-_FALSE = pa.Array.from_buffers(pa.bool_(), 1, [None, pa.py_buffer(b"\x00")])[0]
 
 
 def value_mask(values: pa.Array, query: ValueQuery) -> pa.Array:
@@ -171,4 +172,4 @@ def value_mask(values: pa.Array, query: ValueQuery) -> pa.Array:
             mask = pc.and_(mask, (pc.less_equal if query.hi_inclusive else pc.less)(values, query.hi))
     if pa.types.is_floating(values.type):
         mask = pc.or_kleene(mask, pc.is_nan(values))
-    return pc.fill_null(mask, _FALSE)  # a Python False would become pa.scalar(False): a pandas import
+    return pc.fill_null(mask, FALSE_SCALAR)  # a Python False would become pa.scalar(False): a pandas import

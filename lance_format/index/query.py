@@ -23,7 +23,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
-from lance_format.index.fastplan import literal_scalar
+from lance_format.arrays import literal_scalar
 from lance_format.index.kind import IndexedColumns
 from lance_format.index.predicates import (
     Contains,
