@@ -213,6 +213,10 @@ def _child(task: str, **kw: Any) -> dict[str, Any]:
     return out
 
 
+def _fmt_recall(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"  # None: every child of that engine failed
+
+
 def _median(results: list[dict[str, Any]], key: str) -> float | None:
     vals = [r[key] for r in results if key in r]
     return statistics.median(vals) if vals else None
@@ -298,6 +302,8 @@ def main() -> None:
         truth, truth_f = exact_ids(base, qs)
         lines = [("IVF_PQ", 1, False), ("IVF_PQ", 10, False), ("IVF_PQ", 50, False), ("IVF_PQ", None, False),
                  ("IVF_PQ", 10, True), ("IVF_HNSW_SQ", 10, False)]
+        if "IVF_RQ" in args.kinds.split(","):  # its indices come from this run's builds or --dir's
+            lines += [("IVF_RQ", 10, False), ("IVF_RQ", None, False)]
         for kind, nprobes, filtered in lines:
             # (engine, whose index): ours on ours, pylance on pylance, ours on pylance's
             runs = {("ours", "ours"): [], ("pylance", "pylance"): [], ("ours", "pylance"): []}  # type: ignore[var-annotated]
@@ -315,7 +321,7 @@ def main() -> None:
                               f"{fmt_seconds(x)} ({fmt_ratio(x, t)})",
                               "-" if rec[("ours", "ours")] is None else f"{rec[('ours', 'ours')]:.3f}",
                               "-" if rec[("pylance", "pylance")] is None
-                              else f"{rec[('pylance', 'pylance')]:.3f} (ours@pl {rec[('ours', 'pylance')]:.3f})"])
+                              else f"{rec[('pylance', 'pylance')]:.3f} (ours@pl {_fmt_recall(rec[('ours', 'pylance')])})"])
                 print(table[-1], flush=True)
 
     if "remap" not in skip:

@@ -17,6 +17,7 @@ singleton: the same object on every call, as when the registry imported every ki
 from __future__ import annotations
 
 import importlib
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from lance_format.errors import UnsupportedIndexTypeError
@@ -49,6 +50,18 @@ def load(info: KindInfo) -> IndexKind:
             kind = next(k for k in getattr(module, info.attribute) if k.name == info.name)
         _LOADED[info] = kind
     return kind
+
+
+def build_half(index_type: str) -> ModuleType:
+    """The module of a kind's build half (:attr:`KindInfo.build_module`), imported on first use.
+
+    Raises:
+        UnsupportedIndexTypeError: no kind called ``index_type`` has a separate build half.
+    """
+    info = _BY_TYPE.get(index_type.upper())
+    if info is None or not info.build_module:
+        raise UnsupportedIndexTypeError(f"index type {index_type!r} has no separate build module")
+    return importlib.import_module(info.build_module)
 
 
 def _all_kinds() -> tuple[IndexKind, ...]:

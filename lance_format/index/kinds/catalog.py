@@ -40,6 +40,10 @@ class KindInfo:
     #: The module attribute holding the kind: ``KIND`` (one kind per module), else a tuple of
     #: kinds in which the one called :attr:`name` is found (the vector kinds, the listed ones).
     attribute: str = "KIND"
+    #: A module holding the kind's build half (training, encoding, remapping), which the kind
+    #: loads through :func:`lance_format.index.registry.build_half` only when it builds: a query
+    #: then imports none of it. Empty: the kind's module is the whole kind.
+    build_module: str = ""
 
 
 _PKG = "lance_format.index.kinds"
@@ -57,7 +61,7 @@ CATALOG: tuple[KindInfo, ...] = (
     KindInfo("BLOOMFILTER", "BloomFilterIndexDetails", f"{_PKG}.bloomfilter"),
     KindInfo("NGRAM", "NGramIndexDetails", f"{_PKG}.ngram"),
     KindInfo("INVERTED", "InvertedIndexDetails", f"{_PKG}.inverted", aliases=("FTS",), family="text"),
-    *(KindInfo(name, _VECTOR_DETAILS, _VECTOR, family="vector", attribute="ALL")
+    *(KindInfo(name, _VECTOR_DETAILS, _VECTOR, family="vector", attribute="ALL", build_module=f"{_VECTOR}_build")
       for name in ("IVF_FLAT", "IVF_PQ", "IVF_SQ", "IVF_HNSW_FLAT", "IVF_HNSW_PQ", "IVF_HNSW_SQ", "IVF_RQ")),
     KindInfo("FRAG_REUSE", "FragmentReuseIndexDetails", _LISTED, buildable=False, family="system",
              attribute="ALL"),

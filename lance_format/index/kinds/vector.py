@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import pyarrow as pa
 
 from lance_format.errors import InvalidInputError, NotSupportedError, UnsupportedIndexTypeError
+from lance_format.index import registry
 from lance_format.index.codec import (
     IVF_DETAILS_TYPE_URL,
     VectorIndexDetails,
@@ -31,15 +32,15 @@ from lance_format.index.codec import (
 )
 from lance_format.index.kind import BuildContext, Family, IndexKind, TrainingData
 from lance_format.index.store import IndexDir
-from lance_format.index.vector import build as vb
 from lance_format.index.vector import multivector as mv
 from lance_format.index.vector import rabitq
-from lance_format.index.vector.kmeans import MAX_ITERS, SAMPLE_RATE
+from lance_format.index.vector.defaults import MAX_ITERS, SAMPLE_RATE
 from lance_format.index.vector.layout import read_segment
 from lance_format.table.index_metadata import IndexFile, IndexMetadata
 
 if TYPE_CHECKING:
     from lance_format.index.remap import RowAddressMap
+    from lance_format.index.vector.build import VectorChunk, VectorModel
 
 #: Metric spellings pylance accepts (case-insensitive; ``euclidean`` is ``l2``).
 _METRICS = {"l2": "l2", "euclidean": "l2", "cosine": "cosine", "dot": "dot", "hamming": "hamming"}
@@ -205,40 +206,40 @@ class VectorKind(IndexKind):
             raise InvalidInputError(f"{self.name} index on column {column!r}: dimension ({typ.list_size}) must "
                                     f"be divisible by num_sub_vectors ({subs})")
 
-    # -- build --------------------------------------------------------------------------------
-    def train(self, sample: Callable[[int], TrainingData], ctx: BuildContext) -> vb.VectorModel:
+    # -- build (the work is in kinds/vector_build.py, loaded only for builds, remaps and optimize) --
+    def train(self, sample: Callable[[int], TrainingData], ctx: BuildContext) -> VectorModel:
         self.check_dimension(ctx.column, ctx.field_type, ctx.params)
-        total = sum(ctx.fragment_rows.values())
-        if mv.is_multivector(ctx.field_type):
-            inner = sample
-            sample = lambda n: mv.sample_vectors(inner, n)  # noqa: E731  (whole rows, n vectors)
-        return vb.train_model(self.name, sample, ctx.params, _element(ctx.field_type), total)
+        model: VectorModel = registry.build_half(self.name).train(self.name, sample, ctx, _element(ctx.field_type))
+        return model
 
     def details_value(self, ctx: BuildContext, model: Any) -> bytes:
-        assert isinstance(model, vb.VectorModel)
         return encode_vector_details(model.details())
 
-    def encode(self, data: TrainingData, model: Any, ctx: BuildContext) -> vb.VectorChunk:
-        return vb.encode_rows(mv.flatten(data) if mv.is_multivector(ctx.field_type) else data, model)
+    def encode(self, data: TrainingData, model: Any, ctx: BuildContext) -> VectorChunk:
+        chunk: VectorChunk = registry.build_half(self.name).encode(data, model, ctx)
+        return chunk
 
     def finish_tasks(self, chunks: Sequence[Any], model: Any, ctx: BuildContext) -> Sequence[Any]:
         """IVF_HNSW_*: the graphs are built per group of partitions on the runner."""
-        assert isinstance(model, vb.VectorModel)
-        return vb.graph_tasks(list(chunks), model)
+        tasks: Sequence[Any] = registry.build_half(self.name).finish_tasks(chunks, model)
+        return tasks
 
     def finish(self, task: Any) -> Any:
-        return vb.build_partition_graphs(task)
+        return registry.build_half(self.name).finish(task)
 
     def write(self, out: IndexDir, chunks: Sequence[Any], model: Any, ctx: BuildContext) -> tuple[IndexFile, ...]:
-        return vb.write_model_segment(out, list(chunks), model)
+        files: tuple[IndexFile, ...] = registry.build_half(self.name).write(out, chunks, model)
+        return files
 
-    def load_model(self, src: IndexDir, meta: IndexMetadata) -> vb.VectorModel:
-        return vb.load_model(src, details_of(meta))
+    def load_model(self, src: IndexDir, meta: IndexMetadata) -> VectorModel:
+        model: VectorModel = registry.build_half(self.name).load_model(src, details_of(meta))
+        return model
 
     # -- remap, statistics ---------------------------------------------------------------------
     def remap(self, src: IndexDir, out: IndexDir, meta: IndexMetadata, amap: RowAddressMap,
               fragment_rows: Mapping[int, int]) -> tuple[IndexFile, ...]:
-        return vb.remap_segment(src, out, details_of(meta), amap.translate)
+        files: tuple[IndexFile, ...] = registry.build_half(self.name).remap(src, out, details_of(meta), amap)
+        return files
 
     def statistics(self, src: IndexDir, meta: IndexMetadata, fragment_rows: Mapping[int, int]) -> dict[str, Any]:
         d = details_of(meta)

@@ -43,16 +43,17 @@ import numpy.typing as npt
 
 from lance_format.errors import InvalidInputError
 
+# pylance's defaults, named here too (build code imports them from k-means)
+from lance_format.index.vector.defaults import MAX_ITERS as MAX_ITERS
+from lance_format.index.vector.defaults import SAMPLE_RATE as SAMPLE_RATE
+
 F32 = npt.NDArray[np.float32]
 I32 = npt.NDArray[np.int32]
 Metric = Literal["l2", "cosine", "dot", "hamming"]
 Init = Literal["kmeans++", "random"]
 
-#: pylance's defaults (``KMeansParams``): iterations, relative loss change that stops early.
-MAX_ITERS = 50
+#: pylance's relative loss change that stops k-means early (``KMeansParams``).
 TOLERANCE = 1e-4
-#: Training rows per partition pylance samples (``lance.ivf.sample_rate``).
-SAMPLE_RATE = 256
 #: Seed of initialisation, so the same sample trains the same centroids everywhere.
 SEED = 42
 #: k-means++ seeds from a random subset of this many rows per cluster (``k`` passes over it)...

@@ -38,7 +38,7 @@ import pyarrow as pa
 
 from lance_format.errors import InvalidInputError, NotSupportedError
 from lance_format.index.vector.blas import one_blas_thread
-from lance_format.index.vector.kmeans import F32, Metric
+from lance_format.index.vector.distance import F32, Metric
 from lance_format.index.vector.layout import RQStorage
 from lance_format.index.vector.rabitq_codes import EX_BLOCK, ex_values, ex_values_of, pack_blocked
 
