@@ -8,7 +8,6 @@ import importlib
 import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from types import ModuleType
 from typing import TYPE_CHECKING, Any, Union
 
 import numpy as np
@@ -25,30 +24,13 @@ from lance_format.errors import (
     TagNotFoundError,
 )
 from lance_format.evolution import arguments as _arg
-from lance_format.evolution import metadata as _meta
-from lance_format.evolution.bases import DatasetBasePath
-from lance_format.evolution.batch_commit import merge_transactions
 from lance_format.evolution.blobs import take_blobs as _take_blobs
-from lance_format.evolution.branches import (
-    Branches,
-    create_branch,
-    delete_branch,
-    list_branches,
-    read_branch,
-    shallow_clone,
-)
-from lance_format.evolution.columns import add_columns, alter_columns, drop_columns
-from lance_format.evolution.inspection import recent_transactions as recent_transactions_of
-from lance_format.evolution.inspection import validate as validate_dataset
-from lance_format.evolution.reader_columns import add_columns_from_reader, is_reader_like
-from lance_format.evolution.reading import merge_dataset, sample, take_projected, take_row_ids, version_asof
+from lance_format.evolution.reading import sample, take_projected, take_row_ids, version_asof
 from lance_format.evolution.scan_options import ColumnOrdering, check_unsupported, normalize_order_by
 from lance_format.evolution.take_columns import names_row_columns, take_with_row_columns
-from lance_format.evolution.udf import BatchUDF, BatchUDFCheckpoint, batch_udf  # noqa: F401 - pylance's names
-from lance_format.evolution.update import update
-from lance_format.fragment import LanceFragment
 from lance_format.index.api import describe_indices, list_indices
 from lance_format.io_stats import IOStats  # noqa: F401 - pylance's lance.dataset.IOStats
+from lance_format.lazy import OnFirstUse
 from lance_format.projection import ProjectedScanner, plan
 from lance_format.scanner import (
     DEFAULT_BATCH_SIZE,
@@ -66,22 +48,17 @@ from lance_format.session import Session
 from lance_format.stats import DatasetStatsDict as DatasetStats  # noqa: F401 - pylance's dataset_stats() dict
 from lance_format.stats import DataStatistics, FieldStatistics, LanceStats  # noqa: F401 - pylance's names
 from lance_format.storage import ObjectStore, check_storage_options, open_store, uri_text
-from lance_format.table import delete as _delete
 from lance_format.table import tags as _tags
-from lance_format.table.auto_cleanup import AutoCleanupConfig
-from lance_format.table.commit import (
+from lance_format.table.commit_hooks import (
     DEFAULT_MAX_RETRIES,
     CommitLock,
     check_commit_lock,
-    commit_transaction,
     register_after_commit,
 )
-from lance_format.table.detached import commit_detached
 from lance_format.table.manifest import Manifest
 from lance_format.table.models import FragmentMetadata
 from lance_format.table.results import DeleteResult, UpdateResult
 from lance_format.table.scan import filter_expression as _filter_expression
-from lance_format.table.transaction import COMMIT_MESSAGE_KEY, LanceOperation, Transaction
 from lance_format.table.versions import (
     check_version_arg,
     find_latest,
@@ -92,11 +69,29 @@ from lance_format.table.versions import (
     version_summaries,
 )
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # write-side modules loaded on first use (OnFirstUse below): a read never needs them
+    from lance_format import fragment as _fragment
+    from lance_format.evolution import bases as _bases
+    from lance_format.evolution import batch_commit as _batch_commit
+    from lance_format.evolution import branches as _branches
+    from lance_format.evolution import columns as _columns
+    from lance_format.evolution import inspection as _inspection
+    from lance_format.evolution import merge_columns as _merge_columns
+    from lance_format.evolution import metadata as _meta
+    from lance_format.evolution import reader_columns as _reader_columns
+    from lance_format.evolution import update as _update
     from lance_format.evolution.bases import DatasetBasePath
     from lance_format.evolution.branches import Branches
+    from lance_format.evolution.udf import BatchUDF, BatchUDFCheckpoint, batch_udf  # noqa: F401 - pylance's names
+    from lance_format.fragment import LanceFragment
+    from lance_format.table import commit as _commit
+    from lance_format.table import delete as _delete
+    from lance_format.table import detached as _detached
+    from lance_format.table import transaction as _txn
+    from lance_format.table.auto_cleanup import AutoCleanupConfig
+    from lance_format.table.transaction import LanceOperation, Transaction
 
-if TYPE_CHECKING:  # verbs loaded on first use (_OnFirstUse below); the type checker reads them here
+if TYPE_CHECKING:  # verbs loaded on first use (OnFirstUse below); the type checker reads them here
     from lance_format import optimize as _optimize
     from lance_format import sql_query as _sql_query
     from lance_format.evolution import merge_insert as _merge_insert
@@ -111,35 +106,41 @@ if TYPE_CHECKING:  # verbs loaded on first use (_OnFirstUse below); the type che
     from lance_format.sql_query import SqlQuery, SqlQueryBuilder  # noqa: F401 - pylance's names
 
 
-class _OnFirstUse:
-    """A module imported when one of its attributes is first read (``_nearest.nearest_scanner``).
-
-    Opening a dataset and scanning it needs none of the search, index-build, maintenance or SQL
-    query modules (vector search alone ~0.15 s of CPU to import, issue 28): the verbs that use
-    them load them here, once. The type checker sees the real modules (``TYPE_CHECKING`` above).
-    """
-
-    def __init__(self, name: str) -> None:
-        self._name = name
-        self._module: ModuleType | None = None
-
-    def __getattr__(self, attr: str) -> Any:
-        if self._module is None:  # later reads skip the import machinery's lookup
-            self._module = importlib.import_module(self._name)
-        return getattr(self._module, attr)
-
-
+# Opening a dataset and scanning it needs none of the search, index-build, maintenance or SQL query
+# modules (vector search alone ~0.15 s of CPU to import, issue 28): the verbs that use them load them
+# on first use, once. The type checker sees the real modules (``TYPE_CHECKING`` above).
 if not TYPE_CHECKING:
-    _nearest = _OnFirstUse("lance_format.search.nearest")
-    _fulltext = _OnFirstUse("lance_format.search.fulltext")
-    _index_build = _OnFirstUse("lance_format.index.build")
-    _cleanup = _OnFirstUse("lance_format.maintenance.cleanup")
-    _optimize = _OnFirstUse("lance_format.optimize")
-    _sql_query = _OnFirstUse("lance_format.sql_query")
-    _merge_insert = _OnFirstUse("lance_format.evolution.merge_insert")
+    _nearest = OnFirstUse("lance_format.search.nearest")
+    _fulltext = OnFirstUse("lance_format.search.fulltext")
+    _index_build = OnFirstUse("lance_format.index.build")
+    _cleanup = OnFirstUse("lance_format.maintenance.cleanup")
+    _optimize = OnFirstUse("lance_format.optimize")
+    _sql_query = OnFirstUse("lance_format.sql_query")
+    _merge_insert = OnFirstUse("lance_format.evolution.merge_insert")
+    # Writes, commits, schema evolution, branches: opening, scanning and querying load none of
+    # them (with the file encoders: ~0.1 s of CPU on a cold start, issue 28).
+    _fragment = OnFirstUse("lance_format.fragment")
+    _batch_commit = OnFirstUse("lance_format.evolution.batch_commit")
+    _bases = OnFirstUse("lance_format.evolution.bases")
+    _branches = OnFirstUse("lance_format.evolution.branches")
+    _columns = OnFirstUse("lance_format.evolution.columns")
+    _inspection = OnFirstUse("lance_format.evolution.inspection")
+    _merge_columns = OnFirstUse("lance_format.evolution.merge_columns")
+    _meta = OnFirstUse("lance_format.evolution.metadata")
+    _reader_columns = OnFirstUse("lance_format.evolution.reader_columns")
+    _update = OnFirstUse("lance_format.evolution.update")
+    _commit = OnFirstUse("lance_format.table.commit")
+    _delete = OnFirstUse("lance_format.table.delete")
+    _detached = OnFirstUse("lance_format.table.detached")
+    _txn = OnFirstUse("lance_format.table.transaction")
 
 #: pylance's names this module offers from the verbs' modules (PEP 562: loaded on first read).
-_LAZY_NAMES = {"CleanupStats": "lance_format.maintenance.cleanup",
+_LAZY_NAMES = {"AutoCleanupConfig": "lance_format.table.auto_cleanup",
+               "BatchUDF": "lance_format.evolution.udf", "BatchUDFCheckpoint": "lance_format.evolution.udf",
+               "batch_udf": "lance_format.evolution.udf", "DatasetBasePath": "lance_format.evolution.bases",
+               "Branches": "lance_format.evolution.branches", "LanceFragment": "lance_format.fragment",
+               "LanceOperation": "lance_format.table.transaction", "Transaction": "lance_format.table.transaction",
+               "CleanupStats": "lance_format.maintenance.cleanup",
                "CompactionMetrics": "lance_format.maintenance.compaction_models",
                "MergeInsertBuilder": "lance_format.evolution.merge_insert", "Optimize": "lance_format.optimize",
                "SqlQuery": "lance_format.sql_query", "SqlQueryBuilder": "lance_format.sql_query"}
@@ -368,7 +369,7 @@ class LanceDataset:
     @property
     def schema_metadata(self) -> dict[str, str]:
         """Schema metadata as text."""
-        return _meta.as_text(self._manifest.schema.metadata)
+        return _arg.as_text(self._manifest.schema.metadata)
 
     def update_schema_metadata(self, values: Mapping[str, str | None], *, replace: bool = False) -> dict[str, str]:
         """Set (``None``: delete) schema metadata keys, or ``replace`` them; returns the new schema metadata."""
@@ -394,11 +395,11 @@ class LanceDataset:
 
     def get_transactions(self, recent_transactions: int = 10) -> list[Transaction | None]:
         """Transactions of this version and the ones before it, newest first (``None`` where absent)."""
-        return recent_transactions_of(self, _arg.integer(recent_transactions, "get_transactions(): count"))
+        return _inspection.recent_transactions(self, _arg.integer(recent_transactions, "get_transactions(): count"))
 
     def validate(self) -> None:
         """Check the manifest against its files (``CorruptFileError`` naming the fragment at fault)."""
-        validate_dataset(self)
+        _inspection.validate(self)
 
     def io_stats_snapshot(self) -> _io_stats.IOStats:
         """Reads and writes of data files under this dataset since it opened or the last
@@ -500,8 +501,8 @@ class LanceDataset:
 
     def restore(self) -> None:
         """Commit the checked-out version as the newest version (this handle moves to it)."""
-        txn = Transaction(self.latest_version, LanceOperation.Restore(self.version))
-        self._set_manifest(commit_transaction(self._store, txn))
+        txn = _txn.Transaction(self.latest_version, _txn.LanceOperation.Restore(self.version))
+        self._set_manifest(_commit.commit_transaction(self._store, txn))
 
     # -- fragments ------------------------------------------------------------------
 
@@ -509,12 +510,12 @@ class LanceDataset:
         """Fragments of this version."""
         if filter is not None:
             raise InvalidInputError("get_fragments() does not support filter")
-        return [LanceFragment(self, f) for f in self._manifest.fragments]
+        return [_fragment.LanceFragment(self, f) for f in self._manifest.fragments]
 
     def get_fragment(self, fragment_id: int) -> LanceFragment | None:
         """The fragment with ``fragment_id`` or ``None``."""
         f = self._manifest.fragment(_arg.integer(fragment_id, "fragment_id", maximum=_arg.U64_MAX))
-        return None if f is None else LanceFragment(self, f)
+        return None if f is None else _fragment.LanceFragment(self, f)
 
     # -- reading --------------------------------------------------------------------
 
@@ -741,7 +742,7 @@ class LanceDataset:
     def merge(self, data_obj: Any, left_on: str, right_on: str | None = None, schema: pa.Schema | None = None) -> None:
         """Add the other columns of ``data_obj``, left-joined on ``left_on`` = ``right_on`` (one ``Merge``);
         ``schema`` is that of an iterator of batches (pylance's)."""
-        merge_dataset(self, data_obj, left_on, right_on, schema)
+        _merge_columns.merge_dataset(self, data_obj, left_on, right_on, schema)
 
     # -- indices (lance_format.index) ----------------------------------------------
 
@@ -878,7 +879,7 @@ class LanceDataset:
             The count, also readable as pylance's ``{"num_rows_updated": n}``.
         """
 
-        return update(self, updates, where, conflict_retries=conflict_retries)
+        return _update.update(self, updates, where, conflict_retries=conflict_retries)
 
     def add_columns(self, transforms: Any, read_columns: Sequence[str] | None = None,
                     reader_schema: pa.Schema | None = None, batch_size: int | None = None, *,
@@ -891,16 +892,16 @@ class LanceDataset:
         pylance merges the schemas. Existing data files are kept; each fragment gets one new data file (one ``Merge`` commit)
         whose transaction carries ``transaction_properties``.
         """
-        if is_reader_like(transforms):
-            add_columns_from_reader(self, transforms, reader_schema, properties=transaction_properties)
+        if _reader_columns.is_reader_like(transforms):
+            _reader_columns.add_columns_from_reader(self, transforms, reader_schema, properties=transaction_properties)
             return
-        add_columns(self, transforms, read_columns, batch_size=batch_size,
+        _columns.add_columns(self, transforms, read_columns, batch_size=batch_size,
                     transaction_properties=transaction_properties)
 
     def drop_columns(self, columns: Sequence[str]) -> None:
         """Drop columns (``"struct.field"`` paths allowed) with a schema-only ``Project`` commit."""
 
-        drop_columns(self, columns)
+        _columns.drop_columns(self, columns)
 
     def alter_columns(self, *alterations: Mapping[str, Any],
                       transaction_properties: Mapping[str, str] | None = None) -> None:
@@ -909,7 +910,7 @@ class LanceDataset:
         The commit's transaction carries ``transaction_properties`` (an extension: pylance 14 takes none).
         """
 
-        alter_columns(self, *alterations, transaction_properties=transaction_properties)
+        _columns.alter_columns(self, *alterations, transaction_properties=transaction_properties)
 
     # -- branches and clones (lance_format.evolution.branches) --------------------------
 
@@ -928,42 +929,42 @@ class LanceDataset:
             The dataset checked out on the new branch.
         """
 
-        return create_branch(self, branch, reference)
+        return _branches.create_branch(self, branch, reference)
 
     def checkout_branch(self, branch: str | None, version: int | None = None) -> LanceDataset:
         """This dataset on ``branch`` (``None``/``"main"`` = main) at ``version`` (latest by default)."""
         name = None if branch in (None, "main") else branch
         if name is not None:
 
-            read_branch(self._root_store, name)
+            _branches.read_branch(self._root_store, name)
         return self._on_branch(name, version)
 
     @property
     def branches(self) -> Branches:
         """Branch management as pylance's ``ds.branches`` (``list()``, ``delete(name)``)."""
 
-        return Branches(self)
+        return _branches.Branches(self)
 
     def base_paths(self) -> dict[int, DatasetBasePath]:
         """Base paths of this version by id (multi-base datasets, branches, shallow clones)."""
 
-        return {b.id: DatasetBasePath(b.path, b.name, b.is_dataset_root, b.id) for b in self._manifest.base_paths}
+        return {b.id: _bases.DatasetBasePath(b.path, b.name, b.is_dataset_root, b.id) for b in self._manifest.base_paths}
 
     def list_branches(self) -> dict[str, Any]:
         """Every branch by name (values also readable with pylance's dict keys)."""
 
-        return dict(list_branches(self._root_store))
+        return dict(_branches.list_branches(self._root_store))
 
     def delete_branch(self, branch: str) -> None:
         """Delete ``branch`` (its own files under ``tree/{branch}/`` and its branch file)."""
 
-        delete_branch(self, branch)
+        _branches.delete_branch(self, branch)
 
     def shallow_clone(self, target_path: UriLike, reference: int | str | tuple[str | None, int | None] | None = None,
                       *, storage_options: Mapping[str, str] | None = None) -> LanceDataset:
         """A new dataset at ``target_path`` starting at ``reference``; only a manifest is written."""
 
-        store, manifest = shallow_clone(self, str(target_path), reference, storage_options=storage_options)
+        store, manifest = _branches.shallow_clone(self, str(target_path), reference, storage_options=storage_options)
         options = storage_options if storage_options is not None else self._storage_options
         return LanceDataset._from_manifest(str(target_path), store, manifest, options)
 
@@ -1005,25 +1006,25 @@ class LanceDataset:
         else:
             uri = str(base_uri)
             store = open_store(uri, storage_options)
-        if isinstance(operation, Transaction):
+        if isinstance(operation, _txn.Transaction):
             txn = operation
-        elif isinstance(operation, LanceOperation.BaseOperation):
+        elif isinstance(operation, _txn.LanceOperation.BaseOperation):
             if read_version is None:
-                if not isinstance(operation, (LanceOperation.Overwrite, LanceOperation.Restore)):
+                if not isinstance(operation, (_txn.LanceOperation.Overwrite, _txn.LanceOperation.Restore)):
                     raise InvalidInputError("read_version is required for all operations except "
                                             "Overwrite and Restore")
                 read_version = 0
-            props = {COMMIT_MESSAGE_KEY: commit_message} if commit_message is not None else {}
-            txn = Transaction(read_version, operation, transaction_properties=props)
+            props = {_txn.COMMIT_MESSAGE_KEY: commit_message} if commit_message is not None else {}
+            txn = _txn.Transaction(read_version, operation, transaction_properties=props)
         else:
             raise InvalidInputError(f"operation must be a LanceOperation or Transaction, got "
                                     f"{type(operation).__name__}")
         base = base_uri.manifest if isinstance(base_uri, LanceDataset) else None
         lock = check_commit_lock(commit_lock)
         if detached:
-            manifest = commit_detached(store, txn, base=base, commit_lock=lock)
+            manifest = _detached.commit_detached(store, txn, base=base, commit_lock=lock)
         else:
-            manifest = commit_transaction(store, txn, max_retries=max_retries, base=base, commit_lock=lock,
+            manifest = _commit.commit_transaction(store, txn, max_retries=max_retries, base=base, commit_lock=lock,
                                           enable_v2_manifest_paths=enable_v2_manifest_paths is not False)
         if lock is not None:  # the returned dataset commits under the same lock (as pylance's)
             store.commit_lock = lock
@@ -1037,7 +1038,7 @@ class LanceDataset:
         ``{"dataset": ..., "merged": Transaction}``."""
 
         where = dest.uri if isinstance(dest, LanceDataset) else str(dest)
-        merged = merge_transactions(transactions, where)
+        merged = _batch_commit.merge_transactions(transactions, where)
         ds = LanceDataset.commit(dest, merged, commit_lock=commit_lock, storage_options=storage_options,
                                  enable_v2_manifest_paths=enable_v2_manifest_paths, detached=detached,
                                  max_retries=max_retries)
@@ -1068,7 +1069,7 @@ def _fragment_list(fragments: Any) -> list[FragmentMetadata]:
         raise InvalidInputError(f"fragments must be a list of LanceFragment, got {type(fragments).__name__}")
     out = []
     for f in fragments:
-        if isinstance(f, LanceFragment):
+        if isinstance(f, _fragment.LanceFragment):
             out.append(f.metadata)
         elif isinstance(f, FragmentMetadata):
             out.append(f)

@@ -18,7 +18,7 @@ from lance_format.errors import InvalidInputError, ObjectNotFoundError, PathEsca
 from lance_format.evolution.arguments import integer
 from lance_format.evolution.fragment_columns import merge_fragment_columns
 from lance_format.evolution.fragment_ops import update_fragment_columns
-from lance_format.evolution.reading import merge_fragment
+from lance_format.evolution.merge_columns import merge_fragment
 from lance_format.evolution.take_columns import fragment_positions
 from lance_format.evolution.udf import BatchUDF  # noqa: F401 - pylance's lance.fragment.BatchUDF
 from lance_format.file.reader import LanceFileReader

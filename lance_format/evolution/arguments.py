@@ -170,7 +170,13 @@ def write_options(*, schema_arg: Any = None, max_rows_per_file: Any = 1, max_row
         string_map(transaction_properties, "write_dataset(): transaction_properties")
 
 
+def as_text(metadata: Mapping[str, bytes]) -> dict[str, str]:
+    """Schema or field metadata with text values (what pylance returns)."""
+    return {k: v.decode() if isinstance(v, bytes) else str(v) for k, v in metadata.items()}
+
+
 __all__ = [
+    "as_text",
     "I64_MAX",
     "U32_MAX",
     "U64_MAX",

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from lance_format.errors import InvalidInputError, SchemaError
-from lance_format.evolution.arguments import string_list
+from lance_format.evolution.arguments import as_text, string_list
 from lance_format.schema import LanceSchema
 from lance_format.storage import ObjectStore
 from lance_format.table.commit import commit_transaction
@@ -105,11 +105,6 @@ def field_metadata_op(schema: LanceSchema, field_updates: Any, replace: Any) -> 
             raise InvalidInputError(f"update_field_metadata(): field paths must be strings, got {_show(path)}")
         edits[field_id_of(schema, path)] = update_map(values, replace, f"update_field_metadata() of {path!r}")
     return LanceOperation.UpdateConfig(field_metadata_updates=edits)
-
-
-def as_text(metadata: Mapping[str, bytes]) -> dict[str, str]:
-    """Schema or field metadata with text values (what pylance returns)."""
-    return {k: v.decode() if isinstance(v, bytes) else str(v) for k, v in metadata.items()}
 
 
 __all__ = [

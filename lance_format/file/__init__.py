@@ -1,4 +1,13 @@
-"""Lance data files (format 2.0 / 2.1 / 2.2): :class:`LanceFileWriter` and :class:`LanceFileReader`."""
+"""Lance data files (format 2.0 / 2.1 / 2.2): :class:`LanceFileWriter` and :class:`LanceFileReader`.
+
+The writer (and the 2.0 / 2.1 encoders behind it) loads on first use (PEP 562): a process that
+only reads (a scan, a filtered or indexed query) never imports the encoders.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from lance_format.file.metadata import (
     LanceBufferDescriptor,
@@ -9,7 +18,9 @@ from lance_format.file.metadata import (
     LancePageMetadata,
 )
 from lance_format.file.reader import LanceFileReader, ReaderResults
-from lance_format.file.writer import LanceFileWriter
+
+if TYPE_CHECKING:
+    from lance_format.file.writer import LanceFileWriter
 
 __all__ = [
     "LanceBufferDescriptor",
@@ -22,3 +33,11 @@ __all__ = [
     "LancePageMetadata",
     "ReaderResults",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "LanceFileWriter":
+        value = importlib.import_module("lance_format.file.writer").LanceFileWriter
+        globals()[name] = value  # later reads are plain attribute reads
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

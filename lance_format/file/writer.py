@@ -11,7 +11,7 @@ import pyarrow as pa
 from lance_format.errors import InvalidInputError, LanceError
 from lance_format.file.container import V2_0, ContainerWriter, parse_version_string
 from lance_format.file.legacy.writer import LegacyFileEncoder
-from lance_format.file.v2_0 import FileEncoder20
+from lance_format.file.v2_0.encoder import FileEncoder20
 from lance_format.file.v2_1 import FileEncoder21
 from lance_format.io_stats import record_write
 from lance_format.schema import LanceSchema

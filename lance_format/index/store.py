@@ -14,8 +14,9 @@ from collections.abc import Mapping, Sequence
 
 import pyarrow as pa
 
+from lance_format import file as _file  # the writer loads on first write (queries only read)
 from lance_format.errors import CorruptFileError, LanceError, ObjectNotFoundError
-from lance_format.file import LanceFileReader, LanceFileWriter
+from lance_format.file import LanceFileReader
 from lance_format.storage import ObjectStore
 from lance_format.table.index_metadata import IndexFile
 from lance_format.table.naming import index_dir
@@ -58,7 +59,7 @@ class IndexDir:
         """Write ``table`` as file ``name`` (``global_buffers`` become buffers 1, 2, …); returns its entry."""
         key = self.key(name)
         self.written.append(key)
-        writer = LanceFileWriter(schema=table.schema, version=self.version, store=self.store, key=key)
+        writer = _file.LanceFileWriter(schema=table.schema, version=self.version, store=self.store, key=key)
         try:
             for data in global_buffers:
                 writer.add_global_buffer(data)

@@ -13,13 +13,11 @@ import contextlib
 import random
 import time
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager
-from typing import Any, cast
+from typing import Any
 
 from lance_format.errors import (
     CommitConflictError,
     DatasetAlreadyExistsError,
-    InvalidInputError,
     MissingVersionError,
     ObjectAlreadyExistsError,
     VersionNotFoundError,
@@ -29,6 +27,14 @@ from lance_format.table import conflicts
 from lance_format.table.apply import DEFAULT_DATA_STORAGE_VERSION, build_manifest
 from lance_format.table.codec.manifest import encode_manifest_decoded
 from lance_format.table.codec.transaction import encode_transaction
+from lance_format.table.commit_hooks import (
+    DEFAULT_MAX_RETRIES,
+    AfterCommit,
+    CommitLock,
+    check_commit_lock,
+    register_after_commit,
+    run_after_commit,
+)
 from lance_format.table.external_commit import put_manifest
 from lance_format.table.manifest import Manifest, check_feature_flags
 from lance_format.table.naming import NamingScheme, manifest_key, transaction_key
@@ -44,16 +50,8 @@ from lance_format.table.versions import (
     write_hint,
 )
 
-DEFAULT_MAX_RETRIES = 20
-
 #: Hook that rewrites our transaction after a concurrent Delete/Update on the same fragments.
 DeletionRebaser = Callable[[ObjectStore, Transaction, Manifest, Manifest], Transaction]
-
-#: Run with ``(store, new manifest)`` after every successful commit, whatever made it (lance's
-#: post-commit ``auto_cleanup_hook`` sits at the same place). Layers above the table register
-#: here since this layer cannot import them; a hook must not raise (the commit has happened).
-AfterCommit = Callable[[ObjectStore, Manifest], None]
-_AFTER_COMMIT: list[AfterCommit] = []
 
 
 def newer_transactions(store: ObjectStore, after: int, upto: int
@@ -115,38 +113,9 @@ def _gone(store: ObjectStore, after: int, upto: int) -> bool:
     return False
 
 
-def register_after_commit(hook: AfterCommit) -> AfterCommit:
-    """Run ``hook`` after every successful :func:`commit_transaction` (once, however often registered)."""
-    if hook not in _AFTER_COMMIT:
-        _AFTER_COMMIT.append(hook)
-    return hook
-
-
-def run_after_commit(store: ObjectStore, manifest: Manifest) -> None:
-    """Run the after-commit hooks for a manifest that just landed (every manifest write calls this)."""
-    for hook in _AFTER_COMMIT:
-        hook(store, manifest)
-
-
 def _backoff(attempt: int, unit: float) -> None:
     slots = 1 << min(attempt + 2, 6)
     time.sleep(random.randrange(slots) * unit)
-
-
-#: pylance's ``CommitLock``: called with the version about to be committed, it returns a context
-#: manager held while that version's manifest is written (for stores without an atomic create).
-CommitLock = Callable[[int], AbstractContextManager[Any]]
-
-
-def check_commit_lock(lock: Any) -> CommitLock | None:
-    """``lock`` as a commit lock (``None`` allowed), refused as pylance refuses it.
-
-    Raises:
-        InvalidInputError: it is not callable (a ``TypeError``, as pylance's).
-    """
-    if lock is not None and not callable(lock):
-        raise InvalidInputError(f"commit_lock must be a function, got {type(lock)}")
-    return cast("CommitLock | None", lock)
 
 
 @contextlib.contextmanager
@@ -330,4 +299,5 @@ def commit_transaction(
 
 __all__ = ["DEFAULT_DATA_STORAGE_VERSION", "DEFAULT_MAX_RETRIES", "AfterCommit", "CommitLock", "DeletionRebaser",
            "check_commit_lock", "commit_lock_held",
-           "MissingVersionError", "build_manifest", "check_transaction", "commit_transaction", "newer_transactions", "register_after_commit"]
+           "MissingVersionError", "build_manifest", "check_transaction", "commit_transaction", "newer_transactions", "register_after_commit",
+           "run_after_commit"]

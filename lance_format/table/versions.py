@@ -6,7 +6,7 @@ import contextlib
 import datetime as dt
 import json
 import posixpath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lance_format.errors import (
     CorruptFileError,
@@ -15,10 +15,10 @@ from lance_format.errors import (
     ObjectNotFoundError,
     VersionNotFoundError,
 )
+from lance_format.lazy import OnFirstUse
 from lance_format.session import CacheKind
 from lance_format.storage import ObjectStore
 from lance_format.table.codec.manifest import decode_manifest, version_info
-from lance_format.table.codec.transaction import decode_transaction, operation_kind
 from lance_format.table.external_commit import resolve_latest, resolve_version
 from lance_format.table.manifest import Manifest, check_feature_flags
 from lance_format.table.naming import (
@@ -32,7 +32,12 @@ from lance_format.table.naming import (
     parse_manifest_name,
     transaction_key,
 )
-from lance_format.table.transaction import Transaction
+
+if TYPE_CHECKING:
+    from lance_format.table.codec import transaction as _txn_codec
+    from lance_format.table.transaction import Transaction
+else:  # transactions are decoded only when asked for (the models cost ~20 ms of import; an open needs none)
+    _txn_codec = OnFirstUse("lance_format.table.codec.transaction")
 
 
 def list_manifests(store: ObjectStore) -> tuple[dict[int, str], NamingScheme | None]:
@@ -194,14 +199,14 @@ def load_transaction(store: ObjectStore, manifest: Manifest) -> Transaction | No
     """Return the transaction that produced ``manifest`` (inline copy first, then the file)."""
     where = f"{store.uri('')} version {manifest.version}"
     if manifest.transaction_bytes is not None:
-        return decode_transaction(manifest.transaction_bytes, f"{where} (inline transaction)")
+        return _txn_codec.decode_transaction(manifest.transaction_bytes, f"{where} (inline transaction)")
     if manifest.transaction_file:
         key = transaction_key(manifest.transaction_file)
         try:
             data = store.read(key)
         except ObjectNotFoundError:
             return None
-        return decode_transaction(data, store.uri(key))
+        return _txn_codec.decode_transaction(data, store.uri(key))
     return None
 
 
@@ -232,10 +237,10 @@ def version_summaries(store: ObjectStore) -> list[dict[str, Any]]:
         info = version_info(data, where, session=store.session)
         op = None
         if info.transaction_bytes is not None:
-            op = operation_kind(info.transaction_bytes, f"{where} (inline transaction)")
+            op = _txn_codec.operation_kind(info.transaction_bytes, f"{where} (inline transaction)")
         elif info.transaction_file:
             try:
-                t = decode_transaction(store.read(transaction_key(info.transaction_file)), where)
+                t = _txn_codec.decode_transaction(store.read(transaction_key(info.transaction_file)), where)
                 op = t.operation.kind
             except ObjectNotFoundError:
                 op = None
