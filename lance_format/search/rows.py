@@ -3,11 +3,15 @@
 A search returns a handful of rows spread over many fragments. Decoding one row of a column
 through the file decoder costs a whole mini-block chunk and the Python around it, about the
 same as decoding the fragment's column once. So fixed-width columns small enough
-(:data:`COLUMN_LIMIT` per fragment) are decoded whole on their first take and kept, keyed by
-data file: data files never change, so the copy serves every later query and version; numbers
-and vectors of numbers without nulls are then gathered with numpy across fragments. Other
-columns (strings, lists, large vectors) are taken through the fragment's open readers, which
-are kept per dataset version.
+(:data:`COLUMN_LIMIT` per fragment) are decoded whole and kept once a second take touches them,
+keyed by data file: data files never change, so the copy serves every later query and version;
+numbers and vectors of numbers without nulls are then gathered with numpy across fragments. The
+first take of such a column larger than :data:`WHOLE_ON_FIRST_TAKE` in a fragment takes its rows
+only: a process that runs one query reads no more of it than it returns (decoding whole columns
+cost a first query 10-15 ms at 100k rows, ten times more with 100k-row fragments); a smaller one
+is decoded whole at once, which costs no more than the row take (~1 ms per fragment either way,
+measured with 10k-row int64 fragments). Other columns (strings, lists, large vectors) are always
+taken through the fragment's open readers, which are kept per dataset version.
 """
 
 from __future__ import annotations
@@ -46,6 +50,12 @@ _VIEWS: dict[tuple[str, int, str, str], npt.NDArray[Any] | None] = {}
 #: Per dataset version: the key of each (fragment, column) in ``_KEPT`` (``None``: not kept).
 _KEYS: weakref.WeakKeyDictionary[ReadContext, dict[tuple[int, str], tuple[str, int, str, str] | None]] = \
     weakref.WeakKeyDictionary()
+#: Decoded bytes of one fragment's column up to which its first take decodes it whole.
+WHOLE_ON_FIRST_TAKE = 256 << 10
+#: Keys of ``_KEPT`` whose rows one take has read already: the next take keeps the column whole.
+_TOUCHED: set[tuple[str, int, str, str]] = set()
+#: Bound of ``_TOUCHED`` (cleared when reached: those columns then wait for one more take).
+_TOUCHED_LIMIT = 1 << 14
 #: Per dataset version: open fragment readers for the columns that are not kept whole.
 _SCANS: weakref.WeakKeyDictionary[ReadContext, dict[tuple[int, tuple[str, ...]], FragmentScan]] = \
     weakref.WeakKeyDictionary()
@@ -67,14 +77,18 @@ def _row_bytes(typ: pa.DataType) -> int | None:
     return max(1, bits // 8)
 
 
-def kept_column(ctx: ReadContext, frag: Any, column: str) -> pa.Array | None:
-    """The whole decoded column of a fragment (decoded on first use), or ``None`` when it does
-    not qualify (variable width, too large, or not stored in any data file of the fragment)."""
+def _key_of(ctx: ReadContext, frag: Any, column: str) -> tuple[str, int, str, str] | None:
     keys = _KEYS.setdefault(ctx, {})
     memo = (int(frag.id), column)
     if memo not in keys:  # which data file holds the column: once per version
         keys[memo] = _column_key(ctx, frag, column)
-    key = keys[memo]
+    return keys[memo]
+
+
+def kept_column(ctx: ReadContext, frag: Any, column: str) -> pa.Array | None:
+    """The whole decoded column of a fragment (decoded on first use), or ``None`` when it does
+    not qualify (variable width, too large, or not stored in any data file of the fragment)."""
+    key = _key_of(ctx, frag, column)
     if key is None:
         return None
     kept = _KEPT.arrays.get(key)
@@ -89,6 +103,24 @@ def kept_column(ctx: ReadContext, frag: Any, column: str) -> pa.Array | None:
         _KEPT.nbytes -= old.nbytes
         _VIEWS.pop(gone, None)
     return arr
+
+
+def _warm(ctx: ReadContext, frag: Any, column: str) -> bool:
+    """Whether a take should use the fragment's whole kept column: it is kept, small
+    (:data:`WHOLE_ON_FIRST_TAKE`) or a take read its rows before (then it is decoded and kept now).
+    The first take of a larger column returns ``False`` and marks it, so that take reads only its rows."""
+    key = _key_of(ctx, frag, column)
+    if key is None:
+        return False
+    if key in _KEPT.arrays or key in _TOUCHED:
+        return True
+    width = _row_bytes(ctx.arrow_schema.field(column).type)
+    if width is not None and frag.physical_rows * width <= WHOLE_ON_FIRST_TAKE:
+        return True
+    if len(_TOUCHED) >= _TOUCHED_LIMIT:
+        _TOUCHED.clear()
+    _TOUCHED.add(key)
+    return False
 
 
 def _numeric(typ: pa.DataType) -> bool:
@@ -150,13 +182,14 @@ def _column_key(ctx: ReadContext, frag: Any, column: str) -> tuple[str, int, str
     return (ctx.store.uri(""), int(frag.id), path, column)
 
 
-def _fragment_rows(ctx: ReadContext, fid: int, offsets: U64, columns: list[str], schema: pa.Schema) -> pa.Table:
+def _fragment_rows(ctx: ReadContext, fid: int, offsets: U64, columns: list[str], schema: pa.Schema,
+                   warm: dict[tuple[int, str], bool]) -> pa.Table:
     frag = ctx.manifest.fragment(fid)
     assert frag is not None  # candidates only come from live fragments
     arrays: dict[str, pa.Array] = {}
     idx = arrow_array(offsets.astype(np.int64))
     for c in columns:
-        whole = kept_column(ctx, frag, c)
+        whole = kept_column(ctx, frag, c) if warm[(fid, c)] else None
         if whole is not None:
             arrays[c] = whole.take(idx)
     rest = [c for c in columns if c not in arrays]
@@ -183,13 +216,20 @@ def take_addresses(ctx: ReadContext, addrs: U64, columns: Sequence[str]) -> pa.T
     schema = pa.schema([ctx.arrow_schema.field(c) for c in cols])
     if addrs.size == 0:
         return schema.empty_table()
-    fast = [_gathered(ctx, addrs, c, schema.field(c).type) for c in cols]
-    if all(a is not None for a in fast):
-        return pa.Table.from_arrays(fast, schema=schema)
+    fids = distinct(addrs >> np.uint64(32)).tolist()
+    warm = {}
+    for fid in fids:
+        frag = ctx.manifest.fragment(int(fid))
+        assert frag is not None  # candidates only come from live fragments
+        warm.update({(int(fid), c): _warm(ctx, frag, c) for c in cols})
+    if all(warm.values()):
+        fast = [_gathered(ctx, addrs, c, schema.field(c).type) for c in cols]
+        if all(a is not None for a in fast):
+            return pa.Table.from_arrays(fast, schema=schema)
     order = np.argsort(addrs, kind="stable")
     sorted_addrs = addrs[order]
     frag_of = sorted_addrs >> np.uint64(32)
-    parts = [_fragment_rows(ctx, int(fid), sorted_addrs[frag_of == fid] & np.uint64(0xFFFFFFFF), cols, schema)
-             for fid in distinct(frag_of).tolist()]
+    parts = [_fragment_rows(ctx, int(fid), sorted_addrs[frag_of == fid] & np.uint64(0xFFFFFFFF), cols, schema,
+                            warm) for fid in fids]
     table = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
     return table.take(arrow_array(np.argsort(order, kind="stable")))

@@ -243,7 +243,7 @@ class VectorKind(IndexKind):
 
     def statistics(self, src: IndexDir, meta: IndexMetadata, fragment_rows: Mapping[int, int]) -> dict[str, Any]:
         d = details_of(meta)
-        seg = read_segment(src)
+        seg = read_segment(src, graph=False, lazy=True)  # the lengths and IVF model: no rows read
         # pylance's per-segment keys (``indices[i]`` of ``index_statistics``), centroids left out
         return {"index_type": d.index_type, "metric_type": d.metric, "num_partitions": seg.num_partitions,
                 "partitions": [{"size": int(n)} for n in seg.lengths], "loss": seg.loss,

@@ -15,6 +15,7 @@ such a segment back in pylance's layout, so a build, remap or optimize only prod
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, Union
 
@@ -33,8 +34,10 @@ from lance_format.index.codec.vector import (
     encode_tensor,
 )
 from lance_format.index.store import IndexDir
+from lance_format.index.vector import rq_layout
 from lance_format.index.vector.distance import Metric, metric_name
 from lance_format.index.vector.partition_codes import ROW_ID, PartitionCodes, fsl_matrix
+from lance_format.index.vector.rq_layout import Decoded
 from lance_format.table.index_metadata import IndexFile
 
 INDEX_FILE = "index.idx"
@@ -96,11 +99,22 @@ class SQStorage:
 class RQStorage:
     """RaBitQ storage, kept as pylance wrote it (columns after ``_rowid`` and the metadata JSON).
 
-    Searching it needs the packed code layout and factor formulas, which are not implemented.
+    Attributes:
+        columns: The stored columns (no rows when the segment is read per partition).
+        metadata: ``storage_metadata`` (rotation, bit width, layout).
+        decoded: Set on a segment read per partition (``read_segment(lazy=True)``): the
+            scoring arrays, each partition's rows valid once :meth:`IvfSegment.load` covered it.
+        read_columns: Reads the stored columns whole (set with ``decoded``).
     """
 
     columns: pa.Table
     metadata: dict[str, Any]
+    decoded: Decoded | None = None
+    read_columns: Callable[[], pa.Table] | None = None
+
+    def table(self) -> pa.Table:
+        """The stored columns, read now if the segment was read per partition (writing it back)."""
+        return self.columns if self.read_columns is None else self.read_columns()
 
 
 Storage = Union[FlatStorage, PQStorage, SQStorage, RQStorage]
@@ -237,11 +251,33 @@ def _unpack(raw: U8, nbits: int, m: int) -> U8:
 def _lazy_storage(src: IndexDir, aux: Any, meta: dict[bytes, bytes], lengths: npt.NDArray[np.uint32],
                   where: str) -> tuple[Storage, PartitionCodes] | None:
     """Storage whose code rows :class:`PartitionCodes` reads per partition (``None``: a storage
-    read whole, RaBitQ's columns or an unknown one)."""
+    read whole, an unknown one or RaBitQ's legacy layout)."""
     fields = {f.name: f for f in aux.schema}
     sm = _json_meta(meta, b"storage_metadata", where)
     info = json.loads(sm[0]) if isinstance(sm, list) and sm else {}
     n = int(aux.num_rows)
+
+    def ids_reader() -> Any:
+        return src.reader(AUX_FILE, [ROW_ID])
+
+    row_ids = np.empty(n, np.uint64)
+    if rq_layout.CODES in fields:
+        dim, ex_bits, packed = rq_layout.describe(info)
+        cols = rq_layout.columns_of(dim, ex_bits)
+        if any(c not in fields for c in cols):
+            return None  # a legacy layout: read whole (and refused there)
+        dec = rq_layout.empty(n, dim, ex_bits)
+
+        def put(table: pa.Table, spans: list[tuple[int, int, int]]) -> None:
+            rq_layout.fill(dec, table, spans, dim, ex_bits, packed, where)
+
+        # no rows (from_batches: Schema.empty_table imports pandas)
+        columns = pa.Table.from_batches([], schema=pa.schema([f for f in aux.schema if f.name != ROW_ID]))
+        def read_columns() -> pa.Table:
+            return src.reader(AUX_FILE).read_all().to_table().drop_columns([ROW_ID])
+
+        return RQStorage(columns, info, dec, read_columns), PartitionCodes(src.reader(AUX_FILE, [ROW_ID, *cols]), cols[0], lengths,
+                                                             dec.nibbles, lambda raw: raw, row_ids, ids_reader, put=put)
     for column in ("flat", "__sq_code", "__pq_code"):
         if column in fields:
             break
@@ -252,11 +288,6 @@ def _lazy_storage(src: IndexDir, aux: Any, meta: dict[bytes, bytes], lengths: np
         raise CorruptFileError(f"{where}: column {column} is {typ}, not a fixed-size list")
     width = int(typ.list_size)
     reader = src.reader(AUX_FILE, [ROW_ID, column])
-    row_ids = np.empty(n, np.uint64)
-
-    def ids_reader() -> Any:
-        return src.reader(AUX_FILE, [ROW_ID])
-
     storage: Storage
     if column == "flat":
         vectors = np.empty((n, width), typ.value_type.to_pandas_dtype())
@@ -323,7 +354,8 @@ def read_segment(src: IndexDir, *, graph: bool = True, lazy: bool = False) -> Iv
 
     ``lazy=True`` reads the row ids and the storage's code rows per partition when
     :meth:`IvfSegment.load` (or, for row ids alone, :meth:`IvfSegment.load_ids`) first asks for
-    them (FLAT, PQ and SQ storage; RaBitQ is read whole): for searches, which touch a few
+    them (FLAT, PQ, SQ and RaBitQ storage; RaBitQ's are decoded for scoring and its columns left
+    empty): for searches, which touch a few
     partitions. Consumers of every row call ``load_all`` or read eagerly (the default).
 
     Raises:
@@ -396,8 +428,9 @@ def _aux_table(seg: IvfSegment) -> tuple[pa.Table, dict[str, Any], list[bytes]]:
                 "dimension": st.dimension, "codebook_tensor": [], "transposed": True}
         return (pa.Table.from_arrays([ids, _fsl(codes, pa.uint8())], schema=pa.schema([rid, f])), info,
                 [encode_tensor(cb)])
-    cols = [ids, *st.columns.columns]
-    schema = pa.schema([rid, *st.columns.schema])
+    stored = st.table()
+    cols = [ids, *stored.columns]
+    schema = pa.schema([rid, *stored.schema])
     return pa.Table.from_arrays(cols, schema=schema), dict(st.metadata), []
 
 

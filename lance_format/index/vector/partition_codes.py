@@ -45,7 +45,8 @@ class PartitionCodes:
 
     def __init__(self, reader: Any, column: str, lengths: npt.NDArray[np.uint32], out: npt.NDArray[Any],
                  decode: Callable[[npt.NDArray[Any]], npt.NDArray[Any]], row_ids: U64,
-                 id_reader: Callable[[], Any]) -> None:
+                 id_reader: Callable[[], Any], *,
+                 put: Callable[[pa.Table, list[tuple[int, int, int]]], None] | None = None) -> None:
         self._reader = reader  # the row id and code columns
         self._id_reader = id_reader  # opens a reader of the row id column alone
         self._ids_only: Any = None
@@ -58,6 +59,9 @@ class PartitionCodes:
         self._out = out
         self._row_ids = row_ids
         self._decode = decode
+        #: Stores several columns' rows itself (RaBitQ): called per read range with the table and
+        #: its partitions as ``(first row in the table, first row in the segment, rows)``.
+        self._put = put
         self._loaded = np.zeros(lengths.size, bool)
         self._ids = np.zeros(lengths.size, bool)
         self._lock = threading.Lock()  # one reader per segment; queries may run in threads
@@ -106,14 +110,19 @@ class PartitionCodes:
                 # range reads (100k x 128 IVF_PQ, 50 of 64 partitions: ~2x less CPU than 10 runs)
                 todo = np.flatnonzero(~self._loaded).tolist()
             for lo, table in self._runs(self._reader, todo):
-                got = fsl_matrix(table.column(self._column), self._reader.path)
                 self._row_ids[lo:lo + table.num_rows] = numbers(table.column(ROW_ID))
+                spans = []
                 at = lo
                 while at < lo + table.num_rows:  # partition by partition: PQ codes transpose per partition
-                    p = self._part_at[at]
-                    n = self._lengths[p]
-                    self._out[at:at + n] = self._decode(got[at - lo:at - lo + n])
+                    n = self._lengths[self._part_at[at]]
+                    spans.append((at - lo, at, n))
                     at += n
+                if self._put is not None:
+                    self._put(table, spans)
+                    continue
+                got = fsl_matrix(table.column(self._column), self._reader.path)
+                for off, at, n in spans:
+                    self._out[at:at + n] = self._decode(got[off:off + n])
             self._ids[todo] = True
             self._loaded[todo] = True  # after the rows: a concurrent reader never sees them early
 

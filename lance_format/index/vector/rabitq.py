@@ -40,20 +40,26 @@ from lance_format.errors import InvalidInputError, NotSupportedError
 from lance_format.index.vector.blas import one_blas_thread
 from lance_format.index.vector.distance import F32, Metric
 from lance_format.index.vector.layout import RQStorage
-from lance_format.index.vector.rabitq_codes import EX_BLOCK, ex_values, ex_values_of, pack_blocked
+from lance_format.index.vector.rabitq_codes import EX_BLOCK, ex_values, pack_blocked
+from lance_format.index.vector.rq_layout import (
+    BATCH,
+    EX_CODES,
+    EX_FACTORS,
+    FACTORS,
+    PERM0,
+    Decoded,
+    decode_rows,
+)
+from lance_format.index.vector.rq_layout import unpack_partition as unpack_partition
 
 U8 = npt.NDArray[np.uint8]
 ROUNDS = 4
 #: pylance's default and accepted bits per dimension (1 sign bit + up to 8 extended bits).
 DEFAULT_NUM_BITS = 5
 MAX_NUM_BITS = 9
-#: Rows of one interleaved block of sign codes, and the block order of its first 16 rows
-#: (``PERM0`` of upstream ``rust/lance-linalg/src/simd/dist_table.rs``).
-BATCH = 32
-PERM0 = np.array([0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15])
 _ERROR_EPS = np.float32(1.9)
-_FACTORS = ("__add_factors", "__scale_factors", "__error_factors")
-_EX_FACTORS = ("__add_factors_ex", "__scale_factors_ex")
+_FACTORS = FACTORS
+_EX_FACTORS = EX_FACTORS
 
 
 @dataclass(frozen=True)
@@ -318,21 +324,6 @@ def pack_partition(codes: U8) -> U8:
     return out
 
 
-def unpack_partition(stored: U8) -> U8:
-    """Inverse of :func:`pack_partition`."""
-    n, width = stored.shape
-    full = n // BATCH * BATCH
-    flat = stored.reshape(-1)
-    blk = flat[:full * width].reshape(-1, width, BATCH)
-    a, b = blk[:, :, :16].transpose(0, 2, 1), blk[:, :, 16:].transpose(0, 2, 1)
-    out = np.empty((n, width), np.uint8)
-    body = out[:full].reshape(-1, BATCH, width)
-    body[:, PERM0, :] = (a & 15) | ((b & 15) << 4)
-    body[:, PERM0 + 16, :] = (a >> 4) | (b & 0xF0)
-    out[full:] = flat[full * width:].reshape(width, n - full).T
-    return out
-
-
 def _by_partition(codes: U8, lengths: npt.NDArray[np.integer], fn: Any) -> U8:
     out = np.empty_like(codes)
     start = 0
@@ -371,7 +362,7 @@ def payload_of(st: RQStorage, lengths: npt.NDArray[np.integer]) -> U8:
         NotSupportedError: the legacy ``__ex_codes`` layout.
     """
     model = model_of(st)
-    t = st.columns
+    t = st.table()
     n = t.num_rows
 
     def fsl(name: str) -> U8:
@@ -389,7 +380,7 @@ def payload_of(st: RQStorage, lengths: npt.NDArray[np.integer]) -> U8:
     if model.ex_bits:
         if "__blocked_ex_codes" not in t.column_names:
             raise NotSupportedError("IVF_RQ segments with the legacy __ex_codes column cannot be rewritten")
-        cols += [fsl("__blocked_ex_codes"), *(f32(f) for f in _EX_FACTORS)]
+        cols += [fsl(EX_CODES), *(f32(f) for f in _EX_FACTORS)]
     return np.ascontiguousarray(np.concatenate(cols, axis=1), np.uint8) if n else np.zeros((0, model.width), np.uint8)
 
 
@@ -399,44 +390,30 @@ def payload_of(st: RQStorage, lengths: npt.NDArray[np.integer]) -> U8:
 _NIBBLE_BITS = ((np.arange(16)[:, None] >> np.arange(4)[None, :]) & 1).astype(np.float32)
 
 
-@dataclass(frozen=True)
-class _Decoded:
-    """A segment's codes ready for scoring: nibbles ``[n, dim / 4]``, extended codes ``[n, dim]``
-    (``None`` for one bit) and the factors used by the estimate."""
+def _decoded(st: RQStorage, lengths: npt.NDArray[np.integer]) -> Decoded:
+    """The storage's scoring arrays: a lazily read segment's (filled per partition as queries
+    probe them, ``rq_layout.py``), else every row decoded once and kept with the storage.
 
-    nibbles: npt.NDArray[np.uint8]
-    ex: U8 | None
-    add: F32
-    scale: F32
-
-
-#: Decoded storages by ``id``, dropped with their storage (segments are cached by the search side).
-_DECODED: dict[int, tuple[weakref.ref[RQStorage], _Decoded]] = {}
-
-
-def _decoded(st: RQStorage, lengths: npt.NDArray[np.integer]) -> _Decoded:
+    Raises:
+        NotSupportedError: the legacy ``__ex_codes`` layout.
+    """
+    if st.decoded is not None:
+        return st.decoded
     hit = _DECODED.get(id(st))
     if hit is not None and hit[0]() is st:
         return hit[1]
     model = model_of(st)
-    pay = payload_of(st, lengths)
-    n, cb = pay.shape[0], model.code_bytes
-    codes = pay[:, :cb]
-    nibbles = np.stack([codes & 15, codes >> 4], axis=2).reshape(n, -1)
-
-    def f32(at: int) -> F32:
-        out: F32 = np.ascontiguousarray(pay[:, at:at + 4]).view("<f4").reshape(n).astype(np.float32)
-        return out
-
-    if model.ex_bits:
-        at = cb + 12
-        ex = ex_values_of(np.ascontiguousarray(pay[:, at:at + model.ex_bytes]), model.dim, model.ex_bits)
-        dec = _Decoded(nibbles, ex, f32(at + model.ex_bytes), f32(at + model.ex_bytes + 4))
-    else:
-        dec = _Decoded(nibbles, None, f32(cb), f32(cb + 4))
+    if model.ex_bits and EX_CODES not in st.columns.column_names:
+        raise NotSupportedError("IVF_RQ segments with the legacy __ex_codes column cannot be searched")
+    dec = decode_rows(st.columns, np.asarray(lengths), model.dim, model.ex_bits, bool(st.metadata.get("packed", False)),
+                      "IVF_RQ storage")
     key = id(st)
     _DECODED[key] = (weakref.ref(st, lambda _: _DECODED.pop(key, None)), dec)
     return dec
+
+
+#: Decoded storages by ``id``, dropped with their storage (segments are cached by the search side).
+_DECODED: dict[int, tuple[weakref.ref[RQStorage], Decoded]] = {}
 
 
 def estimate(st: RQStorage, q: npt.NDArray[np.floating], metric: Metric, centroids: F32,

@@ -1,0 +1,122 @@
+"""RaBitQ storage as the search scores it: sign codes unpacked to nibbles, extended codes, factors.
+
+``auxiliary.idx`` of an IVF_RQ segment keeps, per row, the sign bits interleaved per 32-row
+block of its partition (``_rabit_codes``), the blocked extended codes (``__blocked_ex_codes``)
+and float factors (upstream ``rust/lance-index/src/vector/bq/storage.rs``). Scoring
+(:func:`lance_format.index.vector.rabitq.estimate`) wants them as :class:`Decoded` arrays. A
+segment read for searching (``read_segment(lazy=True)``) allocates those arrays unfilled and
+:class:`~lance_format.index.vector.partition_codes.PartitionCodes` decodes each partition's rows
+into them when a query first probes it, as for PQ and SQ codes; an eagerly read segment decodes
+every row at once (:func:`decode_rows`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+
+from lance_format.arrays import matrix, numbers
+from lance_format.errors import CorruptFileError
+from lance_format.index.vector.rabitq_codes import ex_values_of
+
+U8 = npt.NDArray[np.uint8]
+F32 = npt.NDArray[np.float32]
+#: Rows of one interleaved block of sign codes, and the block order of its first 16 rows
+#: (``PERM0`` of upstream ``rust/lance-linalg/src/simd/dist_table.rs``).
+BATCH = 32
+PERM0 = np.array([0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15])
+CODES = "_rabit_codes"
+EX_CODES = "__blocked_ex_codes"
+FACTORS = ("__add_factors", "__scale_factors", "__error_factors")
+EX_FACTORS = ("__add_factors_ex", "__scale_factors_ex")
+
+
+@dataclass(frozen=True)
+class Decoded:
+    """A segment's codes ready for scoring: nibbles ``[n, dim / 4]``, extended codes ``[n, dim]``
+    (``None`` for one bit) and the factors the estimate uses (the extended ones when there are
+    extended codes)."""
+
+    nibbles: U8
+    ex: U8 | None
+    add: F32
+    scale: F32
+
+
+def unpack_partition(stored: U8) -> U8:
+    """One partition's sign codes in row order (inverse of ``rabitq.pack_partition``)."""
+    n, width = stored.shape
+    full = n // BATCH * BATCH
+    flat = stored.reshape(-1)
+    blk = flat[:full * width].reshape(-1, width, BATCH)
+    a, b = blk[:, :, :16].transpose(0, 2, 1), blk[:, :, 16:].transpose(0, 2, 1)
+    out = np.empty((n, width), np.uint8)
+    body = out[:full].reshape(-1, BATCH, width)
+    body[:, PERM0, :] = (a & 15) | ((b & 15) << 4)
+    body[:, PERM0 + 16, :] = (a >> 4) | (b & 0xF0)
+    out[full:] = flat[full * width:].reshape(width, n - full).T
+    return out
+
+
+def nibbles_of(codes: U8) -> U8:
+    """``[n, 2 · bytes]``: each sign-code byte as its low and high 4-dimension groups."""
+    out: U8 = np.stack([codes & 15, codes >> 4], axis=2).reshape(codes.shape[0], -1)
+    return out
+
+
+def columns_of(dim: int, ex_bits: int) -> list[str]:
+    """The ``auxiliary.idx`` columns scoring reads (after ``_rowid``)."""
+    return [CODES, *((EX_CODES, *EX_FACTORS[:2]) if ex_bits else FACTORS[:2])]
+
+
+def empty(n: int, dim: int, ex_bits: int) -> Decoded:
+    """Unfilled arrays for ``n`` rows (untouched pages cost no memory until a partition is decoded)."""
+    return Decoded(np.empty((n, dim // 4), np.uint8), np.empty((n, dim), np.uint8) if ex_bits else None,
+                   np.empty(n, np.float32), np.empty(n, np.float32))
+
+
+def _f32(col: pa.ChunkedArray | pa.Array) -> F32:
+    out: F32 = numbers(col).astype(np.float32, copy=False)
+    return out
+
+
+def fill(dec: Decoded, table: pa.Table, spans: list[tuple[int, int, int]], dim: int, ex_bits: int,
+         packed: bool, where: str) -> None:
+    """Decode rows of ``table`` (:func:`columns_of`) into ``dec``: each span ``(first row in the
+    table, first row in the segment, rows)`` is one partition (sign codes interleave per partition).
+
+    Raises:
+        CorruptFileError: null code rows.
+    """
+    codes = matrix(table.column(CODES))
+    ex = matrix(table.column(EX_CODES)) if ex_bits else None
+    if codes is None or (ex_bits and ex is None):
+        raise CorruptFileError(f"{where}: null RaBitQ code rows")
+    add_name, scale_name = (EX_FACTORS if ex_bits else FACTORS)[:2]
+    add, scale = _f32(table.column(add_name)), _f32(table.column(scale_name))
+    for off, at, n in spans:
+        part = codes[off:off + n].astype(np.uint8, copy=False)
+        dec.nibbles[at:at + n] = nibbles_of(unpack_partition(part) if packed else part)
+        if ex is not None and dec.ex is not None:
+            dec.ex[at:at + n] = ex_values_of(np.ascontiguousarray(ex[off:off + n], np.uint8), dim, ex_bits)
+        dec.add[at:at + n] = add[off:off + n]
+        dec.scale[at:at + n] = scale[off:off + n]
+
+
+def decode_rows(table: pa.Table, lengths: npt.NDArray[Any], dim: int, ex_bits: int, packed: bool,
+                where: str) -> Decoded:
+    """Every row of a storage table (:func:`fill` over each partition)."""
+    dec = empty(table.num_rows, dim, ex_bits)
+    starts = np.concatenate([[0], np.cumsum(lengths.astype(np.int64))[:-1]]).astype(np.int64)
+    spans = [(int(s), int(s), int(n)) for s, n in zip(starts.tolist(), lengths.tolist(), strict=True) if n]
+    fill(dec, table, spans, dim, ex_bits, packed, where)
+    return dec
+
+
+def describe(info: dict[str, Any]) -> tuple[int, int, bool]:
+    """``(dimension, extended bits, packed)`` of a ``storage_metadata`` object."""
+    return int(info["code_dim"]), int(info["num_bits"]) - 1, bool(info.get("packed", False))

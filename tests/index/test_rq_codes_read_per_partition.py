@@ -1,0 +1,116 @@
+"""An IVF_RQ segment opened for searching reads its RaBitQ codes per partition, as PQ and SQ do.
+
+``read_segment(lazy=True)`` (what ``nearest=`` searches open) leaves the sign codes, extended
+codes and factors of ``auxiliary.idx`` unread and decodes a partition's rows for scoring when a
+query first probes it. On indices pylance 14.0.2 and we build: a first query reads fewer bytes
+than the whole storage and decodes only the probed partitions, those rows equal an eager read's,
+searches return exactly what the eagerly read segment returns (same files: no ties to allow
+for), and writing the lazily read segment back gives the same files' contents.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import lance_format
+from lance_format import io_stats
+from lance_format.index.store import IndexDir
+from lance_format.index.vector import rabitq, search
+from lance_format.index.vector.layout import RQStorage, read_segment, write_ivf_files
+from lance_format.index.vector.search import Probe, search_segment
+from lance_format.storage import open_store
+from lance_format.table.versions import load_manifest
+
+lance = pytest.importorskip("lance")
+os.environ.setdefault("RUST_LOG", "error")
+
+N, DIM, PARTS = 12000, 32, 16
+#: (who builds, metric, num_bits)
+CASES = [("pylance", "l2", 5), ("pylance", "cosine", 1), ("ours", "l2", 3)]
+IDS = [f"{who}-{metric}-{bits}bit" for who, metric, bits in CASES]
+
+
+def _vectors(seed: int, n: int) -> np.ndarray[Any, Any]:
+    rng = np.random.default_rng(seed)
+    centres = np.random.default_rng(7).normal(size=(30, DIM))
+    return (centres[rng.integers(0, 30, n)] + rng.normal(scale=0.4, size=(n, DIM))).astype(np.float32)
+
+
+@pytest.fixture(scope="module", params=range(len(CASES)), ids=IDS)
+def index_dir(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> IndexDir:
+    who, metric, bits = CASES[request.param]
+    uri = str(tmp_path_factory.mktemp("lazy_rq") / "ds.lance")
+    x = _vectors(0, N)
+    tbl = pa.table({"id": pa.array(np.arange(N)), "vec": pa.FixedSizeListArray.from_arrays(pa.array(x.ravel()), DIM)})
+    lance.write_dataset(tbl, uri, max_rows_per_file=2000)
+    ds = lance.dataset(uri) if who == "pylance" else lance_format.dataset(uri)
+    ds.create_index("vec", "IVF_RQ", metric=metric, num_partitions=PARTS, num_bits=bits)
+    store = open_store(uri)
+    meta = next(m for m in load_manifest(store).indices if m.name == "vec_idx")
+    return IndexDir(store, meta.uuid, sizes={f.path: f.size_bytes for f in meta.files or ()})
+
+
+def _read_bytes(src: IndexDir) -> int:
+    return io_stats.totals(src.store.uri(""))[1]
+
+
+def _decoded(seg: Any) -> rabitq.Decoded:
+    st = seg.storage
+    assert isinstance(st, RQStorage)
+    return rabitq._decoded(st, seg.lengths)
+
+
+def test_a_first_query_decodes_only_the_probed_partitions(index_dir: IndexDir) -> None:
+    before = _read_bytes(index_dir)
+    eager = read_segment(index_dir, graph=False)
+    eager_dec = _decoded(eager)
+    eager_bytes = _read_bytes(index_dir) - before
+    q = _vectors(3, 1)[0]
+    before = _read_bytes(index_dir)
+    seg = read_segment(index_dir, graph=False, lazy=True)
+    assert seg.codes is not None and not seg.codes.loaded.any()
+    assert isinstance(seg.storage, RQStorage) and seg.storage.decoded is not None
+    search_segment(seg, q, 10, Probe(2, 2, exact=True, k=10))
+    lazy_bytes = _read_bytes(index_dir) - before
+    probed = search.rank_partitions(seg, q)[:2]
+    assert set(np.flatnonzero(seg.codes.loaded).tolist()) == set(probed.tolist())
+    assert lazy_bytes < eager_bytes, (lazy_bytes, eager_bytes)
+    dec = _decoded(seg)
+    for p in probed.tolist():
+        rows = seg.partition_rows(p)
+        assert np.array_equal(dec.nibbles[rows], eager_dec.nibbles[rows])
+        assert np.array_equal(dec.add[rows], eager_dec.add[rows])
+        assert np.array_equal(dec.scale[rows], eager_dec.scale[rows])
+        assert (dec.ex is None) == (eager_dec.ex is None)
+        if dec.ex is not None and eager_dec.ex is not None:
+            assert np.array_equal(dec.ex[rows], eager_dec.ex[rows])
+        assert np.array_equal(seg.row_ids[rows], eager.row_ids[rows])
+
+
+def test_searches_equal_the_eager_segment(index_dir: IndexDir) -> None:
+    eager = read_segment(index_dir, graph=False)
+    seg = read_segment(index_dir, graph=False, lazy=True)
+    ok = np.random.default_rng(1).random(N) < 0.9
+    for i, q in enumerate(_vectors(4, 6)):
+        for probe in (Probe(1, 1, exact=True, k=10), Probe(4, 4, exact=True, k=10), Probe(1, None, k=10)):
+            allowed = ok.__getitem__ if i % 2 else None
+            a = search_segment(seg, q, 10, probe, allowed)
+            b = search_segment(eager, q, 10, probe, allowed)
+            assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])
+
+
+def test_writing_a_lazy_segment_back_keeps_its_columns(index_dir: IndexDir, tmp_path: Path) -> None:
+    seg = read_segment(index_dir, graph=False, lazy=True)
+    search_segment(seg, _vectors(5, 1)[0], 10, Probe(2, 2, exact=True, k=10))  # some partitions read
+    out = IndexDir(open_store(str(tmp_path)), index_dir.uuid, index_dir.version)
+    write_ivf_files(out, seg)
+    again, eager = read_segment(out, graph=False), read_segment(index_dir, graph=False)
+    assert isinstance(again.storage, RQStorage) and isinstance(eager.storage, RQStorage)
+    assert again.storage.columns.equals(eager.storage.columns)
+    assert np.array_equal(again.row_ids, eager.row_ids)
