@@ -138,3 +138,70 @@ def test_the_dataset_modules_public_names_resolve_on_first_read() -> None:
             "       'all': all(hasattr(d, n) for n in d.__all__), 'nope': hasattr(d, 'no_such_name')}\n")
     assert _fresh(code) == {"same": [True, True], "names": ["CompactionMetrics", "MergeInsertBuilder",
                                                             "SqlQueryBuilder"], "all": True, "nope": False}
+
+
+#: Write-side modules (writers, encoders, the commit protocol, schema evolution, maintenance) that a
+#: process which only opens and reads never loads (issue 28 item 7: ~0.1 s of CPU on a cold start).
+WRITE_SIDE = ("lance_format.write", "lance_format.fragment", "lance_format.file.writer", "lance_format.file.legacy.writer",
+              "lance_format.file.v2_0.encoder", "lance_format.file.v2_0.page_encode", "lance_format.file.v2_1.encoder",
+              "lance_format.file.v2_1.fullzip_enc", "lance_format.file.v2_1.valuesenc", "lance_format.file.v2_1.shred",
+              "lance_format.table.commit", "lance_format.table.conflicts", "lance_format.table.transaction",
+              "lance_format.table.apply", "lance_format.table.rebase", "lance_format.table.writing",
+              "lance_format.table.delete", "lance_format.table.detached", "lance_format.table.discard",
+              "lance_format.table.auto_cleanup", "lance_format.table.codec.transaction",
+              "lance_format.evolution.metadata", "lance_format.evolution.columns", "lance_format.evolution.batch_commit",
+              "lance_format.evolution.update", "lance_format.evolution.rowops", "lance_format.evolution.udf",
+              "lance_format.evolution.bases", "lance_format.evolution.branches", "lance_format.evolution.merge_columns",
+              "lance_format.evolution.reader_columns", "lance_format.evolution.fragment_ops",
+              "lance_format.evolution.fragment_columns", "lance_format.evolution.inspection",
+              "lance_format.evolution.merge_insert", "lance_format.maintenance", "lance_format.index.build",
+              "lance_format.index.vector.build", "lance_format.index.vector.kmeans")
+
+_READS = {
+    "scan": "t = ds.to_table(columns=['id', 'x']); s = ds.scanner(columns=['id'], limit=7).to_table()\n"
+            "got = [t.num_rows, s.num_rows, float(round(sum(t.column('x').to_pylist()), 6))]\n",
+    "filtered scan": "got = sorted(ds.to_table(columns=['id'], filter='x > 0.5 and id < 300').column('id').to_pylist())\n",
+    "btree query": "got = ds.to_table(filter='id = 5').column('id').to_pylist() + [ds.count_rows('id < 42')]\n",
+    "nearest query": "got = sorted(ds.to_table(columns=['id'], nearest={'column': 'vec', 'q': [0.5] * 8, 'k': 5, "
+                     "'nprobes': 4, 'refine_factor': 50}).column('id').to_pylist())\n",
+}
+
+
+@pytest.mark.parametrize("read", list(_READS))
+def test_a_reading_process_loads_no_writer_encoder_commit_or_evolution_module(indexed: str, read: str) -> None:
+    lance = pytest.importorskip("lance")
+    code = (f"import lance_format as lf\nds = lf.dataset({indexed!r})\n{_READS[read]}"
+            f"out = lambda loaded: {{'got': got, 'write_side': loaded({list(WRITE_SIDE)!r})}}\n")
+    out = _fresh(code)
+    ns: dict[str, object] = {"ds": lance.dataset(indexed)}
+    exec(_READS[read], ns)  # the same read through pylance, the oracle
+    assert out == {"got": ns["got"], "write_side": []}
+
+
+def test_append_and_commit_in_a_fresh_process_load_the_write_side_on_first_use(tmp_path: Path) -> None:
+    lance = pytest.importorskip("lance")
+    uri = str(tmp_path / "w.lance")
+    lance.write_dataset(_table(1000), uri)
+    code = ("import lance_format as lf\nimport numpy as np, pyarrow as pa\n"
+            f"ds = lf.dataset({uri!r})\n"
+            "n0 = ds.count_rows(); meta = ds.schema_metadata\n"
+            "before = [m for m in ('lance_format.table.commit', 'lance_format.file.writer') if m in sys.modules]\n"
+            "more = pa.table({'id': np.arange(1000, 1100, dtype=np.int64), 'x': np.full(100, 0.25),\n"
+            "                 'vec': ds.to_table(columns=['vec'], limit=100).column('vec')})\n"
+            "ds = lf.write_dataset(more, ds.uri, mode='append')\n"
+            "frags = lf.write_fragments(more, ds.uri)\n"
+            "ds = lf.LanceDataset.commit(ds.uri, lf.LanceOperation.Append(frags), read_version=ds.version)\n"
+            "from lance_format.dataset import LanceOperation, Transaction\n"
+            "from lance_format.table import transaction as txn\n"
+            "ds.update_config({'k': 'v'})\n"
+            "out = {'n0': n0, 'meta': meta, 'before': before, 'rows': ds.count_rows(), 'version': ds.version,\n"
+            "       'same': [LanceOperation is txn.LanceOperation, Transaction is txn.Transaction],\n"
+            "       'frags': len(ds.get_fragments()), 'config': ds.config().get('k'),\n"
+            "       'op': type(ds.read_transaction(3).operation).__name__}\n")
+    out = _fresh(code)
+    assert out == {"n0": 1000, "meta": {}, "before": [], "rows": 1200, "version": 4, "same": [True, True],
+                   "frags": 3, "config": "v", "op": "Append"}
+    theirs = lance.dataset(uri)
+    assert theirs.count_rows() == 1200 and theirs.version == 4
+    assert sorted(theirs.to_table(columns=["id"]).column("id").to_pylist()) == \
+        sorted(list(range(1000)) + 2 * list(range(1000, 1100)))
