@@ -252,14 +252,20 @@ def run_compaction(root: Path, rows_list: list[int], variants: list[str], engine
             indexed = variant == "indexed"
             src = root / f"compact_{rows}_{variant}_{storage}"
             t0 = time.perf_counter()
-            build_compaction_input(str(src), rows, args.fragments, indexed, storage)
-            print(f"built {rows:,} rows / {args.fragments} fragments ({variant}, {storage}) in "
-                  f"{time.perf_counter() - t0:.0f}s", flush=True)
+            done = root / f"{src.name}.built"  # written after the build: a half-built input is rebuilt
+            reuse = args.dir is not None and done.exists()
+            if not reuse:
+                shutil.rmtree(src, ignore_errors=True)
+                build_compaction_input(str(src), rows, args.fragments, indexed, storage)
+                done.touch()
+            print(f"{'reused' if reuse else 'built'} {rows:,} rows / {args.fragments} fragments ({variant}, "
+                  f"{storage}) in {time.perf_counter() - t0:.0f}s", flush=True)
             runs: dict[str, list[dict[str, Any]]] = {e: [] for e in engines}
             for rnd in range(args.repeat):
                 shift = rnd % len(engines)
                 for engine in engines[shift:] + engines[:shift]:
                     uri = root / f"run_{engine}"
+                    shutil.rmtree(uri, ignore_errors=True)  # left by an interrupted run in a kept --dir
                     _fresh_copy(src, uri)
                     child_args = ["--compact-child", engine, str(uri), variant, str(args.target_rows or 0)]
                     res = run_child(MODULE, child_args)
@@ -268,7 +274,8 @@ def run_compaction(root: Path, rows_list: list[int], variants: list[str], engine
                     shown = res.get("error") or " ".join(f"{k}={v:.2f}" if isinstance(v, float) else f"{k}={v}"
                                                          for k, v in res.items() if k != "peak_mib")
                     print(f"  {rows:,} {variant} {storage} round {rnd + 1} {engine:8s} {shown}", flush=True)
-            shutil.rmtree(src, ignore_errors=True)
+            if args.dir is None:
+                shutil.rmtree(src, ignore_errors=True)
             py_wall, py_cpu = _median(runs.get("pylance", []), "seconds"), _median(runs.get("pylance", []), "cpu")
             local = _median(runs.get("ours", []), "seconds")
             for engine in engines:
@@ -304,6 +311,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--files", type=int, default=10_000, help="data files the cleanup_files line removes")
     p.add_argument("--ops", default="compact,cleanup,cleanup_files", help="comma-separated lines to run")
     p.add_argument("--repeat", type=int, default=3, help="interleaved rounds per engine (median shown)")
+    p.add_argument("--dir", default=None,
+                   help="work directory kept between runs: compaction inputs built there are reused "
+                        "(default: a fresh temporary directory, removed at the end)")
     p.add_argument("--child", nargs=3, metavar=("OP", "ENGINE", "URI"), help=argparse.SUPPRESS)
     p.add_argument("--compact-child", nargs=4, metavar=("ENGINE", "URI", "VARIANT", "TARGET"), help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -314,7 +324,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.child:
         cleanup_child(*args.child)
         return 0
-    root = Path(tempfile.mkdtemp(prefix="bench_maint_"))
+    root = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="bench_maint_"))
+    root.mkdir(parents=True, exist_ok=True)
     try:
         ops = [o for o in args.ops.split(",") if o]
         print(f"uptime load {os.getloadavg()}; work dir {root}", flush=True)
@@ -359,7 +370,8 @@ def main(argv: list[str] | None = None) -> int:
             print("\nchecks:", json.dumps({op: {e: {k: v for k, v in r.items() if k not in ("seconds", "peak_mib")}
                                                  for e, r in res.items()} for op, res in table.items()}))
     finally:
-        shutil.rmtree(root, ignore_errors=True)
+        if args.dir is None:
+            shutil.rmtree(root, ignore_errors=True)
     return 0
 
 

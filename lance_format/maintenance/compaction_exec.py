@@ -18,12 +18,13 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from lance_format.errors import InvalidInputError, UnsupportedVersionError
+from lance_format.file.v2_1.joint import read_whole_files
 from lance_format.maintenance.compaction_models import CompactionMetrics, RewriteResult
 from lance_format.scanner import LanceScanner
 from lance_format.storage import open_store
 from lance_format.table.discard import discard_fragment_files
 from lance_format.table.models import FragmentMetadata
-from lance_format.table.read import DEFAULT_BATCH_SIZE, ReadContext
+from lance_format.table.read import DEFAULT_BATCH_SIZE, FragmentScan, ReadContext
 from lance_format.table.rowids import decode_row_ids, decode_versions, encode_row_ids, encode_versions
 from lance_format.table.scan import ScanOptions
 from lance_format.table.versions import load_manifest
@@ -81,6 +82,81 @@ def _take(it: Iterator[pa.RecordBatch], pending: list[pa.RecordBatch], n: int) -
             yield batch
 
 
+#: Fragments of up to this many rows are read together with their neighbours (``_joint_batches``).
+JOINT_MAX_ROWS = 1 << 17
+#: Most rows read together.
+JOINT_GROUP_ROWS = 1 << 16
+
+
+def _source_batches(ctx: ReadContext, task: CompactionTask, deletions: Sequence[npt.NDArray[np.uint32]],
+                    batch_size: int) -> Iterator[pa.RecordBatch]:
+    """The live rows of the task's fragments, in order.
+
+    On a local disk, runs of small fragments are read together (``_joint_batches``); the rest,
+    and every fragment elsewhere (where the scanner overlaps the requests of several fragments),
+    go through the scanner.
+    """
+    names = list(ctx.arrow_schema.names)
+    frags = list(task.fragments)
+
+    def scanned(part: list[FragmentMetadata]) -> Iterator[pa.RecordBatch]:
+        opts = ScanOptions(names, batch_size=batch_size, fragments=part)
+        return iter(LanceScanner(ctx, opts).to_batches())
+
+    if not ctx.low_latency:
+        yield from scanned(frags)
+        return
+    group: list[int] = []
+
+    def flush() -> Iterator[pa.RecordBatch]:
+        part = [frags[k] for k in group]
+        joint = _joint_batches(ctx, part, [deletions[k] for k in group], names)
+        group.clear()
+        return iter(joint) if joint is not None else scanned(part)
+
+    for i, frag in enumerate(frags):
+        small = frag.physical_rows <= JOINT_MAX_ROWS
+        if group and (not small or sum(frags[k].physical_rows for k in group) + frag.physical_rows
+                      > JOINT_GROUP_ROWS):
+            yield from flush()
+        if small:
+            group.append(i)
+        else:
+            yield from scanned([frag])
+    if group:
+        yield from flush()
+
+
+def _joint_batches(ctx: ReadContext, frags: list[FragmentMetadata], deletions: list[npt.NDArray[np.uint32]],
+                   names: list[str]) -> list[pa.RecordBatch] | None:
+    """The live rows of ``frags`` (small fragments of 2.1 / 2.2 files) as one batch, each column
+    decoded for all their files at once (``file.v2_1.joint``: a small page costs about as much
+    Python as a large one). None when a fragment does not qualify (several data files, blob or
+    extension columns, other file versions): the caller scans them instead.
+    """
+    if len(frags) < 2:
+        return None
+    scans = [FragmentScan(ctx, f, names) for f in frags]
+    decoders = [s.whole_file_decoder() for s in scans]
+    if any(d is None for d in decoders):
+        return None
+    arrays = read_whole_files(decoders)
+    if arrays is None:
+        return None
+    batch = scans[0].batch_of(arrays)
+    total = sum(f.physical_rows for f in frags)
+    if any(d.size for d in deletions):
+        # one mask for the group from the deletion vectors, one filter
+        keep = np.ones(total, dtype=bool)
+        base = 0
+        for frag, dels in zip(frags, deletions, strict=True):
+            keep[base + dels[dels < frag.physical_rows].astype(np.int64)] = False
+            base += frag.physical_rows
+        mask = pa.Array.from_buffers(pa.bool_(), total, [None, pa.py_buffer(np.packbits(keep, bitorder="little"))])
+        batch = batch.filter(mask)
+    return [batch] if batch.num_rows else []
+
+
 def _live(values: npt.NDArray[np.uint64], deleted: npt.NDArray[np.uint32]) -> npt.NDArray[np.uint64]:
     if deleted.size == 0:
         return values
@@ -135,9 +211,7 @@ def rewrite_task(task: CompactionTask, ds: LanceDataset | None) -> RewriteResult
     live = sum(f.physical_rows - int(d.size) for f, d in zip(task.fragments, deletions, strict=True))
     counts = output_row_counts(live, opts.target_rows_per_fragment)
     schema = ctx.arrow_schema
-    scan_opts = ScanOptions(list(schema.names), batch_size=opts.batch_size or DEFAULT_BATCH_SIZE,
-                            fragments=list(task.fragments))
-    batches = iter(LanceScanner(ctx, scan_opts).to_batches())
+    batches = _source_batches(ctx, task, deletions, opts.batch_size or DEFAULT_BATCH_SIZE)
     pending: list[pa.RecordBatch] = []
     new: list[FragmentMetadata] = []
     try:

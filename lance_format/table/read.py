@@ -261,6 +261,28 @@ class FragmentScan:
         for entry in self._plan:
             self._reader(entry)
 
+    def whole_file_decoder(self) -> Any | None:
+        """The decoder of the one data file that holds every projected column, under the table's
+        names, with no blob or extension columns and the fragment's row count; None otherwise.
+
+        For readers that decode many small fragments together (``file.v2_1.joint``) and make
+        their batches with :meth:`batch_of`.
+        """
+        if self._blobs or self._blob_bytes or len(self._plan) != 1:
+            return None
+        entry = self._plan[0]
+        reader = self._reader(entry)
+        if entry.file_names != entry.dataset_names or entry.dataset_names != self.columns \
+                or getattr(reader, "_ext", True) is not None or int(reader.num_rows) != self.frag.physical_rows:
+            return None
+        return getattr(reader, "_decoder", None)
+
+    def batch_of(self, arrays: Sequence[pa.Array]) -> pa.RecordBatch:
+        """``arrays`` (one per projected column, as a file decoder made them) as a batch of this
+        scan's schema."""
+        cols = [_conform(a, self.target.field(c).type) for a, c in zip(arrays, self.columns, strict=True)]
+        return pa.RecordBatch.from_arrays(cols, schema=self.target)
+
     def file_versions(self) -> list[tuple[int, int]]:
         """Lance file versions of the data files this scan reads (opening them)."""
         return [tuple(self._reader(entry).file_version) for entry in self._plan]

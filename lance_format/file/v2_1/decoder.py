@@ -469,6 +469,27 @@ class Decoder21:
             pos += len(leaves)
         return pa.RecordBatch.from_arrays(columns, schema=pa.schema(fields, metadata=self.schema.metadata))
 
+    def read_fields(self, positions: list[int]) -> dict[int, pa.Array]:
+        """Every row of the projected fields at ``positions`` (indices into the projection).
+
+        For readers of many small files (``joint.read_whole_files``) that decode some fields
+        of all files together and the others file by file here.
+        """
+        out: dict[int, pa.Array] = {}
+        if not positions:
+            return out
+        n = self.num_rows
+        leaves = [leaf for pos in positions for leaf in self._leaves[pos]]
+        read = self._read_whole_pages(leaves, 0, n) if n else {}
+        for pos in positions:
+            field = self.schema.field(self.projection[pos])
+            if n == 0:
+                out[pos] = pa.array([], type=field.type)
+                continue
+            decoded = [self._leaf_range(leaf, 0, n, read.get(id(leaf))) for leaf in self._leaves[pos]]
+            out[pos] = merge(field, decoded)
+        return out
+
     def _read_whole_pages(self, leaves: list[_Leaf], start: int, stop: int) -> dict[int, dict[int, list[np.ndarray]]]:
         """Buffers of the leaves whose one page ``[start, stop)`` is, read together (by ``id(leaf)``).
 
