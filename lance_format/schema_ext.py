@@ -16,12 +16,17 @@ put them); one nested inside a struct or list is stored as its storage type.
 from __future__ import annotations
 
 import ctypes
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from lance_format.errors import UnsupportedTypeError
-from lance_format.jsonb import from_jsonb_array, to_jsonb_array
+from lance_format.lazy import OnFirstUse
+
+if TYPE_CHECKING:
+    from lance_format import jsonb as _jsonb
+else:  # only JSON columns need the JSONB codec: a table without one never loads it
+    _jsonb = OnFirstUse("lance_format.jsonb")
 
 __all__ = [
     "ARROW_JSON",
@@ -144,7 +149,7 @@ def _convert(array: pa.Array, logical: pa.DataType, to_file: bool, where: str) -
     if not _has_extension(logical):
         return array
     if is_json(logical):
-        return to_jsonb_array(array, where) if to_file else from_jsonb_array(array, where)
+        return _jsonb.to_jsonb_array(array, where) if to_file else _jsonb.from_jsonb_array(array, where)
     if isinstance(logical, pa.BaseExtensionType):
         if to_file:
             inner = array.storage if isinstance(array, pa.ExtensionArray) else array
