@@ -253,3 +253,64 @@ def _decode_pairs(
 
 
 _LANE = np.arange(8, dtype=np.uint8)[None, :]
+
+
+def decode_many(tables: list[SymbolTable], data: np.ndarray, offsets: np.ndarray,
+                bounds: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """:func:`decode` of the strings of several pages at once, each page with its own table.
+
+    Strings ``bounds[k]`` to ``bounds[k + 1]`` (indices into ``offsets``) were compressed with
+    ``tables[k]``. All the pages' codes go through one ``take`` over the tables laid end to end
+    (512 entries each), instead of one per page. None when a table holds uncompressed data (the
+    caller decodes page by page).
+
+    Raises:
+        CorruptFileError: a page's data ends with an escape byte, or a code has no symbol.
+    """
+    if not all(t.compressed for t in tables):
+        return None
+    b = data.astype(np.uint8, copy=False)
+    n = len(b)
+    if n == 0:
+        return b, np.zeros_like(offsets)
+    seg_bytes = offsets[bounds]  # where each page's bytes start (and the last one ends)
+    is255 = b == ESC
+    is_esc = None
+    if is255.any():
+        runs = is255[1:] & is255[:-1]
+        if not runs.any():
+            is_esc = is255
+        else:
+            pos = np.arange(n, dtype=np.int64)
+            prev255 = np.concatenate([[False], is255[:-1]])
+            run_start = np.maximum.accumulate(np.where(is255 & ~prev255, pos, 0))
+            is_esc = is255 & (((pos - run_start) & 1) == 0)
+        ends = seg_bytes[1:][seg_bytes[1:] > seg_bytes[:-1]] - 1  # each non-empty page's last byte
+        if is_esc[ends].any():
+            raise CorruptFileError("FSST data ends with an escape byte")
+    if is_esc is None:
+        kept, is_lit, kidx = b, None, offsets
+    else:
+        keep = ~is_esc
+        is_lit = np.concatenate([[False], is_esc[:-1]])[keep]
+        kept = b[keep]
+        esc_cum = np.concatenate([[0], np.cumsum(is_esc.astype(np.int64))])
+        kidx = offsets - esc_cum[offsets]
+    seg = np.diff(kidx[bounds])  # kept codes per page
+    page_of = np.repeat(np.arange(len(tables), dtype=np.int32), seg)
+    limit = np.array([t.n for t in tables], np.int32)[page_of]
+    codes = kept.astype(np.int32)
+    bad = codes >= limit if is_lit is None else (codes >= limit) & ~is_lit
+    if bad.any():
+        raise CorruptFileError("FSST code refers to a missing symbol")
+    if is_lit is not None:
+        codes += is_lit.astype(np.int32) << 8  # literal bytes: entries 256..511 of their table
+    codes += page_of << 9
+    large = len(codes) * 8 >= 1 << 31
+    table = pa.concat_arrays([t.arrow(large) for t in tables])
+    taken = pc.take(table, pa.Array.from_buffers(pa.int32(), len(codes), [None, pa.py_buffer(codes)]))
+    bufs = taken.buffers()
+    offs_all = np.frombuffer(bufs[1], np.int64 if large else np.int32)[: len(codes) + 1]
+    total = int(offs_all[-1])
+    out = np.frombuffer(bufs[2], np.uint8, total) if total else np.zeros(0, np.uint8)
+    return out, offs_all[kidx].astype(np.int64)

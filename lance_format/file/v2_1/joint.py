@@ -20,11 +20,16 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from lance_format._pb import encodings_v2_1_pb2 as pb
 from lance_format.errors import CorruptFileError
 from lance_format.file.bytesource import pooled_bytes
-from lance_format.file.v2_1.arrow import page_to_arrow
+from lance_format.file.v2_1.arrow import block_to_arrow, page_to_arrow
+from lance_format.file.v2_1.blocks import Constant, Fixed, Var, fixed_to_uint
+from lance_format.file.v2_1.compression import decode_block
 from lance_format.file.v2_1.decoder import PAGE_LAYOUT_URL, Decoder21, _Leaf, _page_layout
+from lance_format.file.v2_1.fsst import SymbolTable, decode_many
 from lance_format.file.v2_1.layout import decode_miniblock_page, miniblock_plan
+from lance_format.file.v2_1.repdef import Layer
 
 
 def read_whole_files(decoders: Sequence[Any]) -> list[pa.Array] | None:
@@ -46,11 +51,11 @@ def read_whole_files(decoders: Sequence[Any]) -> list[pa.Array] | None:
             [(leaf.column.index, [f.name for f in leaf.path]) for leaf in leaves] for leaves in d._leaves
         ] != shape:
             return None
-    joint: dict[int, list[Any]] = {}  # projected field position -> each file's page layout
+    joint: dict[int, _Joint] = {}  # projected field position -> how its pages decode together
     for pos in range(len(first.projection)):
-        layouts = _joint_layouts(decoders, pos)
-        if layouts is not None:
-            joint[pos] = layouts
+        found = _joint_layouts(decoders, pos)
+        if found is not None:
+            joint[pos] = found
     per_file = [d.read_fields([p for p in range(len(d.projection)) if p not in joint]) for d in decoders]
     raw = _read_joint_pages(decoders, sorted(joint))
     out: list[pa.Array] = []
@@ -63,25 +68,43 @@ def read_whole_files(decoders: Sequence[Any]) -> list[pa.Array] | None:
     return out
 
 
-def _joint_layouts(decoders: Sequence[Decoder21], pos: int) -> list[Any] | None:
-    """Each file's page layout of projected field ``pos`` if the field can be decoded jointly."""
+def _joint_layouts(decoders: Sequence[Decoder21], pos: int) -> _Joint | None:
+    """Each file's page layout of projected field ``pos`` if the field can be decoded jointly.
+
+    The pages must share their encoding message byte for byte, except what is kept per page
+    and joined afterwards: an FSST symbol table (``kind`` "fsst"), a dictionary ("dictionary",
+    non-null values only).
+    """
     layouts = []
     key = None
+    kind = "plain"
     for d in decoders:
         leaves = d._leaves[pos]
         if len(leaves) != 1 or len(leaves[0].path) != 1 or len(leaves[0].column.pages) != 1:
             return None
         page = leaves[0].column.pages[0]
-        if page.type_url != PAGE_LAYOUT_URL or len(page.buffer_offsets) != 2 or page.length == 0:
+        if page.type_url != PAGE_LAYOUT_URL or len(page.buffer_offsets) not in (2, 3) or page.length == 0:
             return None
         layout = d._guard(leaves[0], 0, _page_layout, page)
         if layout.WhichOneof("layout") != "mini_block_layout":
             return None
         m = layout.mini_block_layout
-        if m.HasField("dictionary") or m.HasField("rep_compression") or m.repetition_index_depth:
+        if m.HasField("rep_compression") or m.repetition_index_depth:
+            return None
+        values = m.value_compression
+        if m.HasField("dictionary"):
+            if list(m.layers) != [int(Layer.ALL_VALID_ITEM)] or len(page.buffer_offsets) != 3 \
+                    or pa.types.is_dictionary(leaves[0].path[-1].type):
+                return None
+            kind = "dictionary"
+        elif values.WhichOneof("compression") == "fsst":
+            values = values.fsst.values  # the symbol table may differ per page
+            kind = "fsst"
+        elif len(page.buffer_offsets) != 2:
             return None
         this = (
-            m.value_compression.SerializeToString(deterministic=True),
+            kind,
+            values.SerializeToString(deterministic=True),
             m.def_compression.SerializeToString(deterministic=True) if m.HasField("def_compression") else None,
             list(m.layers), m.has_large_chunk, m.num_buffers,
         )
@@ -90,7 +113,15 @@ def _joint_layouts(decoders: Sequence[Decoder21], pos: int) -> list[Any] | None:
         elif this != key:
             return None
         layouts.append(layout)
-    return layouts
+    return _Joint(kind, layouts)
+
+
+@dataclass
+class _Joint:
+    """How a field's pages are decoded together: ``kind`` plain / fsst / dictionary."""
+
+    kind: str
+    layouts: list[Any]
 
 
 def _read_joint_pages(decoders: Sequence[Decoder21], positions: list[int]) -> dict[int, _Pages]:
@@ -98,24 +129,27 @@ def _read_joint_pages(decoders: Sequence[Decoder21], positions: list[int]) -> di
 
     The data buffers of one field land back to back in one buffer from Arrow's pool, read
     straight into place: no per-file buffers concatenated afterwards, no fresh pages faulted in.
+    Chunk metadata and dictionaries follow them in the same buffer.
     """
     out: dict[int, _Pages] = {}
     for pos in positions:
         pages = [d._leaves[pos][0].column.pages[0] for d in decoders]
-        meta_sizes = [int(p.buffer_sizes[0]) for p in pages]
         data_sizes = [int(p.buffer_sizes[1]) for p in pages]
         data_total = sum(data_sizes)
-        buf = pooled_bytes(data_total + sum(meta_sizes))
-        data_at, meta_at = 0, data_total
-        metas = []
-        for d, page, mn, dn in zip(decoders, pages, meta_sizes, data_sizes, strict=True):
-            d.source.read_into(np.array(list(page.buffer_offsets[:2]), np.int64), np.array([mn, dn], np.int64),
-                               buf, np.array([meta_at, data_at], np.int64), "page buffer")
-            metas.append(buf[meta_at : meta_at + mn])
-            meta_at += mn
+        buf = pooled_bytes(data_total + sum(int(p.buffer_sizes[0]) + sum(p.buffer_sizes[2:]) for p in pages))
+        data_at, other_at = 0, data_total
+        metas, extras = [], []
+        for d, page, dn in zip(decoders, pages, data_sizes, strict=True):
+            sizes = [int(x) for x in page.buffer_sizes]
+            dest = [other_at, data_at] + [other_at + sum(sizes[:1] + sizes[2:k]) for k in range(2, len(sizes))]
+            d.source.read_into(np.array(list(page.buffer_offsets), np.int64), np.array(sizes, np.int64),
+                               buf, np.array(dest, np.int64), "page buffer")
+            metas.append(buf[other_at : other_at + sizes[0]])
+            extras.append([buf[at : at + n] for at, n in zip(dest[2:], sizes[2:], strict=True)])
+            other_at += sizes[0] + sum(sizes[2:])
             data_at += dn
         buf.flags.writeable = False
-        out[pos] = _Pages(buf[:data_total], metas, data_sizes)
+        out[pos] = _Pages(buf[:data_total], metas, data_sizes, extras)
     return out
 
 
@@ -126,21 +160,23 @@ class _Pages:
     data: np.ndarray
     metas: list[np.ndarray]
     data_sizes: list[int]
+    extras: list[list[np.ndarray]]  # each file's buffers after the data (its dictionary)
 
 
-def _decode_joint(decoders: Sequence[Decoder21], pos: int, layouts: list[Any], pages: _Pages) -> pa.Array:
+def _decode_joint(decoders: Sequence[Decoder21], pos: int, joint: _Joint, pages: _Pages) -> pa.Array:
     """Field ``pos`` of every file: all pages' chunks decoded as the chunks of one page."""
     leaf: _Leaf = decoders[0]._leaves[pos][0]
     counts: list[np.ndarray] = []
     sizes: list[np.ndarray] = []
     starts: list[np.ndarray] = []
+    rows = [int(d._leaves[pos][0].column.pages[0].length) for d in decoders]
     base = 0
-    for d, layout, meta, nbytes in zip(decoders, layouts, pages.metas, pages.data_sizes, strict=True):
+    for layout, meta, nbytes, n in zip(joint.layouts, pages.metas, pages.data_sizes, rows, strict=True):
         try:
             c, s = miniblock_plan(layout.mini_block_layout, meta)
         except CorruptFileError:
             return _file_by_file(decoders, pos)  # whose errors name the file and page
-        if int(s.sum()) > nbytes or int(c.sum()) != int(d._leaves[pos][0].column.pages[0].length):
+        if int(s.sum()) > nbytes or int(c.sum()) != n:
             # chunks past the buffer, or holding another number of values than the page's rows:
             # the per-page decode reports it where it is
             return _file_by_file(decoders, pos)
@@ -151,14 +187,58 @@ def _decode_joint(decoders: Sequence[Decoder21], pos: int, layouts: list[Any], p
         sizes.append(s)
         starts.append(st)
         base += nbytes
-    total = sum(int(d._leaves[pos][0].column.pages[0].length) for d in decoders)
     selected = (np.concatenate(counts), np.concatenate(sizes))
+    m0 = joint.layouts[0].mini_block_layout
     try:
-        page = decode_miniblock_page(layouts[0].mini_block_layout, [pages.metas[0], pages.data], total, selected,
+        if joint.kind == "fsst":
+            inner = pb.MiniBlockLayout()
+            inner.CopyFrom(m0)
+            inner.value_compression.CopyFrom(m0.value_compression.fsst.values)
+            m0 = inner
+        if joint.kind == "dictionary":
+            # the indices alone (any block stands in for the dictionary: it is not decoded)
+            page = decode_miniblock_page(m0, [pages.metas[0], pages.data], sum(rows), selected,
+                                         dictionary=Constant(None, 0), chunk_starts=np.concatenate(starts))
+            return _resolve_dictionaries(decoders, pos, joint, pages, page.values, rows)
+        page = decode_miniblock_page(m0, [pages.metas[0], pages.data], sum(rows), selected,
                                      chunk_starts=np.concatenate(starts))
+        if joint.kind == "fsst":
+            var = page.values
+            if not isinstance(var, Var):
+                raise CorruptFileError("FSST must wrap variable-width data")
+            bounds = np.zeros(len(rows) + 1, np.int64)
+            np.cumsum(rows, out=bounds[1:])
+            tables = [SymbolTable(x.mini_block_layout.value_compression.fsst.symbol_table) for x in joint.layouts]
+            got = decode_many(tables, var.data, var.offsets, bounds)
+            if got is None:
+                return _file_by_file(decoders, pos)
+            page.values = Var(got[1], got[0])
         return page_to_arrow(page, leaf.path)
     except Exception:  # noqa: BLE001 - decoded page by page instead, whose errors name the file and page
         return _file_by_file(decoders, pos)
+
+
+def _resolve_dictionaries(decoders: Sequence[Decoder21], pos: int, joint: _Joint, pages: _Pages,
+                          indices: Any, rows: list[int]) -> pa.Array:
+    """Every file's dictionary decoded (they are small), laid end to end; each file's indices
+    shifted past the dictionaries before its own; one ``take``."""
+    if not isinstance(indices, Fixed) or indices.n != sum(rows):
+        return _file_by_file(decoders, pos)
+    t = decoders[0]._leaves[pos][0].path[-1].type
+    dicts = []
+    for layout, extra in zip(joint.layouts, pages.extras, strict=True):
+        m = layout.mini_block_layout
+        block = decode_block(m.dictionary, extra[0], int(m.num_dictionary_items))
+        dicts.append(block_to_arrow(block, t, None, block.n))
+    sizes = np.array([len(x) for x in dicts], np.int64)
+    idx = fixed_to_uint(indices).astype(np.int64)
+    if len(idx) and (idx >= np.repeat(sizes, rows)).any():
+        return _file_by_file(decoders, pos)  # an index out of range: reported where it is
+    shift = np.zeros(len(sizes), np.int64)
+    np.cumsum(sizes[:-1], out=shift[1:])
+    idx += np.repeat(shift, rows)
+    table = pa.concat_arrays(dicts)
+    return table.take(pa.Array.from_buffers(pa.int64(), len(idx), [None, pa.py_buffer(idx)]))
 
 
 def _file_by_file(decoders: Sequence[Decoder21], pos: int) -> pa.Array:

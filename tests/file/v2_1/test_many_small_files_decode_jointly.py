@@ -12,8 +12,9 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from lance_format.errors import CorruptFileError
 from lance_format.file import LanceFileReader
-from lance_format.file.v2_1 import joint
+from lance_format.file.v2_1 import fsst, joint
 
 
 def _part(seed: int, n: int) -> pa.Table:
@@ -46,8 +47,12 @@ def test_columns_of_many_files_equal_pylance_reads(tmp_path: Path, version: str)
     expected = pa.concat_tables([plf.LanceFileReader(p).read_all().to_table() for p in paths])
     decoders = [LanceFileReader(p)._decoder for p in paths]
     # the fixed-width columns really take the joint path (not only the file-by-file fallback)
-    assert joint._joint_layouts(decoders, 0) is not None
-    assert joint._joint_layouts(decoders, 8) is not None
+    kinds = {name: getattr(joint._joint_layouts(decoders, i), "kind", None)
+             for i, name in enumerate(expected.column_names)}
+    assert kinds["id"] == kinds["x"] == "plain"
+    assert kinds["cat"] == "dictionary"
+    assert kinds["text"] == "fsst"  # each file its own symbol table
+    assert kinds["tags"] is None  # lists: file by file
     got = joint.read_whole_files(decoders)
     assert got is not None
     for i, name in enumerate(expected.column_names):
@@ -77,3 +82,42 @@ def test_files_of_other_versions_are_left_to_the_caller(tmp_path: Path) -> None:
     files = [f.data_files()[0].path for f in lance.dataset(uri).get_fragments()]
     decoders = [LanceFileReader(str(tmp_path / "d.lance" / "data" / f))._decoder for f in files]
     assert joint.read_whole_files(decoders) is None
+
+
+def test_fsst_strings_of_several_tables_decode_like_each_page_alone() -> None:
+    rng = np.random.default_rng(3)
+    tables, datas, offs = [], [], []
+    for _ in range(4):
+        n = int(rng.integers(1, 40))
+        raw = bytearray((0x46535354 << 32 | 1 << 24 | n).to_bytes(8, "little"))
+        lens = rng.integers(1, 9, n)
+        raw += rng.integers(0, 256, 8 * n, dtype=np.uint8).tobytes() + lens.astype(np.uint8).tobytes()
+        tables.append(fsst.SymbolTable(bytes(raw)))
+        codes = []
+        for _ in range(int(rng.integers(0, 50))):  # strings of symbols and escaped literals (255 too)
+            s = []
+            for _ in range(int(rng.integers(0, 6))):
+                s += [255, int(rng.integers(0, 256))] if rng.random() < 0.3 else [int(rng.integers(0, n))]
+            codes.append(bytes(s))
+        datas.append(np.frombuffer(b"".join(codes), np.uint8))
+        offs.append(np.concatenate([[0], np.cumsum([len(c) for c in codes])]).astype(np.int64))
+    data = np.concatenate(datas)
+    bounds = np.concatenate([[0], np.cumsum([len(o) - 1 for o in offs])]).astype(np.int64)
+    offsets = np.concatenate([offs[0]] + [o[1:] + sum(len(d) for d in datas[:k]) for k, o in enumerate(offs) if k])
+    got = fsst.decode_many(tables, data, offsets, bounds)
+    assert got is not None
+    out, out_offs = got
+    strings = [out[a:b].tobytes() for a, b in zip(out_offs[:-1], out_offs[1:], strict=True)]
+    want = []
+    for t, d, o in zip(tables, datas, offs, strict=True):
+        dec, dec_offs = fsst._decode(t, d, o)
+        want += [dec[a:b].tobytes() for a, b in zip(dec_offs[:-1], dec_offs[1:], strict=True)]
+    assert strings == want
+
+
+def test_fsst_page_ending_in_an_escape_is_refused_even_mid_stream() -> None:
+    raw = (0x46535354 << 32 | 1 << 24 | 1).to_bytes(8, "little") + b"abcdefgh" + bytes([3])
+    table = fsst.SymbolTable(raw)
+    data = np.array([0, 255, 0, 0], np.uint8)  # page 0 ends with an escape; page 1 is [0, 0]
+    with pytest.raises(CorruptFileError):
+        fsst.decode_many([table, table], data, np.array([0, 2, 4], np.int64), np.array([0, 1, 2], np.int64))
