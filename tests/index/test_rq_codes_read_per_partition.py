@@ -32,7 +32,7 @@ os.environ.setdefault("RUST_LOG", "error")
 
 N, DIM, PARTS = 12000, 32, 16
 #: (who builds, metric, num_bits)
-CASES = [("pylance", "l2", 5), ("pylance", "cosine", 1), ("ours", "l2", 3)]
+CASES = [("pylance", "l2", 5), ("pylance", "cosine", 1), ("ours", "l2", 3), ("pylance", "l2", 7)]
 IDS = [f"{who}-{metric}-{bits}bit" for who, metric, bits in CASES]
 
 
@@ -84,12 +84,13 @@ def test_a_first_query_decodes_only_the_probed_partitions(index_dir: IndexDir) -
     dec = _decoded(seg)
     for p in probed.tolist():
         rows = seg.partition_rows(p)
-        assert np.array_equal(dec.nibbles[rows], eager_dec.nibbles[rows])
+        assert np.array_equal(dec.codes[rows], eager_dec.codes[rows])
         assert np.array_equal(dec.add[rows], eager_dec.add[rows])
         assert np.array_equal(dec.scale[rows], eager_dec.scale[rows])
-        assert (dec.ex is None) == (eager_dec.ex is None)
-        if dec.ex is not None and eager_dec.ex is not None:
-            assert np.array_equal(dec.ex[rows], eager_dec.ex[rows])
+        for mine, theirs in ((dec.ex, eager_dec.ex), (dec.pairs, eager_dec.pairs)):
+            assert (mine is None) == (theirs is None)
+            if mine is not None and theirs is not None:
+                assert np.array_equal(mine[rows], theirs[rows])
         assert np.array_equal(seg.row_ids[rows], eager.row_ids[rows])
 
 

@@ -277,7 +277,7 @@ def _lazy_storage(src: IndexDir, aux: Any, meta: dict[bytes, bytes], lengths: np
             return src.reader(AUX_FILE).read_all().to_table().drop_columns([ROW_ID])
 
         return RQStorage(columns, info, dec, read_columns), PartitionCodes(src.reader(AUX_FILE, [ROW_ID, *cols]), cols[0], lengths,
-                                                             dec.nibbles, lambda raw: raw, row_ids, ids_reader, put=put)
+                                                             dec.codes, lambda raw: raw, row_ids, ids_reader, put=put)
     for column in ("flat", "__sq_code", "__pq_code"):
         if column in fields:
             break

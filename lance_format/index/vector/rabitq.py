@@ -439,7 +439,19 @@ def estimate(st: RQStorage, q: npt.NDArray[np.floating], metric: Metric, centroi
     span = np.float32(qmax - qmin)
     quant = np.rint((table - qmin) * (np.float32(255.0) / span)) if span > 0 else np.zeros_like(table)
     quant = (quant * (span / np.float32(255.0)) + qmin).astype(np.float32)  # each entry as it dequantizes
-    groups = np.arange(table.shape[0])
+    # per sign-code byte (two 4-dimension groups) the sum of its two groups' entries, flat and
+    # indexed by byte + 256 · position: one 1-D take of dim / 8 entries per row (~4x faster than a
+    # 2-D fancy index of the dim / 4 group entries; sums in another order, within float32 rounding)
+    byte = np.arange(256)
+    quant_flat = (quant[0::2][:, byte & 15] + quant[1::2][:, byte >> 4]).astype(np.float32).reshape(-1)
+    table_flat = (table[0::2][:, byte & 15] + table[1::2][:, byte >> 4]).astype(np.float32).reshape(-1)
+    byte_at = (np.arange(table.shape[0] // 2) * 256).astype(np.int32)
+    if dec.pairs is not None:  # the extended codes' inner product from a table per dimension pair
+        w = 1 << model.ex_bits
+        v = np.arange(w * w)
+        pair_table = ((v % w)[None, :] * qr[0::2, None].astype(np.float64)
+                      + (v // w)[None, :] * qr[1::2, None].astype(np.float64)).astype(np.float32).reshape(-1)
+        pair_at = (np.arange(model.dim // 2) * (w * w)).astype(np.int32)
     scale = np.float32(1 << model.ex_bits)
     bias = np.float32((1 << model.ex_bits) - 0.5) * sum_q
     pieces = []
@@ -448,12 +460,15 @@ def estimate(st: RQStorage, q: npt.NDArray[np.floating], metric: Metric, centroi
         if n == 0:
             continue
         hi, full = lo + n, n // BATCH * BATCH  # rows in whole blocks are quantized by the SIMD scan
-        nib = dec.nibbles[lo:hi].astype(np.intp)
-        ip = np.concatenate([quant[groups, nib[:full]].sum(axis=1, dtype=np.float32),
-                             table[groups, nib[full:]].sum(axis=1, dtype=np.float32)])
+        at = dec.codes[lo:hi] + byte_at
+        ip = np.concatenate([np.take(quant_flat, at[:full]).sum(axis=1, dtype=np.float32),
+                             np.take(table_flat, at[full:]).sum(axis=1, dtype=np.float32)])
         c = centroids[p]
         q_factor = np.float32(-(c @ qf)) if metric == "dot" else np.float32((qf - c) @ (qf - c))
-        if dec.ex is not None:
+        if dec.pairs is not None:
+            ex_dot = np.take(pair_table, dec.pairs[lo:hi] + pair_at).sum(axis=1, dtype=np.float32)
+            d = (scale * ip + ex_dot - bias) * dec.scale[lo:hi] + dec.add[lo:hi] + q_factor
+        elif dec.ex is not None:
             full_dot = scale * ip + dec.ex[lo:hi].astype(np.float32) @ qr - bias
             d = full_dot * dec.scale[lo:hi] + dec.add[lo:hi] + q_factor
         else:

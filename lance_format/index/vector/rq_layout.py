@@ -1,4 +1,4 @@
-"""RaBitQ storage as the search scores it: sign codes unpacked to nibbles, extended codes, factors.
+"""RaBitQ storage as the search scores it: sign codes in row order, extended codes, factors.
 
 ``auxiliary.idx`` of an IVF_RQ segment keeps, per row, the sign bits interleaved per 32-row
 block of its partition (``_rabit_codes``), the blocked extended codes (``__blocked_ex_codes``)
@@ -35,16 +35,26 @@ FACTORS = ("__add_factors", "__scale_factors", "__error_factors")
 EX_FACTORS = ("__add_factors_ex", "__scale_factors_ex")
 
 
+#: Extended bits up to which two dimensions' codes share a byte of :attr:`Decoded.pairs`.
+PAIR_BITS = 4
+
+
 @dataclass(frozen=True)
 class Decoded:
-    """A segment's codes ready for scoring: nibbles ``[n, dim / 4]``, extended codes ``[n, dim]``
-    (``None`` for one bit) and the factors the estimate uses (the extended ones when there are
-    extended codes)."""
+    """A segment's codes ready for scoring: sign codes in row order ``[n, dim / 8]`` (bit ``i`` of
+    byte ``b``: dimension ``8b + i``), the extended codes and the factors the estimate uses (the
+    extended ones when there are extended codes).
 
-    nibbles: U8
+    The extended codes are ``pairs`` ``[n, dim / 2]`` (dimension ``2i`` in the low ``ex_bits`` of
+    byte ``i``, ``2i + 1`` above: a query scores them with one lookup table per pair, as the sign
+    codes) up to :data:`PAIR_BITS` extended bits, else ``ex`` ``[n, dim]``; both ``None`` for one bit.
+    """
+
+    codes: U8
     ex: U8 | None
     add: F32
     scale: F32
+    pairs: U8 | None = None
 
 
 def unpack_partition(stored: U8) -> U8:
@@ -62,12 +72,6 @@ def unpack_partition(stored: U8) -> U8:
     return out
 
 
-def nibbles_of(codes: U8) -> U8:
-    """``[n, 2 · bytes]``: each sign-code byte as its low and high 4-dimension groups."""
-    out: U8 = np.stack([codes & 15, codes >> 4], axis=2).reshape(codes.shape[0], -1)
-    return out
-
-
 def columns_of(dim: int, ex_bits: int) -> list[str]:
     """The ``auxiliary.idx`` columns scoring reads (after ``_rowid``)."""
     return [CODES, *((EX_CODES, *EX_FACTORS[:2]) if ex_bits else FACTORS[:2])]
@@ -75,8 +79,10 @@ def columns_of(dim: int, ex_bits: int) -> list[str]:
 
 def empty(n: int, dim: int, ex_bits: int) -> Decoded:
     """Unfilled arrays for ``n`` rows (untouched pages cost no memory until a partition is decoded)."""
-    return Decoded(np.empty((n, dim // 4), np.uint8), np.empty((n, dim), np.uint8) if ex_bits else None,
-                   np.empty(n, np.float32), np.empty(n, np.float32))
+    paired = 0 < ex_bits <= PAIR_BITS
+    return Decoded(np.empty((n, dim // 8), np.uint8), np.empty((n, dim), np.uint8) if ex_bits and not paired else None,
+                   np.empty(n, np.float32), np.empty(n, np.float32),
+                   np.empty((n, dim // 2), np.uint8) if paired else None)
 
 
 def _f32(col: pa.ChunkedArray | pa.Array) -> F32:
@@ -100,9 +106,13 @@ def fill(dec: Decoded, table: pa.Table, spans: list[tuple[int, int, int]], dim: 
     add, scale = _f32(table.column(add_name)), _f32(table.column(scale_name))
     for off, at, n in spans:
         part = codes[off:off + n].astype(np.uint8, copy=False)
-        dec.nibbles[at:at + n] = nibbles_of(unpack_partition(part) if packed else part)
-        if ex is not None and dec.ex is not None:
-            dec.ex[at:at + n] = ex_values_of(np.ascontiguousarray(ex[off:off + n], np.uint8), dim, ex_bits)
+        dec.codes[at:at + n] = unpack_partition(part) if packed else part
+        if ex is not None:
+            values = ex_values_of(np.ascontiguousarray(ex[off:off + n], np.uint8), dim, ex_bits)
+            if dec.pairs is not None:
+                dec.pairs[at:at + n] = values[:, 0::2] | (values[:, 1::2] << ex_bits)
+            elif dec.ex is not None:
+                dec.ex[at:at + n] = values
         dec.add[at:at + n] = add[off:off + n]
         dec.scale[at:at + n] = scale[off:off + n]
 
