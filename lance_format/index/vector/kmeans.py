@@ -118,16 +118,16 @@ def assign(data: F32, centroids: F32, metric: Metric = "l2") -> tuple[I32, F32]:
     return labels, dists
 
 
-def _means(data: F32, labels: I32, k: int) -> tuple[F32, npt.NDArray[np.int64]]:
-    """Per-cluster sums divided by counts (empty clusters get zeros) and the counts."""
+def _means(data_t: F32, labels: I32, k: int) -> tuple[F32, npt.NDArray[np.int64]]:
+    """Per-cluster sums divided by counts (empty clusters get zeros) and the counts.
+
+    ``data_t`` is the ``[dim, n]`` transpose of the rows (made once per training): one float64
+    ``bincount`` per dimension sums each cluster's members in row order, ~2x faster than sorting
+    the rows by cluster for a ``reduceat`` (which summed them in the same order)."""
     counts = np.bincount(labels, minlength=k)
-    order = np.argsort(labels, kind="stable")
-    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
-    sums = np.zeros((k, data.shape[1]), np.float64)
-    nonempty = counts > 0
-    if data.shape[0]:
-        # float64 sums straight from the float32 rows (no float64 copy of the sample: ~20% faster)
-        sums[nonempty] = np.add.reduceat(data[order], starts[nonempty], axis=0, dtype=np.float64)
+    sums = np.empty((k, data_t.shape[0]), np.float64)
+    for d, row in enumerate(data_t):
+        sums[:, d] = np.bincount(labels, weights=row, minlength=k)
     means = (sums / np.maximum(counts, 1)[:, None]).astype(np.float32)
     return means, counts
 
@@ -257,8 +257,9 @@ def train_kmeans(data: npt.NDArray[np.floating], k: int, *, metric: Metric = "l2
         centroids = normalize(centroids)
     prev = np.inf
     labels, dists = assign(x, centroids, metric)
+    x_t = np.ascontiguousarray(x.T)
     for _ in range(max(1, max_iters)):
-        centroids, counts = _means(x, labels, k)
+        centroids, counts = _means(x_t, labels, k)
         if (counts == 0).any():
             _split_empty(centroids, counts)
         if metric == "dot":
@@ -451,8 +452,9 @@ def train_kmodes(data: npt.NDArray[np.generic], k: int, *, max_iters: int = MAX_
     centroids = bits[np.sort(rng.choice(n, k, replace=False))].copy()
     labels, dists = assign(bits, centroids, "l2")
     prev = float(dists.sum(dtype=np.float64))
+    bits_t = np.ascontiguousarray(bits.T)
     for _ in range(max(1, max_iters)):
-        means, counts = _means(bits, labels, k)
+        means, counts = _means(bits_t, labels, k)
         full = counts > 0
         centroids[full] = (means[full] > 0.5).astype(np.float32)
         labels, dists = assign(bits, centroids, "l2")
