@@ -16,29 +16,44 @@ import pyarrow.compute as pc
 
 from lance_format.errors import InvalidInputError, ObjectNotFoundError, PathEscapeError, SchemaError
 from lance_format.evolution.arguments import integer
-from lance_format.evolution.fragment_columns import merge_fragment_columns
-from lance_format.evolution.fragment_ops import update_fragment_columns
-from lance_format.evolution.merge_columns import merge_fragment
 from lance_format.evolution.take_columns import fragment_positions
-from lance_format.evolution.udf import BatchUDF  # noqa: F401 - pylance's lance.fragment.BatchUDF
 from lance_format.file.reader import LanceFileReader
+from lance_format.lazy import OnFirstUse
 from lance_format.scanner import LanceScanner
 from lance_format.schema import LanceSchema
 from lance_format.storage import open_store
-from lance_format.table import delete as _delete
 from lance_format.table.models import DataFile, DeletionFile, FragmentMetadata, check_data_path
 from lance_format.table.naming import data_file_key
 from lance_format.table.scan import filter_expression
-from lance_format.table.writing import (
+from lance_format.table.write_defaults import (
     DEFAULT_MAX_BYTES_PER_FILE,
     DEFAULT_MAX_ROWS_PER_FILE,
     DEFAULT_MAX_ROWS_PER_GROUP,
-    prepare_write,
-    write_input_files,
 )
 
 if TYPE_CHECKING:
     from lance_format.dataset import LanceDataset
+    from lance_format.evolution import fragment_columns as _fragment_columns
+    from lance_format.evolution import fragment_ops as _fragment_ops
+    from lance_format.evolution import merge_columns as _merge_columns
+    from lance_format.evolution import udf as _udf
+    from lance_format.evolution.udf import BatchUDF  # noqa: F401 - pylance's lance.fragment.BatchUDF
+    from lance_format.table import delete as _delete
+    from lance_format.table import writing as _writing
+else:  # writes load on first use: reading a fragment (get_fragments, to_table) loads no writer
+    _fragment_columns = OnFirstUse("lance_format.evolution.fragment_columns")
+    _fragment_ops = OnFirstUse("lance_format.evolution.fragment_ops")
+    _merge_columns = OnFirstUse("lance_format.evolution.merge_columns")
+    _udf = OnFirstUse("lance_format.evolution.udf")
+    _delete = OnFirstUse("lance_format.table.delete")
+    _writing = OnFirstUse("lance_format.table.writing")
+
+
+def __getattr__(name: str) -> Any:
+    # pylance's ``lance.fragment.BatchUDF``, loaded on first read
+    if name == "BatchUDF":
+        return _udf.BatchUDF
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def write_fragments(
@@ -90,9 +105,9 @@ def write_fragments(
     else:
         store = open_store(str(dataset_uri), storage_options)
     effective = "overwrite" if mode == "create" else mode
-    target, batches, data_schema, _full, _read_version, version = prepare_write(
+    target, batches, data_schema, _full, _read_version, version = _writing.prepare_write(
         data, store, schema=schema, mode=effective, data_storage_version=data_storage_version)
-    return write_input_files(store, target, batches, data_schema, max_rows_per_file=max_rows_per_file,
+    return _writing.write_input_files(store, target, batches, data_schema, max_rows_per_file=max_rows_per_file,
                              max_rows_per_group=max_rows_per_group, max_bytes_per_file=max_bytes_per_file,
                              data_storage_version=version, max_page_bytes=max_page_bytes, progress=progress,
                              data_cache_bytes=data_cache_bytes, from_python=True)
@@ -299,7 +314,7 @@ class LanceFragment:
         Returns:
             ``(new fragment metadata, the dataset's new LanceSchema)``.
         """
-        return merge_fragment_columns(self._ds, self._meta, value_func, columns, batch_size)
+        return _fragment_columns.merge_fragment_columns(self._ds, self._meta, value_func, columns, batch_size)
 
     def merge(self, data_obj: Any, left_on: str, right_on: str | None = None,
               schema: pa.Schema | None = None) -> tuple[FragmentMetadata, Any]:
@@ -314,7 +329,7 @@ class LanceFragment:
 
         data = data_obj if schema is None else pa.Table.from_batches(list(data_obj), schema=schema) \
             if not isinstance(data_obj, pa.Table) else data_obj.cast(schema)
-        return merge_fragment(self._ds, self._meta, data, left_on, right_on)
+        return _merge_columns.merge_fragment(self._ds, self._meta, data, left_on, right_on)
 
     def update_columns(self, data_obj: Any, left_on: str = "_rowid", right_on: str | None = None
                        ) -> tuple[FragmentMetadata, list[int]]:
@@ -328,7 +343,7 @@ class LanceFragment:
             ``(new fragment metadata, modified field ids)``.
         """
 
-        return update_fragment_columns(self._ds, self._meta, data_obj, left_on, right_on)
+        return _fragment_ops.update_fragment_columns(self._ds, self._meta, data_obj, left_on, right_on)
 
     def delete(self, predicate: str | pc.Expression) -> FragmentMetadata | None:
         """Write a deletion file for rows matching ``predicate``; return the new metadata.

@@ -142,7 +142,7 @@ def test_the_dataset_modules_public_names_resolve_on_first_read() -> None:
 
 #: Write-side modules (writers, encoders, the commit protocol, schema evolution, maintenance) that a
 #: process which only opens and reads never loads (issue 28 item 7: ~0.1 s of CPU on a cold start).
-WRITE_SIDE = ("lance_format.write", "lance_format.fragment", "lance_format.file.writer", "lance_format.file.legacy.writer",
+WRITE_SIDE = ("lance_format.write", "lance_format.file.writer", "lance_format.file.legacy.writer",
               "lance_format.file.v2_0.encoder", "lance_format.file.v2_0.page_encode", "lance_format.file.v2_1.encoder",
               "lance_format.file.v2_1.fullzip_enc", "lance_format.file.v2_1.valuesenc", "lance_format.file.v2_1.shred",
               "lance_format.table.commit", "lance_format.table.conflicts", "lance_format.table.transaction",
@@ -164,6 +164,8 @@ _READS = {
     "btree query": "got = ds.to_table(filter='id = 5').column('id').to_pylist() + [ds.count_rows('id < 42')]\n",
     "nearest query": "got = sorted(ds.to_table(columns=['id'], nearest={'column': 'vec', 'q': [0.5] * 8, 'k': 5, "
                      "'nprobes': 4, 'refine_factor': 50}).column('id').to_pylist())\n",
+    "fragment reads": "fs = ds.get_fragments()\n"
+                      "got = [[f.count_rows(), f.to_table(columns=['id'], limit=2).column('id').to_pylist()] for f in fs]\n",
 }
 
 

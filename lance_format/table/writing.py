@@ -30,13 +30,15 @@ from lance_format.table.manifest import arrow_schema as table_arrow_schema
 from lance_format.table.models import DataFile, FragmentMetadata
 from lance_format.table.naming import DATA_DIR, NamingScheme, new_data_file_name
 from lance_format.table.versions import find_latest, read_manifest
+from lance_format.table.write_defaults import (
+    DEFAULT_MAX_BYTES_PER_FILE,
+    DEFAULT_MAX_ROWS_PER_FILE,
+    DEFAULT_MAX_ROWS_PER_GROUP,
+)
 
 WriteMode = Literal["create", "append", "overwrite"]
 DataStorageVersion = Literal["stable", "legacy", "0.1", "2.0", "2.1", "2.2"]
 
-DEFAULT_MAX_ROWS_PER_FILE = 1024 * 1024
-DEFAULT_MAX_ROWS_PER_GROUP = 1024
-DEFAULT_MAX_BYTES_PER_FILE = 90 * 1024 * 1024 * 1024
 
 _VERSION_ALIASES = {"stable": "2.2", "0.3": "2.0", "2.0": "2.0", "2.1": "2.1", "2.2": "2.2",
                     "legacy": "0.1", "0.1": "0.1"}
