@@ -446,12 +446,15 @@ def estimate(st: RQStorage, q: npt.NDArray[np.floating], metric: Metric, centroi
     quant_flat = (quant[0::2][:, byte & 15] + quant[1::2][:, byte >> 4]).astype(np.float32).reshape(-1)
     table_flat = (table[0::2][:, byte & 15] + table[1::2][:, byte >> 4]).astype(np.float32).reshape(-1)
     byte_at = (np.arange(table.shape[0] // 2) * 256).astype(np.int32)
-    if dec.pairs is not None:  # the extended codes' inner product from a table per dimension pair
+    if dec.pairs is not None and dec.pair_dims is not None:  # extended codes: a table per dimension pair
         w = 1 << model.ex_bits
         v = np.arange(w * w)
-        pair_table = ((v % w)[None, :] * qr[0::2, None].astype(np.float64)
-                      + (v // w)[None, :] * qr[1::2, None].astype(np.float64)).astype(np.float32).reshape(-1)
-        pair_at = (np.arange(model.dim // 2) * (w * w)).astype(np.int32)
+        q_pad = np.zeros(int(dec.pair_dims.max()) + 1, np.float64)  # padding dimensions weigh 0
+        q_pad[:model.dim] = qr
+        lo_q, hi_q = q_pad[dec.pair_dims[:, 0]], q_pad[dec.pair_dims[:, 1]]
+        pair_table = ((v % w)[None, :] * lo_q[:, None] + (v // w)[None, :] * hi_q[:, None]).astype(np.float32)
+        pair_table = pair_table.reshape(-1)
+        pair_at = (np.arange(dec.pair_dims.shape[0]) * (w * w)).astype(np.int32)
     scale = np.float32(1 << model.ex_bits)
     bias = np.float32((1 << model.ex_bits) - 0.5) * sum_q
     pieces = []

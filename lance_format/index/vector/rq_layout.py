@@ -21,7 +21,7 @@ import pyarrow as pa
 
 from lance_format.arrays import matrix, numbers
 from lance_format.errors import CorruptFileError
-from lance_format.index.vector.rabitq_codes import ex_values_of
+from lance_format.index.vector.rabitq_codes import EX_BLOCK, ex_values_of
 
 U8 = npt.NDArray[np.uint8]
 F32 = npt.NDArray[np.float32]
@@ -45,9 +45,10 @@ class Decoded:
     byte ``b``: dimension ``8b + i``), the extended codes and the factors the estimate uses (the
     extended ones when there are extended codes).
 
-    The extended codes are ``pairs`` ``[n, dim / 2]`` (dimension ``2i`` in the low ``ex_bits`` of
-    byte ``i``, ``2i + 1`` above: a query scores them with one lookup table per pair, as the sign
-    codes) up to :data:`PAIR_BITS` extended bits, else ``ex`` ``[n, dim]``; both ``None`` for one bit.
+    The extended codes are ``pairs`` (two dimensions' codes per byte, ``pair_dims[i]`` the
+    dimensions in the low ``ex_bits`` of byte ``i`` and above them: a query scores them with one
+    lookup table per pair, as the sign codes) up to :data:`PAIR_BITS` extended bits, else ``ex``
+    ``[n, dim]``; both ``None`` for one bit.
     """
 
     codes: U8
@@ -55,6 +56,26 @@ class Decoded:
     add: F32
     scale: F32
     pairs: U8 | None = None
+    pair_dims: npt.NDArray[np.intp] | None = None
+
+
+def pair_dims(dim: int, ex_bits: int) -> npt.NDArray[np.intp]:
+    """``[pairs, 2]``: the dimensions whose codes share each byte of :attr:`Decoded.pairs`.
+
+    At 4 extended bits those are the stored blocked bytes as they are (``rabitq_codes.pack_blocked``:
+    byte ``8k + j`` of a 64-dimension block holds dimension ``16k + j`` and ``16k + 8 + j``; the
+    padding dimensions of the last block, at ``dim`` and above, hold 0), so decoding copies them;
+    at fewer bits, dimensions ``2i`` and ``2i + 1``.
+    """
+    if ex_bits == 4:
+        blocks = -(-dim // EX_BLOCK)
+        base = (np.arange(blocks) * EX_BLOCK)[:, None, None] + (np.arange(4) * 16)[None, :, None] \
+            + np.arange(8)[None, None, :]
+        lo = base.reshape(-1)
+        out: npt.NDArray[np.intp] = np.stack([lo, lo + 8], axis=1).astype(np.intp)
+        return out
+    even = np.arange(0, dim, 2)
+    return np.stack([even, even + 1], axis=1).astype(np.intp)
 
 
 def unpack_partition(stored: U8) -> U8:
@@ -80,9 +101,10 @@ def columns_of(dim: int, ex_bits: int) -> list[str]:
 def empty(n: int, dim: int, ex_bits: int) -> Decoded:
     """Unfilled arrays for ``n`` rows (untouched pages cost no memory until a partition is decoded)."""
     paired = 0 < ex_bits <= PAIR_BITS
+    dims = pair_dims(dim, ex_bits) if paired else None
     return Decoded(np.empty((n, dim // 8), np.uint8), np.empty((n, dim), np.uint8) if ex_bits and not paired else None,
                    np.empty(n, np.float32), np.empty(n, np.float32),
-                   np.empty((n, dim // 2), np.uint8) if paired else None)
+                   np.empty((n, dims.shape[0]), np.uint8) if dims is not None else None, dims)
 
 
 def _f32(col: pa.ChunkedArray | pa.Array) -> F32:
@@ -107,7 +129,9 @@ def fill(dec: Decoded, table: pa.Table, spans: list[tuple[int, int, int]], dim: 
     for off, at, n in spans:
         part = codes[off:off + n].astype(np.uint8, copy=False)
         dec.codes[at:at + n] = unpack_partition(part) if packed else part
-        if ex is not None:
+        if ex is not None and ex_bits == 4 and dec.pairs is not None:
+            dec.pairs[at:at + n] = ex[off:off + n]  # already a byte per dimension pair (pair_dims)
+        elif ex is not None:
             values = ex_values_of(np.ascontiguousarray(ex[off:off + n], np.uint8), dim, ex_bits)
             if dec.pairs is not None:
                 dec.pairs[at:at + n] = values[:, 0::2] | (values[:, 1::2] << ex_bits)
