@@ -115,3 +115,22 @@ def test_writing_a_lazy_segment_back_keeps_its_columns(index_dir: IndexDir, tmp_
     assert isinstance(again.storage, RQStorage) and isinstance(eager.storage, RQStorage)
     assert again.storage.columns.equals(eager.storage.columns)
     assert np.array_equal(again.row_ids, eager.row_ids)
+
+
+@pytest.mark.parametrize("dim", [32, 200])
+def test_per_partition_scores_are_pylances_when_the_last_block_is_padded(tmp_path: Path, dim: int) -> None:
+    # 4 extended bits score the stored blocked bytes as dimension pairs; dimensions past ``dim`` in
+    # the last 64-dimension block are padding and must weigh nothing
+    rng = np.random.default_rng(dim)
+    centres = rng.standard_normal((10, dim)) * 3
+    x = (rng.standard_normal((3000, dim)) + centres[rng.integers(0, 10, 3000)]).astype(np.float32)
+    uri = str(tmp_path / "padded.lance")
+    tbl = pa.table({"id": pa.array(np.arange(3000)), "vec": pa.FixedSizeListArray.from_arrays(pa.array(x.ravel()), dim)})
+    lance.write_dataset(tbl, uri).create_index("vec", "IVF_RQ", num_partitions=4, num_bits=5)
+    ours = lance_format.dataset(uri)
+    for q in x[:6] + 0.1:
+        nearest = {"column": "vec", "q": q, "k": 10, "nprobes": 2}
+        theirs = lance.dataset(uri).to_table(nearest=nearest, columns=["id", "_distance"])
+        mine = ours.to_table(nearest=nearest, columns=["id"])
+        np.testing.assert_allclose(mine["_distance"].to_numpy(), theirs["_distance"].to_numpy(), rtol=1e-4, atol=1e-3)
+        assert mine["id"].to_pylist() == theirs["id"].to_pylist()
