@@ -84,8 +84,10 @@ def _take(it: Iterator[pa.RecordBatch], pending: list[pa.RecordBatch], n: int) -
 
 #: Fragments of up to this many rows are read together with their neighbours (``_joint_batches``).
 JOINT_MAX_ROWS = 1 << 17
-#: Most rows read together.
-JOINT_GROUP_ROWS = 1 << 16
+#: Most rows read together, and about the most bytes of data files (the decoded batch is a few
+#: times that): more rows per group means fewer decode steps per row, and more memory.
+JOINT_GROUP_ROWS = 1 << 18
+JOINT_GROUP_BYTES = 32 << 20
 
 
 def _source_batches(ctx: ReadContext, task: CompactionTask, deletions: Sequence[npt.NDArray[np.uint32]],
@@ -114,10 +116,14 @@ def _source_batches(ctx: ReadContext, task: CompactionTask, deletions: Sequence[
         group.clear()
         return iter(joint) if joint is not None else scanned(part)
 
+    def full(frag: FragmentMetadata) -> bool:
+        part = [frags[k] for k in group] + [frag]
+        return sum(f.physical_rows for f in part) > JOINT_GROUP_ROWS or \
+            sum(df.file_size_bytes or 0 for f in part for df in f.files) > JOINT_GROUP_BYTES
+
     for i, frag in enumerate(frags):
         small = frag.physical_rows <= JOINT_MAX_ROWS
-        if group and (not small or sum(frags[k].physical_rows for k in group) + frag.physical_rows
-                      > JOINT_GROUP_ROWS):
+        if group and (not small or full(frag)):
             yield from flush()
         if small:
             group.append(i)

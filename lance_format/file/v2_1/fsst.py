@@ -261,8 +261,9 @@ def decode_many(tables: list[SymbolTable], data: np.ndarray, offsets: np.ndarray
 
     Strings ``bounds[k]`` to ``bounds[k + 1]`` (indices into ``offsets``) were compressed with
     ``tables[k]``. All the pages' codes go through one ``take`` over the tables laid end to end
-    (512 entries each), instead of one per page. None when a table holds uncompressed data (the
-    caller decodes page by page).
+    (512 entries each), instead of one per page. The code-sized temporaries live in Arrow's pool
+    (numpy's would fault in fresh pages on every call at these sizes). None when a table holds
+    uncompressed data (the caller decodes page by page).
 
     Raises:
         CorruptFileError: a page's data ends with an escape byte, or a code has no symbol.
@@ -274,7 +275,8 @@ def decode_many(tables: list[SymbolTable], data: np.ndarray, offsets: np.ndarray
     if n == 0:
         return b, np.zeros_like(offsets)
     seg_bytes = offsets[bounds]  # where each page's bytes start (and the last one ends)
-    is255 = b == ESC
+    is255 = np.frombuffer(pa.allocate_buffer(n), np.bool_)
+    np.equal(b, ESC, out=is255)
     is_esc = None
     if is255.any():
         runs = is255[1:] & is255[:-1]
@@ -296,16 +298,19 @@ def decode_many(tables: list[SymbolTable], data: np.ndarray, offsets: np.ndarray
         kept = b[keep]
         esc_cum = np.concatenate([[0], np.cumsum(is_esc.astype(np.int64))])
         kidx = offsets - esc_cum[offsets]
-    seg = np.diff(kidx[bounds])  # kept codes per page
-    page_of = np.repeat(np.arange(len(tables), dtype=np.int32), seg)
-    limit = np.array([t.n for t in tables], np.int32)[page_of]
-    codes = kept.astype(np.int32)
-    bad = codes >= limit if is_lit is None else (codes >= limit) & ~is_lit
-    if bad.any():
-        raise CorruptFileError("FSST code refers to a missing symbol")
+    cuts = kidx[bounds].tolist()  # each page's first kept code
+    codes = np.frombuffer(pa.allocate_buffer(4 * len(kept)), np.int32)
+    codes[:] = kept
+    for k, (a, z) in enumerate(zip(cuts[:-1], cuts[1:], strict=True)):
+        if z <= a:
+            continue
+        page = codes[a:z]
+        top = int(page.max()) if is_lit is None else int(np.max(page, where=~is_lit[a:z], initial=0))
+        if top >= tables[k].n and (is_lit is None or (page[~is_lit[a:z]] >= tables[k].n).any()):
+            raise CorruptFileError("FSST code refers to a missing symbol")
+        page += k << 9  # the page's table: entries 512 k .. 512 k + 511
     if is_lit is not None:
-        codes += is_lit.astype(np.int32) << 8  # literal bytes: entries 256..511 of their table
-    codes += page_of << 9
+        np.add(codes, 256, out=codes, where=is_lit)  # literal bytes: entries 256..511 of their table
     large = len(codes) * 8 >= 1 << 31
     table = pa.concat_arrays([t.arrow(large) for t in tables])
     taken = pc.take(table, pa.Array.from_buffers(pa.int32(), len(codes), [None, pa.py_buffer(codes)]))

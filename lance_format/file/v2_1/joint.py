@@ -230,15 +230,21 @@ def _resolve_dictionaries(decoders: Sequence[Decoder21], pos: int, joint: _Joint
         m = layout.mini_block_layout
         block = decode_block(m.dictionary, extra[0], int(m.num_dictionary_items))
         dicts.append(block_to_arrow(block, t, None, block.n))
-    sizes = np.array([len(x) for x in dicts], np.int64)
-    idx = fixed_to_uint(indices).astype(np.int64)
-    if len(idx) and (idx >= np.repeat(sizes, rows)).any():
-        return _file_by_file(decoders, pos)  # an index out of range: reported where it is
-    shift = np.zeros(len(sizes), np.int64)
-    np.cumsum(sizes[:-1], out=shift[1:])
-    idx += np.repeat(shift, rows)
+    local = fixed_to_uint(indices)
+    # shifted indices in Arrow's pool (numpy's would fault in fresh pages at this size), file by file
+    idx = np.frombuffer(pa.allocate_buffer(4 * len(local)), np.int32)
+    at = shift = 0
+    for d, n in zip(dicts, rows, strict=True):
+        part = local[at : at + n]
+        if n and int(part.max()) >= len(d):
+            return _file_by_file(decoders, pos)  # an index out of range: reported where it is
+        np.add(part, shift, out=idx[at : at + n], casting="unsafe")
+        at += n
+        shift += len(d)
+    if shift >= 1 << 31:
+        return _file_by_file(decoders, pos)
     table = pa.concat_arrays(dicts)
-    return table.take(pa.Array.from_buffers(pa.int64(), len(idx), [None, pa.py_buffer(idx)]))
+    return table.take(pa.Array.from_buffers(pa.int32(), len(idx), [None, pa.py_buffer(idx)]))
 
 
 def _file_by_file(decoders: Sequence[Decoder21], pos: int) -> pa.Array:
