@@ -24,6 +24,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lance_format.arrays import distinct
 from lance_format.errors import CorruptFileError, LanceError
 from lance_format.file import LanceFileReader
 from lance_format.index.predicates import In, IsNull, Range, ValueQuery
@@ -322,7 +323,7 @@ def check_zones(fragment_id: U64, zone_start: U64, zone_length: U64, domain: Row
     """
     if domain is None or fragment_id.size == 0:
         return
-    for frag in np.unique(fragment_id).tolist():
+    for frag in distinct(fragment_id).tolist():
         if domain.fragments is not None and frag not in domain.fragments:
             continue  # pylance keeps zones of fragments a compaction removed; they answer no row
         rows = domain.fragment_rows(int(frag))

@@ -15,6 +15,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
+from lance_format.arrays import distinct
 from lance_format.index.rowset import fragment_of, offset_of
 
 U64 = npt.NDArray[np.uint64]
@@ -118,7 +119,7 @@ def zone_rows(fragment_id: U64, zone_start: U64, zone_length: U64, which: npt.ND
     ends = base + lens.astype(np.uint64)
     if bool(np.all(ends[:-1] <= base[1:])):
         return rows
-    out: U64 = np.unique(rows)
+    out: U64 = distinct(rows)
     return out
 
 

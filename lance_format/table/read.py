@@ -18,6 +18,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
+from lance_format.arrays import distinct
 from lance_format.errors import InvalidInputError, LanceError, SchemaError
 from lance_format.file import LanceFileReader
 from lance_format.schema import LanceField, LanceSchema
@@ -416,7 +417,7 @@ def take_rows(ctx: ReadContext, indices: Sequence[int] | pa.Array | npt.NDArray[
         raise InvalidInputError(f"take: row index out of range (dataset has {total} rows)")
     which = np.searchsorted(bounds, idx, side="right")
     local = idx - (bounds[which] - counts[which])
-    wanted = np.unique(which).tolist()
+    wanted = distinct(which).tolist()
     order = [np.nonzero(which == fi)[0] for fi in wanted]
 
     def one(k: int) -> pa.Table:
@@ -426,7 +427,14 @@ def take_rows(ctx: ReadContext, indices: Sequence[int] | pa.Array | npt.NDArray[
             phys = live_to_physical(local[sel], deleted).astype(np.uint64)
         else:  # no deletions: live row i is physical row i
             phys = local[sel].astype(np.uint64)
-        uniq, inverse = np.unique(phys, return_inverse=True)
+        # np.unique(phys, return_inverse=True) without its first call's numpy.ma import (~15 ms)
+        by_row = np.argsort(phys, kind="stable")
+        ordered = phys[by_row]
+        first = np.ones(ordered.size, dtype=bool)
+        np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
+        uniq = ordered[first]
+        inverse = np.empty(phys.size, dtype=np.int64)
+        inverse[by_row] = np.cumsum(first) - 1
         batch = FragmentScan(ctx, frag, columns, blob_descriptions=True).take(uniq)
         table = pa.Table.from_batches([batch]).take(pa.array(inverse))
         if with_row_id:

@@ -139,6 +139,25 @@ def gather_ranges(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> 
     total = int(ln.sum())
     if total == 0:
         return np.zeros(0, np.uint8)
+    if n > 1:
+        # ranges that continue one another are one run: copied as such (one view when all are)
+        joins = st[1:] == ends[:-1]
+        if joins.any():
+            head = np.ones(n, bool)
+            head[1:] = ~joins
+            tail = np.ones(n, bool)
+            tail[:-1] = ~joins
+            st, ends = st[head], ends[tail]
+            ln = ends - st
+            n = len(st)
+    if n == 1:
+        view = data[int(st[0]) : int(ends[0])]
+        view.flags.writeable = False
+        return view
+    if n == 2:
+        both = np.concatenate([data[a:b] for a, b in zip(st.tolist(), ends.tolist(), strict=True)])
+        both.flags.writeable = False
+        return both
     if n > 2:
         strided = _gather_strided(data, st, ln, total)
         if strided is not None:

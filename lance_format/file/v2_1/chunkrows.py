@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from lance_format._pb import encodings_v2_1_pb2 as pb
+from lance_format.arrays import distinct
 from lance_format.errors import CorruptFileError
 from lance_format.file.v2_1 import bitpack
 from lance_format.file.v2_1.blocks import Block, ChunkSet, Fixed, Fsl, Var
@@ -131,7 +132,7 @@ def _bitpacked_values(cs: ChunkSet, chunk: np.ndarray, pos: np.ndarray, t: int) 
     out = np.zeros(len(pos), dtype)
     row_width = widths[chunk]
     lanes = _BLOCK // t
-    for w_np in np.unique(row_width):
+    for w_np in distinct(row_width):
         width = int(w_np)
         if width == 0:
             continue  # width-0 chunks hold zeros

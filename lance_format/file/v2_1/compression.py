@@ -11,6 +11,7 @@ import numpy as np
 import pyarrow as pa
 
 from lance_format._pb import encodings_v2_1_pb2 as pb
+from lance_format.arrays import distinct
 from lance_format.errors import CorruptFileError, UnsupportedEncodingError
 from lance_format.file.v2_1 import bitpack
 from lance_format.file.v2_1.blocks import (
@@ -452,7 +453,7 @@ def _inline_bitpacked_chunks(chunks: list[Chunk], t: int) -> Fixed:
     if (widths > t).any():
         raise CorruptFileError(f"inline bit width exceeds {t}")
     out = np.zeros((len(chunks), 1024), dtype)
-    for w_np in np.unique(widths):
+    for w_np in distinct(widths):
         width = int(w_np)
         sel = np.flatnonzero(widths == width)
         if width == 0:

@@ -12,6 +12,7 @@ import numpy as np
 import pyarrow as pa
 
 from lance_format._pb import encodings_v2_1_pb2 as pb
+from lance_format.arrays import distinct
 from lance_format.errors import CorruptFileError, LanceError, UnsupportedEncodingError
 from lance_format.file.v2_0.buffers import gather_ranges
 from lance_format.file.v2_1.arrow import merge, page_to_arrow
@@ -228,7 +229,7 @@ class Decoder21:
         size = np.zeros(len(rows), np.uint64)
         valid = np.ones(len(rows), bool)
         page_of = np.searchsorted(leaf.page_starts, rows, side="right") - 1
-        for p in np.unique(page_of).tolist():
+        for p in distinct(page_of).tolist():
             page = leaf.column.pages[p]
             bufs = self.source.read_arrays(list(zip(page.buffer_offsets, page.buffer_sizes, strict=False)), "page buffer")
             data = decode_page(_page_layout(page), bufs, int(page.length))
@@ -558,7 +559,7 @@ class Decoder21:
         jobs: list[tuple[int, int, np.ndarray]] = []  # (leaf, page, mask of idx in the page)
         for li, leaf in enumerate(leaves):
             page_of = np.searchsorted(leaf.page_starts, idx, side="right") - 1
-            for p in np.unique(page_of).tolist():
+            for p in distinct(page_of).tolist():
                 jobs.append((li, p, page_of == p))
         # pages decoded whole earlier are sliced from memory: no plan, no read
         cached = [self._cached((leaves[li].column.index, p)) is not None for li, p, _sel in jobs]
@@ -573,7 +574,7 @@ class Decoder21:
                 requests.append((j, plan, self._guard(leaf, p, take_request, plan, rows)))
                 continue
             if not cached[j]:
-                wanted = np.unique(rows)
+                wanted = distinct(rows)
                 zipped = self._fullzip_part(leaf, p, wanted)
                 if zipped is not None:
                     parts[j] = (zipped, np.searchsorted(wanted, rows))

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from lance_format._pb import encodings_v2_1_pb2 as pb
+from lance_format.arrays import distinct
 from lance_format.errors import CorruptFileError, UnsupportedEncodingError
 from lance_format.file.v2_1 import bitpack
 from lance_format.file.v2_1 import compression as comp
@@ -395,7 +396,7 @@ def repeated_rows(page: Any, layout: pb.PageLayout, source: Any, rows: np.ndarra
     first = np.searchsorted(started, rows, side="right")  # chunk where each row begins
     last = np.searchsorted(done, rows, side="right")  # chunk where it ends
     # The chunks of every wanted row, each run of consecutive chunks a span.
-    chunks = np.unique(np.concatenate([np.arange(a, b + 1) for a, b in zip(first.tolist(), last.tolist(), strict=True)]))
+    chunks = distinct(np.concatenate([np.arange(a, b + 1) for a, b in zip(first.tolist(), last.tolist(), strict=True)]))
     if 2 * len(chunks) > nchunks:
         return None
     first_byte = np.concatenate([[0], np.cumsum(sizes)])

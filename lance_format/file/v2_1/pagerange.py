@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from lance_format._pb import encodings_v2_1_pb2 as pb
+from lance_format.arrays import distinct
 from lance_format.errors import CorruptFileError
 from lance_format.file.v2_1 import compression as comp
 from lance_format.file.v2_1.blocks import Block, Fixed, Fsl, gather_into, gather_ranges
@@ -221,7 +222,7 @@ def take_request(plan: MiniPlan, rows: np.ndarray) -> TakeRequest:
         chunks = chunk_of[new]
         where = np.cumsum(new) - 1
     else:
-        chunks = np.unique(chunk_of)
+        chunks = distinct(chunk_of)
         where = np.searchsorted(chunks, chunk_of)
     lens = plan.sizes[chunks]
     total = int(plan.first_byte[-1])

@@ -12,6 +12,7 @@ import numpy as np
 import pyarrow as pa
 
 from lance_format._pb import encodings_v2_1_pb2 as pb
+from lance_format.arrays import distinct
 from lance_format.file.v2_1 import bitpack
 from lance_format.file.v2_1.miniblock import (
     FLAT_CHUNK_BYTES,
@@ -91,7 +92,7 @@ def inline_bitpack_chunks(values: np.ndarray, t: int) -> ValueChunks | None:
         tail[: n - full * 1024] = v[full * 1024 :]
         w_tail = int(widths[-1])
         out[-1] = np.array([w_tail], dtype).tobytes() + bitpack.pack_blocks(tail, w_tail, t).tobytes()
-    for w in np.unique(widths[:full]):
+    for w in distinct(widths[:full]):
         sel = np.flatnonzero(widths[:full] == w)
         src = blocks if len(sel) == full else blocks[sel]
         packed = bitpack.pack_blocks(src.reshape(-1), int(w), t).reshape(len(sel), -1)
