@@ -125,32 +125,52 @@ class _Joint:
 
 
 def _read_joint_pages(decoders: Sequence[Decoder21], positions: list[int]) -> dict[int, _Pages]:
-    """Each joint field's page buffers in every file.
+    """Each joint field's page buffers in every file, with one read request list per file.
 
-    The data buffers of one field land back to back in one buffer from Arrow's pool, read
-    straight into place: no per-file buffers concatenated afterwards, no fresh pages faulted in.
-    Chunk metadata and dictionaries follow them in the same buffer.
+    Everything lands in one buffer from Arrow's pool, read straight into place (no per-file
+    buffers concatenated afterwards, no fresh pages faulted in): field by field, the data
+    buffers of all files back to back, then every page's chunk metadata and dictionary.
     """
-    out: dict[int, _Pages] = {}
+    pages = {pos: [d._leaves[pos][0].column.pages[0] for d in decoders] for pos in positions}
+    data_base: dict[int, int] = {}
+    total = 0
     for pos in positions:
-        pages = [d._leaves[pos][0].column.pages[0] for d in decoders]
-        data_sizes = [int(p.buffer_sizes[1]) for p in pages]
-        data_total = sum(data_sizes)
-        buf = pooled_bytes(data_total + sum(int(p.buffer_sizes[0]) + sum(p.buffer_sizes[2:]) for p in pages))
-        data_at, other_at = 0, data_total
-        metas, extras = [], []
-        for d, page, dn in zip(decoders, pages, data_sizes, strict=True):
+        data_base[pos] = total
+        total += sum(int(p.buffer_sizes[1]) for p in pages[pos])
+    other = total
+    total += sum(int(p.buffer_sizes[0]) + sum(int(x) for x in p.buffer_sizes[2:]) for pos in positions
+                 for p in pages[pos])
+    buf = pooled_bytes(total)
+    data_at = dict(data_base)
+    metas: dict[int, list[np.ndarray]] = {pos: [] for pos in positions}
+    extras: dict[int, list[list[np.ndarray]]] = {pos: [] for pos in positions}
+    sizes_of: dict[int, list[int]] = {pos: [] for pos in positions}
+    for k, d in enumerate(decoders):
+        starts: list[int] = []
+        lens: list[int] = []
+        dest: list[int] = []
+        for pos in positions:
+            page = pages[pos][k]
             sizes = [int(x) for x in page.buffer_sizes]
-            dest = [other_at, data_at] + [other_at + sum(sizes[:1] + sizes[2:k]) for k in range(2, len(sizes))]
-            d.source.read_into(np.array(list(page.buffer_offsets), np.int64), np.array(sizes, np.int64),
-                               buf, np.array(dest, np.int64), "page buffer")
-            metas.append(buf[other_at : other_at + sizes[0]])
-            extras.append([buf[at : at + n] for at, n in zip(dest[2:], sizes[2:], strict=True)])
-            other_at += sizes[0] + sum(sizes[2:])
-            data_at += dn
-        buf.flags.writeable = False
-        out[pos] = _Pages(buf[:data_total], metas, data_sizes, extras)
-    return out
+            starts.extend(int(x) for x in page.buffer_offsets)
+            lens.extend(sizes)
+            dest.append(other)  # chunk metadata
+            dest.append(data_at[pos])
+            metas[pos].append(buf[other : other + sizes[0]])
+            other += sizes[0]
+            more = []
+            for n in sizes[2:]:  # the dictionary
+                dest.append(other)
+                more.append(buf[other : other + n])
+                other += n
+            extras[pos].append(more)
+            sizes_of[pos].append(sizes[1])
+            data_at[pos] += sizes[1]
+        d.source.read_into(np.array(starts, np.int64), np.array(lens, np.int64), buf, np.array(dest, np.int64),
+                           "page buffer")
+    buf.flags.writeable = False
+    return {pos: _Pages(buf[data_base[pos] : data_at[pos]], metas[pos], sizes_of[pos], extras[pos])
+            for pos in positions}
 
 
 @dataclass
