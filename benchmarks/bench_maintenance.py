@@ -5,6 +5,8 @@ Run from the repository root::
     python -m benchmarks.bench_maintenance                     # 10M rows in 100 fragments, 200 versions
     python -m benchmarks.bench_maintenance --ops compact --rows 1000000,10000000 --slots 1,2 \
         --variants plain,indexed                               # the compaction scaling table
+    python -m benchmarks.bench_maintenance --ops compact --rows 1000000 --variants plain \
+        --engines ours,pylance --dir /tmp/maint              # inputs built once, reused by later runs
 
 Every measured run is a fresh Python process; engines run interleaved (the order rotates
 each round) and every figure is the median of ``--repeat`` rounds.
