@@ -445,8 +445,7 @@ def estimate(st: RQStorage, q: npt.NDArray[np.floating], metric: Metric, centroi
     byte = np.arange(256)
     quant_flat = (quant[0::2][:, byte & 15] + quant[1::2][:, byte >> 4]).astype(np.float32).reshape(-1)
     table_flat = (table[0::2][:, byte & 15] + table[1::2][:, byte >> 4]).astype(np.float32).reshape(-1)
-    byte_at = (np.arange(table.shape[0] // 2) * 256).astype(np.int32)
-    byte_ones = np.ones(byte_at.size, np.float32)
+    byte_ones = np.ones(table.shape[0] // 2, np.float32)
     if dec.pairs is not None and dec.pair_dims is not None:  # extended codes: a table per dimension pair
         w = 1 << model.ex_bits
         v = np.arange(w * w)
@@ -455,8 +454,7 @@ def estimate(st: RQStorage, q: npt.NDArray[np.floating], metric: Metric, centroi
         lo_q, hi_q = q_pad[dec.pair_dims[:, 0]], q_pad[dec.pair_dims[:, 1]]
         pair_table = ((v % w)[None, :] * lo_q[:, None] + (v // w)[None, :] * hi_q[:, None]).astype(np.float32)
         pair_table = pair_table.reshape(-1)
-        pair_at = (np.arange(dec.pair_dims.shape[0]) * (w * w)).astype(np.int32)
-        pair_ones = np.ones(pair_at.size, np.float32)
+        pair_ones = np.ones(dec.pair_dims.shape[0], np.float32)
     scale = np.float32(1 << model.ex_bits)
     bias = np.float32((1 << model.ex_bits) - 0.5) * sum_q
     pieces = []
@@ -465,13 +463,13 @@ def estimate(st: RQStorage, q: npt.NDArray[np.floating], metric: Metric, centroi
         if n == 0:
             continue
         hi, full = lo + n, n // BATCH * BATCH  # rows in whole blocks are quantized by the SIMD scan
-        at = dec.codes[lo:hi] + byte_at
+        at = dec.codes[lo:hi]  # table indices (rq_layout.Decoded)
         # row sums as products with ones: one BLAS pass, ~4x faster than sum(axis=1) over short rows
         ip = np.concatenate([np.take(quant_flat, at[:full]) @ byte_ones, np.take(table_flat, at[full:]) @ byte_ones])
         c = centroids[p]
         q_factor = np.float32(-(c @ qf)) if metric == "dot" else np.float32((qf - c) @ (qf - c))
         if dec.pairs is not None:
-            ex_dot = np.take(pair_table, dec.pairs[lo:hi] + pair_at) @ pair_ones
+            ex_dot = np.take(pair_table, dec.pairs[lo:hi]) @ pair_ones
             d = (scale * ip + ex_dot - bias) * dec.scale[lo:hi] + dec.add[lo:hi] + q_factor
         elif dec.ex is not None:
             full_dot = scale * ip + dec.ex[lo:hi].astype(np.float32) @ qr - bias
