@@ -68,11 +68,18 @@ import json
 import urllib.parse
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from lance_format.errors import InvalidInputError
-from lance_format.table.transaction import COMMIT_MESSAGE_KEY
-from lance_format.table.writing import DEFAULT_MAX_ROWS_PER_FILE
+from lance_format.lazy import OnFirstUse
+from lance_format.table.write_defaults import DEFAULT_MAX_ROWS_PER_FILE
+
+if TYPE_CHECKING:
+    from lance_format.table import transaction as _transaction
+else:
+    # Every Spark task imports this module (the reader's and the writer's options); only parsing
+    # write options needs the commit-message key, and its module loads the commit models.
+    _transaction = OnFirstUse("lance_format.table.transaction")
 
 DEFAULT_MAX_ROWS_PER_PARTITION = 1 << 18
 
@@ -403,7 +410,7 @@ class WriteOptions:
         props = _json_object(options, "transaction_properties")
         message = _get(options, "commit_message")
         if message is not None:
-            props[COMMIT_MESSAGE_KEY] = message
+            props[_transaction.COMMIT_MESSAGE_KEY] = message
         stream_id = _get(options, "stream_id") or _get(options, "checkpointLocation")
         sizes = {}
         for key in options:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql.datasource import DataSource
 
 from lance_format.errors import InvalidInputError
+from lance_format.lazy import OnFirstUse
 from lance_format.spark.options import (
     READ_KEYS,
     STREAM_READ_KEYS,
@@ -25,11 +26,16 @@ from lance_format.spark.options import (
 )
 from lance_format.spark.reader import LanceReader, open_version, projected_schema, search_schema
 from lance_format.spark.types import spark_schema, table_uri, with_table_uri, write_schema
-from lance_format.spark.writer import LanceBatchWriter
 
 if TYPE_CHECKING:
+    from lance_format.spark import writer as _writer
     from lance_format.spark.stream_reader import LanceStreamReader
     from lance_format.spark.streaming import LanceStreamWriter
+    from lance_format.spark.writer import LanceBatchWriter
+else:
+    # Spark's planner workers unpickle this source for every read's schema and partitions: the
+    # batch writer's module (file encoders, the commit protocol) loads when a write is planned.
+    _writer = OnFirstUse("lance_format.spark.writer")
 
 
 class LanceDataSource(DataSource):
@@ -92,7 +98,7 @@ class LanceDataSource(DataSource):
                 "catalog table an INSERT INTO / insertInto targets. Write with df.write.format('lance')"
                 ".save(uri) or lance_format.spark.save_as_table(df, name, uri)")
         opts = WriteOptions.parse(dict(self.options), overwrite=overwrite)
-        return LanceBatchWriter(opts, write_schema(schema, dict(opts.fixed_sizes), opts.blob_columns))
+        return _writer.LanceBatchWriter(opts, write_schema(schema, dict(opts.fixed_sizes), opts.blob_columns))
 
     def streamWriter(self, schema: Any, overwrite: bool) -> LanceStreamWriter:  # noqa: N802  (Spark's name)
         """A streaming writer: one commit per micro-batch, exactly once."""

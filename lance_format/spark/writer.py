@@ -28,18 +28,18 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
 from lance_format.errors import DatasetAlreadyExistsError, SchemaError
+from lance_format.lazy import OnFirstUse
 from lance_format.schema import LanceSchema
 from lance_format.spark.options import WriteOptions
 from lance_format.spark.types import to_table_batch
 from lance_format.storage import open_store
 from lance_format.table.apply import DEFAULT_DATA_STORAGE_VERSION
-from lance_format.table.commit import commit_transaction
 from lance_format.table.discard import discard_fragment_files
 from lance_format.table.manifest import Manifest, arrow_schema
 from lance_format.table.models import FragmentMetadata
@@ -51,6 +51,13 @@ from lance_format.table.writing import (
     normalize_storage_version,
     write_input_files,
 )
+
+if TYPE_CHECKING:
+    from lance_format.table import commit as _commit
+else:
+    # Only the driver commits; a write task (every cold executor worker) skips the retry loop's
+    # conflict and rebase modules.
+    _commit = OnFirstUse("lance_format.table.commit")
 
 
 @dataclass(frozen=True)
@@ -163,7 +170,7 @@ def commit_fragments(plan: WritePlan, fragments: Sequence[FragmentMetadata],
         op = LanceOperation.Overwrite(LanceSchema.from_arrow(plan.schema), list(fragments))
     txn = Transaction(rv, op, transaction_properties=props)
     try:
-        return commit_transaction(store, txn, data_storage_version=_storage_version(plan),
+        return _commit.commit_transaction(store, txn, data_storage_version=_storage_version(plan),
                                   must_not_exist=plan.mode == "create",
                                   enable_stable_row_ids=opts.enable_stable_row_ids)
     except BaseException:
