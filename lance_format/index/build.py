@@ -22,7 +22,7 @@ import numpy as np
 import pyarrow as pa
 
 from lance_format.errors import IndexExistsError, IndexNotFoundError, InvalidInputError
-from lance_format.index import registry
+from lance_format.index import registry, zones
 from lance_format.index._compat import manifest_indices
 from lance_format.index.kind import BuildContext, IndexKind, TrainingData
 from lance_format.index.models import new_index_metadata
@@ -204,8 +204,12 @@ def execute_index_task(task: IndexBuildTask) -> Any:
     scanner = ds.scanner([task.context.column], fragments=frags, with_row_id=not by_address,
                          with_row_address=by_address, batch_size=1 << 17)
     if task.kind.streams:
-        batches = ((b.column(task.context.column), b.column(col).to_numpy().astype(np.uint64, copy=False))
-                   for b in scanner.to_batches())
+        # address-keyed kinds (ZONEMAP, BLOOMFILTER) read each data file whole, no scanner batches
+        direct = zones.file_columns(ds._ctx, [f.metadata for f in frags if f is not None], task.context.column) \
+            if by_address else None
+        batches = direct if direct is not None else (
+            (b.column(task.context.column), b.column(col).to_numpy().astype(np.uint64, copy=False))
+            for b in scanner.to_batches())
         return task.kind.encode_batches(batches, task.model, task.context)
     table = scanner.to_table()
     data = TrainingData(table.column(task.context.column).combine_chunks(),
