@@ -54,6 +54,7 @@ U64 = npt.NDArray[np.uint64]
 _SALT = np.array([0x47B6137B, 0x44974D91, 0x8824AD5B, 0xA2B7289D,
                   0x705495C7, 0x2DF1424B, 0x9EFC4947, 0x5C6BFB31], dtype=np.uint32)
 _MIN_LOG2, _MAX_LOG2 = 5, 27
+_SALT_INTS = [int(x) for x in _SALT]
 
 
 def check_type(column: str, typ: pa.DataType) -> None:
@@ -357,6 +358,14 @@ class BloomFilterIndex:
             probe = pa.concat_arrays([probe, pc.negate(probe)])
         h = hashes(probe)
         hit = np.zeros(self._zones, bool)
+        if h.size <= 4:  # a point query: each hash's block and bits in Python ints, a view per probe
+            for zones, words in self._stacks:
+                blocks = words.shape[1]
+                for x in h.tolist():
+                    low = x & 0xFFFFFFFF
+                    masks = np.array([1 << (((low * s) & 0xFFFFFFFF) >> 27) for s in _SALT_INTS], np.uint32)
+                    hit[zones] |= ((words[:, ((x >> 32) * blocks) >> 32, :] & masks) != 0).all(axis=1)
+            return hit
         for zones, words in self._stacks:
             block, masks = _block_and_bits(h, words.shape[1])
             # [zones, hashes, 8]: a hash may be present where all eight of its bits are set

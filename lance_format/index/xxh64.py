@@ -74,6 +74,9 @@ def _xxh64_same_length(rows: npt.NDArray[np.uint8]) -> U64:
     return h
 
 
+#: Up to this many fixed-width values, :func:`hashes` runs on Python ints (:func:`xxh64_few`).
+_FEW = 8
+
 #: Values hashed per step of :func:`_xxh64_fixed`: its two work arrays (512 KiB) stay in the CPU's cache.
 _HASH_CHUNK = 1 << 15
 
@@ -133,6 +136,42 @@ def _xxh64_fixed(raw: npt.NDArray[np.generic], width: int) -> U64:
     return out
 
 
+_M64 = (1 << 64) - 1
+_I1, _I2, _I3, _I4, _I5 = (int(p) for p in (_P1, _P2, _P3, _P4, _P5))
+
+
+def _irotl(x: int, r: int) -> int:
+    return ((x << r) | (x >> (64 - r))) & _M64
+
+
+def xxh64_few(lanes: list[int], width: int) -> list[int]:
+    """:func:`_xxh64_fixed` of a few values (unsigned ``width``-byte lanes) in Python ints.
+
+    A query probes one value or a few: the vectorised hash costs ~20 numpy calls (~100 µs)
+    whatever the count, the same steps on Python ints a few microseconds.
+    """
+    out = []
+    for lane in lanes:
+        h = (_I5 + width) & _M64
+        if width == 8:
+            h ^= (_irotl((lane * _I2) & _M64, 31) * _I1) & _M64
+            h = (_irotl(h, 27) * _I1 + _I4) & _M64
+        elif width == 4:
+            h ^= (lane * _I1) & _M64
+            h = (_irotl(h, 23) * _I2 + _I3) & _M64
+        else:
+            for i in range(width):
+                h ^= (((lane >> (8 * i)) & 0xFF) * _I5) & _M64
+                h = (_irotl(h, 11) * _I1) & _M64
+        h ^= h >> 33
+        h = (h * _I2) & _M64
+        h ^= h >> 29
+        h = (h * _I3) & _M64
+        h ^= h >> 32
+        out.append(h)
+    return out
+
+
 def xxh64(data: npt.NDArray[np.uint8], starts: npt.NDArray[np.int64], lengths: npt.NDArray[np.int64]) -> U64:
     """XXH64 (seed 0) of ``data[starts[i]:starts[i]+lengths[i]]`` for every ``i``.
 
@@ -169,6 +208,8 @@ def hashes(values: pa.Array) -> U64:
     storage = values.view(pa.int64() if width == 8 else pa.int32() if width == 4 else
                           pa.int16() if width == 2 else pa.int8()) if not pa.types.is_integer(typ) else values
     raw = np.ascontiguousarray(storage.to_numpy(zero_copy_only=False)).astype(f"<i{width}", copy=False)
+    if raw.size <= _FEW:
+        return np.array(xxh64_few(raw.view(f"<u{width}").tolist(), width), np.uint64)
     # Every value has the same length: its bytes are already the lanes the hash reads, so no
     # per-byte gather (the gather cost ~10x the hash itself).
     return _xxh64_fixed(raw, width)

@@ -150,8 +150,9 @@ def _file_columns(ctx: ReadContext, frags: Sequence[FragmentMetadata], scans: li
             arr = _guarded(path, read_fields, [0])[0]
         else:  # 2.0 files: one range of every row
             arr = _guarded(path, dec.read_range, 0, n).column(0)
-        values = scan.batch_of([arr]).column(0)
-        addrs = (np.uint64(frag.id) << np.uint64(32)) + np.arange(n, dtype=np.uint64)
+        values = arr if isinstance(arr, pa.Array) and arr.type == scan.target.field(0).type else scan.batch_of([arr]).column(0)
+        base = frag.id << 32
+        addrs = np.arange(base, base + n, dtype=np.uint64)  # one pass, no separate add
         deleted = ctx.deleted_offsets(frag)
         if deleted.size:
             keep = np.ones(n, dtype=bool)

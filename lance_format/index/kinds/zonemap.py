@@ -149,7 +149,7 @@ def zone_chunk_of_runs(batches: Iterable[tuple[pa.Array, U64]], typ: pa.DataType
     zone rows of each run of whole zones (ZONEMAP statistics, BLOOMFILTER filters)."""
     tables: list[pa.Table] = []
     nulls: list[U64] = []
-    typed = ((v.cast(typ), a) for v, a in batches)
+    typed = ((v if v.type == typ else v.cast(typ), a) for v, a in batches)
     runs = typed if isinstance(batches, zones.WholeFragments) else zones.whole_zones(typed, rows_per_zone)
     for values, addrs in runs:
         tables.append(rows_of(values, addrs))
