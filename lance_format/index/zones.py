@@ -162,15 +162,22 @@ def _file_columns(ctx: ReadContext, frags: Sequence[FragmentMetadata], scans: li
         yield values, addrs
 
 
+#: Up to this many picked zones, :func:`zone_rows` makes one range per zone.
+_FEW_ZONES = 8
+
+
 def zone_rows(fragment_id: U64, zone_start: U64, zone_length: U64, which: npt.NDArray[np.bool_]) -> U64:
     """Every row address of the zones picked by ``which`` (sorted when the zones are)."""
     lens = zone_length[which].astype(np.int64)
     if lens.size == 0 or int(lens.sum()) == 0:
         return np.empty(0, np.uint64)
     base = (fragment_id[which] << np.uint64(32)) + zone_start[which]
-    starts = np.repeat(base, lens)
-    steps = np.arange(int(lens.sum()), dtype=np.uint64) - np.repeat(np.cumsum(lens) - lens, lens).astype(np.uint64)
-    rows = starts + steps
+    if lens.size <= _FEW_ZONES:  # a point or narrow query: a range per zone, no repeat / cumsum passes
+        rows = np.concatenate([np.arange(b, b + n, dtype=np.uint64)
+                               for b, n in zip(base.tolist(), lens.tolist(), strict=True)])
+    else:  # row k of the picked zones is k + (its zone's base - the rows of the zones before it)
+        shift = base - (np.cumsum(lens) - lens).astype(np.uint64)  # may wrap: the sum wraps back
+        rows = np.arange(int(lens.sum()), dtype=np.uint64) + np.repeat(shift, lens)
     # Zones as written (and remapped) follow each other without overlap: their rows are then
     # already sorted and unique, and sorting them again would cost more than the rest of the query.
     ends = base + lens.astype(np.uint64)

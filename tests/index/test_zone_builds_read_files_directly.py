@@ -79,3 +79,18 @@ def test_direct_build_answers_as_pylance_in_both_engines(built: tuple[str, str],
     assert lance_format.dataset(ours).to_table(filter=flt, columns=["v", "key"]).sort_by("v").equals(want)
     # pylance reads the indices we wrote
     assert lance.dataset(ours).to_table(filter=flt, columns=["v", "key"]).sort_by("v").equals(want)
+
+
+@pytest.mark.parametrize("picked", [0, 1, 3, 8, 9, 40])
+def test_zone_rows_lists_every_row_of_the_picked_zones(picked: int) -> None:
+    rng = np.random.default_rng(picked)
+    frag = np.repeat(np.arange(5, dtype=np.uint64), 10)
+    start = np.tile(np.arange(10, dtype=np.uint64) * 100, 5)
+    length = rng.integers(1, 100, 50).astype(np.uint64)
+    which = np.zeros(50, bool)
+    which[rng.choice(50, picked, replace=False)] = True
+    want = [(int(f) << 32) + int(s) + k for f, s, n, w in zip(frag, start, length, which, strict=True) if w
+            for k in range(int(n))]
+    got = zones.zone_rows(frag, start, length, which)
+    assert got.dtype == np.uint64
+    assert got.tolist() == want
