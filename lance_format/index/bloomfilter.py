@@ -40,7 +40,7 @@ from lance_format.index.zonemap import (
     read_null_rows,
     zone_bounds,
 )
-from lance_format.index.zones import cut_zones, sort_by_address, zone_rows
+from lance_format.index.zones import Zones, cut_zones, sort_by_address, zone_rows
 from lance_format.table.index_metadata import IndexFile
 
 FILE = "bloomfilter.lance"
@@ -243,7 +243,11 @@ def write_bloomfilter(out: IndexDir, values: pa.Array, addrs: U64, number_of_ite
 
 def bloom_table(values: pa.Array, addrs: U64, number_of_items: int, probability: float) -> pa.Table:
     """The rows of ``bloomfilter.lance`` for values sorted by row address."""
-    zones = cut_zones(addrs, int(number_of_items))
+    return bloom_zones_table(values, cut_zones(addrs, int(number_of_items)), number_of_items, probability)
+
+
+def bloom_zones_table(values: pa.Array, zones: Zones, number_of_items: int, probability: float) -> pa.Table:
+    """The rows of ``bloomfilter.lance`` for values cut into ``zones``."""
     nbytes = filter_bytes(int(number_of_items), float(probability))
     nzones = zones.first.size
     zone_of_row = np.repeat(np.arange(nzones, dtype=np.int64), zones.stop - zones.first)

@@ -201,15 +201,16 @@ def execute_index_task(task: IndexBuildTask) -> Any:
     frags = [ds.get_fragment(i) for i in task.fragment_ids]
     by_address = task.kind.reads_addresses(task.context.stable_row_ids)
     col = "_rowaddr" if by_address else "_rowid"
+    if task.kind.streams and by_address:
+        # address-keyed kinds (ZONEMAP, BLOOMFILTER) read each data file whole, no scanner batches
+        direct = zones.file_columns(ds._ctx, [f.metadata for f in frags if f is not None], task.context.column)
+        if direct is not None:
+            return task.kind.encode_batches(direct, task.model, task.context)
     scanner = ds.scanner([task.context.column], fragments=frags, with_row_id=not by_address,
                          with_row_address=by_address, batch_size=1 << 17)
     if task.kind.streams:
-        # address-keyed kinds (ZONEMAP, BLOOMFILTER) read each data file whole, no scanner batches
-        direct = zones.file_columns(ds._ctx, [f.metadata for f in frags if f is not None], task.context.column) \
-            if by_address else None
-        batches = direct if direct is not None else (
-            (b.column(task.context.column), b.column(col).to_numpy().astype(np.uint64, copy=False))
-            for b in scanner.to_batches())
+        batches = ((b.column(task.context.column), b.column(col).to_numpy().astype(np.uint64, copy=False))
+                   for b in scanner.to_batches())
         return task.kind.encode_batches(batches, task.model, task.context)
     table = scanner.to_table()
     data = TrainingData(table.column(task.context.column).combine_chunks(),

@@ -109,9 +109,8 @@ def whole_zones(batches: Iterable[tuple[pa.Array, U64]], rows_per_zone: int) -> 
         yield held
 
 
-def file_columns(ctx: ReadContext, frags: Sequence[FragmentMetadata], column: str
-                 ) -> Iterator[tuple[pa.Array, U64]] | None:
-    """Each fragment's live ``column`` values and row addresses, decoded in one call per data file.
+def file_columns(ctx: ReadContext, frags: Sequence[FragmentMetadata], column: str) -> WholeFragments | None:
+    """Each fragment's live ``column`` values, decoded in one call per data file.
 
     A build reads every row of its fragments in address order: decoding each file whole skips
     the scanner's batching and per-batch layers (a third of a ZONEMAP build's read). ``None``
@@ -124,22 +123,57 @@ def file_columns(ctx: ReadContext, frags: Sequence[FragmentMetadata], column: st
     return WholeFragments(_file_columns(ctx, frags, scans, decoders))
 
 
-class WholeFragments(Iterator[tuple[pa.Array, U64]]):
-    """Batches that each hold every live row of one fragment, ascending: each is already a run of
-    whole zones, so a build need not regroup them (:func:`whole_zones`)."""
+@dataclass(frozen=True)
+class FragmentColumn:
+    """Every live row of one fragment's column, in offset order, and where those rows are.
 
-    def __init__(self, batches: Iterator[tuple[pa.Array, U64]]):
-        self._batches = batches
+    Attributes:
+        values: The live rows' values.
+        fragment_id: The fragment.
+        live: Offsets of the live rows (sorted); ``None`` when none is deleted (offsets ``0..n-1``),
+            so a build of an undeleted fragment never holds a row address per row.
+    """
 
-    def __iter__(self) -> WholeFragments:
-        return self
+    values: pa.Array
+    fragment_id: int
+    live: I64 | None
 
-    def __next__(self) -> tuple[pa.Array, U64]:
-        return next(self._batches)
+    def addresses(self, which: npt.NDArray[np.bool_] | None = None) -> U64:
+        """Row addresses of the rows (of those ``which`` picks)."""
+        offsets = np.arange(len(self.values), dtype=np.int64) if self.live is None else self.live
+        if which is not None:
+            offsets = offsets[which]
+        return offsets.astype(np.uint64) + np.uint64(self.fragment_id << 32)
+
+    def zones(self, rows_per_zone: int) -> Zones:
+        """The rows cut into zones of ``rows_per_zone`` (as :func:`cut_zones` of their addresses)."""
+        n = len(self.values)
+        first = np.arange(0, n, rows_per_zone, dtype=np.int64)
+        stop = np.append(first[1:], n).astype(np.int64)
+        head, tail = (first, stop - 1) if self.live is None else (self.live[first], self.live[stop - 1])
+        start = head.astype(np.uint64)
+        return Zones(first, stop, np.full(first.size, self.fragment_id, np.uint64), start,
+                     tail.astype(np.uint64) - start + np.uint64(1))
+
+
+class WholeFragments(Iterable[tuple[pa.Array, U64]]):
+    """A build task's fragments, each whole: iterated, ``(values, row addresses)`` per fragment, as a
+    scan's batches; :meth:`columns` gives them as :class:`FragmentColumn` (each already a run of
+    whole zones: no regrouping by :func:`whole_zones`, no address per row)."""
+
+    def __init__(self, items: Iterator[FragmentColumn]):
+        self._items = items
+
+    def __iter__(self) -> Iterator[tuple[pa.Array, U64]]:
+        return ((fc.values, fc.addresses()) for fc in self._items)
+
+    def columns(self) -> Iterator[FragmentColumn]:
+        """The fragments (once: the files are decoded as this is iterated)."""
+        return self._items
 
 
 def _file_columns(ctx: ReadContext, frags: Sequence[FragmentMetadata], scans: list[FragmentScan],
-                  decoders: list[Any]) -> Iterator[tuple[pa.Array, U64]]:
+                  decoders: list[Any]) -> Iterator[FragmentColumn]:
     for frag, scan, dec in zip(frags, scans, decoders, strict=True):
         n = frag.physical_rows
         if n == 0:
@@ -150,16 +184,17 @@ def _file_columns(ctx: ReadContext, frags: Sequence[FragmentMetadata], scans: li
             arr = _guarded(path, read_fields, [0])[0]
         else:  # 2.0 files: one range of every row
             arr = _guarded(path, dec.read_range, 0, n).column(0)
-        values = arr if isinstance(arr, pa.Array) and arr.type == scan.target.field(0).type else scan.batch_of([arr]).column(0)
-        base = frag.id << 32
-        addrs = np.arange(base, base + n, dtype=np.uint64)  # one pass, no separate add
+        values = arr if isinstance(arr, pa.Array) and arr.type == scan.target.field(0).type else \
+            scan.batch_of([arr]).column(0)
         deleted = ctx.deleted_offsets(frag)
+        live = None
         if deleted.size:
             keep = np.ones(n, dtype=bool)
             keep[deleted[deleted < n].astype(np.int64)] = False
             values = values.filter(pa.array(keep))
-            addrs = addrs[keep]
-        yield values, addrs
+            live = np.flatnonzero(keep).astype(np.int64)
+        if len(values):
+            yield FragmentColumn(values, frag.id, live)
 
 
 #: Up to this many picked zones, :func:`zone_rows` makes one range per zone.

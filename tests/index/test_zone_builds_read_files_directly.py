@@ -21,7 +21,7 @@ ZONE = 700
 
 def _table() -> pa.Table:
     rng = np.random.default_rng(26)
-    n = 6_000
+    n = 6_500
     valid = rng.random(n) > 0.02
     return pa.table({"v": pa.array(np.cumsum(rng.integers(0, 50, n)), mask=~valid),
                      "key": pa.array(rng.integers(0, 1 << 40, n), mask=~valid),
@@ -34,8 +34,9 @@ def built(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
     base = str(root / "base.lance")
     table = _table()
     lance.write_dataset(table.slice(0, 4_000), base, max_rows_per_file=1_500, data_storage_version=request.param)
-    lance.write_dataset(table.slice(4_000), base, mode="append", max_rows_per_file=900)
+    lance.write_dataset(table.slice(4_000, 2_000), base, mode="append", max_rows_per_file=900)
     lance.dataset(base).delete("key % 13 = 5")
+    lance.write_dataset(table.slice(6_000), base, mode="append")  # a fragment with no deletions
     theirs, ours = str(root / "theirs.lance"), str(root / "ours.lance")
     shutil.copytree(base, theirs)
     shutil.copytree(base, ours)
@@ -60,10 +61,19 @@ def test_build_reads_every_fragment_file_whole(built: tuple[str, str]) -> None:
     frags = list(ds._ctx.manifest.fragments)
     direct = zones.file_columns(ds._ctx, frags, "v")
     assert isinstance(direct, zones.WholeFragments)
-    got = list(direct)
+    got = list(direct.columns())
     want = ds.to_table(columns=["v"], with_row_address=True)
-    assert pa.concat_arrays([v for v, _ in got]).equals(want.column("v").combine_chunks())
-    assert np.array_equal(np.concatenate([a for _, a in got]), want.column("_rowaddr").to_numpy())
+    assert pa.concat_arrays([fc.values for fc in got]).equals(want.column("v").combine_chunks())
+    addrs = np.concatenate([fc.addresses() for fc in got])
+    assert np.array_equal(addrs, want.column("_rowaddr").to_numpy())
+    assert any(fc.live is not None for fc in got) and any(fc.live is None for fc in got)
+    tuples = list(zones.file_columns(ds._ctx, frags, "v") or [])  # iterated as a scan's (values, addresses)
+    assert np.array_equal(np.concatenate([a for _, a in tuples]), addrs)
+    for rows_per_zone in (1, 7, 700, 5000):  # zones cut as from the addresses
+        whole = zones.cut_zones(addrs, rows_per_zone)
+        parts = [fc.zones(rows_per_zone) for fc in got]
+        for field in ("fragment_id", "zone_start", "zone_length"):
+            assert np.array_equal(np.concatenate([getattr(p, field) for p in parts]), getattr(whole, field))
 
 
 @pytest.mark.parametrize(("col", "name"), [("v", zonemap.FILE), ("f", zonemap.FILE), ("key", "bloomfilter.lance")])

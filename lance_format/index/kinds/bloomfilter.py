@@ -114,7 +114,7 @@ class BloomFilterKind(IndexKind):
         """Filters run by run of whole zones (:func:`~lance_format.index.zones.whole_zones`)."""
         items, probability = int(ctx.params["number_of_items"]), float(ctx.params["probability"])
         return zone_chunk_of_runs(batches, ctx.field_type, items, bloomfilter.SCHEMA,
-                                  lambda values, addrs: bloomfilter.bloom_table(values, addrs, items, probability))
+                                  lambda values, cut: bloomfilter.bloom_zones_table(values, cut, items, probability))
 
     def write(self, out: IndexDir, chunks: Sequence[Any], model: Any, ctx: BuildContext) -> tuple[IndexFile, ...]:
         table, nulls = concat_zone_chunks(chunks, bloomfilter.SCHEMA)

@@ -122,8 +122,7 @@ class ZoneMapKind(IndexKind):
         """Zone statistics run by run of whole zones (:func:`~lance_format.index.zones.whole_zones`)."""
         rows_per_zone = int(ctx.params["rows_per_zone"])
         return zone_chunk_of_runs(batches, ctx.field_type, rows_per_zone, zonemap.schema(ctx.field_type),
-                                  lambda values, addrs: zonemap.zone_stats(
-                                      values, zones.cut_zones(addrs, rows_per_zone)))
+                                  zonemap.zone_stats)
 
     def write(self, out: IndexDir, chunks: Sequence[Any], model: Any, ctx: BuildContext) -> tuple[IndexFile, ...]:
         table, nulls = concat_zone_chunks(chunks, zonemap.schema(ctx.field_type))
@@ -143,18 +142,25 @@ class ZoneMapKind(IndexKind):
         return {"num_zones": index.num_zones, "rows_per_zone": index.rows_per_zone}
 
 
-def zone_chunk_of_runs(batches: Iterable[tuple[pa.Array, U64]], typ: pa.DataType, rows_per_zone: int,
-                       schema: pa.Schema, rows_of: Callable[[pa.Array, U64], pa.Table]) -> ZoneChunk:
-    """A build task's :class:`ZoneChunk` from its scan batches: ``rows_of(values, addresses)`` gives the
-    zone rows of each run of whole zones (ZONEMAP statistics, BLOOMFILTER filters)."""
+def zone_chunk_of_runs(batches: Iterable[tuple[pa.Array, U64]], typ: pa.DataType,
+                       rows_per_zone: int, schema: pa.Schema, rows_of: Callable[[pa.Array, zones.Zones], pa.Table]
+                       ) -> ZoneChunk:
+    """A build task's :class:`ZoneChunk` from its scan batches (or whole fragments): ``rows_of(values,
+    zones)`` gives the zone rows of each run of whole zones (ZONEMAP statistics, BLOOMFILTER filters)."""
     tables: list[pa.Table] = []
     nulls: list[U64] = []
-    typed = ((v if v.type == typ else v.cast(typ), a) for v, a in batches)
-    runs = typed if isinstance(batches, zones.WholeFragments) else zones.whole_zones(typed, rows_per_zone)
-    for values, addrs in runs:
-        tables.append(rows_of(values, addrs))
-        if values.null_count:
-            nulls.append(addrs[values.is_null().to_numpy(zero_copy_only=False)])
+    if isinstance(batches, zones.WholeFragments):
+        for fc in batches.columns():
+            values = fc.values if fc.values.type == typ else fc.values.cast(typ)
+            tables.append(rows_of(values, fc.zones(rows_per_zone)))
+            if values.null_count:
+                nulls.append(fc.addresses(values.is_null().to_numpy(zero_copy_only=False)))
+    else:
+        typed = ((v if v.type == typ else v.cast(typ), a) for v, a in batches)
+        for values, addrs in zones.whole_zones(typed, rows_per_zone):
+            tables.append(rows_of(values, zones.cut_zones(addrs, rows_per_zone)))
+            if values.null_count:
+                nulls.append(addrs[values.is_null().to_numpy(zero_copy_only=False)])
     table = pa.concat_tables(tables) if tables else schema.empty_table()
     return ZoneChunk(table, np.sort(np.concatenate(nulls)) if nulls else np.empty(0, np.uint64))
 
