@@ -150,23 +150,36 @@ def _cleared_bits(n: int) -> npt.NDArray[np.bool_]:
     return out
 
 
-def build_filters(h: U64, zone: npt.NDArray[np.int64], zones: int, nbytes: int
-                  ) -> tuple[npt.NDArray[np.uint8], int]:
+def build_filters(h: U64, zone: npt.NDArray[np.int64] | None, zones: int, nbytes: int,
+                  counts: npt.NDArray[np.int64] | None = None) -> tuple[npt.NDArray[np.uint8], int]:
     """The filters of ``zones`` zones, ``nbytes`` each, concatenated; zone ``zone[i]`` holds hash ``h[i]``.
 
     All zones' bits are set in one pass (a few passes for very many zones) rather than one
     filter at a time: a zone holds only ``bloomfilter_item`` values, so per-zone numpy calls
     would cost more than the bits. Returns the bytes and the size of one filter.
+
+    Args:
+        h: The hashes.
+        zone: Each hash's zone, or None with ``counts``.
+        zones: How many zones.
+        nbytes: Bytes of one filter.
+        counts: Hashes of each zone when ``h`` comes zone after zone (a build's order): no zone
+            number per hash is made or sorted.
     """
     out = np.zeros(zones * nbytes, np.uint8)
     per_pass = max(1, _BITS_PER_PASS // (nbytes * 8))
     if h.size:
-        order = np.argsort(zone, kind="stable") if zone.size > 1 and bool(np.any(zone[1:] < zone[:-1])) else None
-        if order is not None:
-            h, zone = h[order], zone[order]
+        pass_zones = np.arange(0, zones + per_pass, per_pass).clip(max=zones)
+        if counts is not None:
+            bounds = np.concatenate(([0], np.cumsum(counts)))[pass_zones]
+        else:
+            assert zone is not None
+            order = np.argsort(zone, kind="stable") if zone.size > 1 and bool(np.any(zone[1:] < zone[:-1])) else None
+            if order is not None:
+                h, zone = h[order], zone[order]
+            bounds = np.searchsorted(zone, pass_zones)
         # One bit array (the thread's) and one position array serve every pass: fresh ones per
         # pass were new memory each time, whose first writes (page faults) cost more than setting the bits.
-        bounds = np.searchsorted(zone, np.arange(0, zones + per_pass, per_pass).clip(max=zones))
         most = int(np.diff(bounds).max()) if bounds.size > 1 else 0
         pos_buf = np.empty(8 * most, np.uint32)
         at_buf = np.empty(8 * most, np.intp)
@@ -186,8 +199,12 @@ def build_filters(h: U64, zone: npt.NDArray[np.int64], zones: int, nbytes: int
             block = (((hp >> np.uint64(32)) * np.uint64(nbytes // 32)) >> np.uint64(32)).astype(np.uint32)
             block *= np.uint32(256)
             zb = base[:m]
-            np.subtract(zone[a:b], z0, out=zb, casting="unsafe")
-            zb *= np.uint32(nbytes * 8)
+            if counts is not None:  # the pass's zones in a row: each zone's first bit, repeated
+                zb[...] = np.repeat(np.arange(z1 - z0, dtype=np.uint32) * np.uint32(nbytes * 8), counts[z0:z1])
+            else:
+                assert zone is not None
+                np.subtract(zone[a:b], z0, out=zb, casting="unsafe")
+                zb *= np.uint32(nbytes * 8)
             zb += block
             pos = pos_buf[:8 * m].reshape(8, m)
             np.multiply(_SALT[:, None], (hp & np.uint64(0xFFFFFFFF)).astype(np.uint32)[None, :], out=pos)
@@ -250,14 +267,14 @@ def bloom_zones_table(values: pa.Array, zones: Zones, number_of_items: int, prob
     """The rows of ``bloomfilter.lance`` for values cut into ``zones``."""
     nbytes = filter_bytes(int(number_of_items), float(probability))
     nzones = zones.first.size
-    zone_of_row = np.repeat(np.arange(nzones, dtype=np.int64), zones.stop - zones.first)
+    counts = (zones.stop - zones.first).astype(np.int64)  # rows are in zone order: hashes per zone
     if values.null_count:
         valid = pc.is_valid(values).to_numpy(zero_copy_only=False)
         has_null = np.logical_or.reduceat(~valid, zones.first) if nzones else np.zeros(0, bool)
-        zone_of_row = zone_of_row[valid]
+        counts = np.add.reduceat(valid, zones.first).astype(np.int64) if nzones else counts
     else:
         has_null = np.zeros(nzones, bool)
-    data, _ = build_filters(hashes(values), zone_of_row, nzones, nbytes)
+    data, _ = build_filters(hashes(values), None, nzones, nbytes, counts=counts)
     # binary offsets are int32: zones go in chunks of under 2 GiB of filters
     per_chunk = max(1, ((1 << 31) - 1) // nbytes)
     blobs = pa.chunked_array([pa.Array.from_buffers(
