@@ -28,6 +28,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lance_format.arrays import distinct
 from lance_format.errors import CorruptFileError, UnsupportedIndexTypeError
 from lance_format.index.predicates import IsNull, Range, ValueQuery
 from lance_format.index.rowset import RowDomain
@@ -327,10 +328,14 @@ class BloomFilterIndex:
             raise CorruptFileError(f"{self._where}: a null zone entry")
         self.fragment_id, self.zone_start, self.zone_length = zone_bounds(self.table, domain, self._where)
         self.has_null = cols["has_null"].to_numpy().astype(bool)
-        blobs = cols["bloom_filter_data"].combine_chunks().cast(pa.large_binary())
+        blobs = cols["bloom_filter_data"].combine_chunks()
+        if not pa.types.is_binary(blobs.type):
+            blobs = blobs.cast(pa.large_binary())
         self._zones = len(blobs)
-        offsets = np.frombuffer(blobs.buffers()[1], np.int64, len(blobs) + 1, blobs.offset * 8) \
-            if len(blobs) else np.zeros(1, np.int64)
+        # int32 offsets (binary, as written) are read as they are: casting copied every filter's bytes
+        width = 4 if pa.types.is_binary(blobs.type) else 8
+        offsets = np.frombuffer(blobs.buffers()[1], f"<i{width}", len(blobs) + 1, blobs.offset * width
+                                ).astype(np.int64) if len(blobs) else np.zeros(1, np.int64)
         sizes = np.diff(offsets)
         if len(blobs) and blobs.null_count:  # a null filter holds nothing
             sizes[~pc.is_valid(blobs).to_numpy(zero_copy_only=False)] = 0
@@ -340,7 +345,7 @@ class BloomFilterIndex:
             else np.empty(0, np.uint8)
         # Zones' filters stacked by size ([zones, blocks, 8] words), so a query probes them all at
         # once; filters of one size in a row (every zone, as written) are a view of the file's bytes.
-        self._stacks = [(which, _stack(data, offsets[which], size)) for size in np.unique(sizes[sizes > 0]).tolist()
+        self._stacks = [(which, _stack(data, offsets[which], size)) for size in distinct(sizes[sizes > 0]).tolist()
                         for which in (np.flatnonzero(sizes == size),)]
         self._reader = reader
         self._domain = domain
