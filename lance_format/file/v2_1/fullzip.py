@@ -119,13 +119,27 @@ def decode_fullzip(
         block = _per_value_var(fz.value_compression, values)
     else:
         vis = d <= max_visible
-        vstart = starts[vis] + cw
-        if len(vstart) and int(vstart.max()) + vbytes > len(data):
-            raise CorruptFileError("full-zip value runs past the data buffer")
-        idx = (vstart[:, None] + np.arange(vbytes)[None, :]).reshape(-1)
-        raw = data[idx]
+        if bits_rep == 0:
+            raw = _fixed_rows(data, num_items, cw, vbytes, vis)
+        else:
+            vstart = starts[vis] + cw
+            if len(vstart) and int(vstart.max()) + vbytes > len(data):
+                raise CorruptFileError("full-zip value runs past the data buffer")
+            idx = (vstart[:, None] + np.arange(vbytes)[None, :]).reshape(-1)
+            raw = data[idx]
         block = _per_value_fixed(fz.value_compression, raw, int(vis.sum()))
     return PageData(block, rep, defs, layers, num_rows)
+
+
+def _fixed_rows(data: np.ndarray, num_items: int, cw: int, vbytes: int, vis: np.ndarray) -> np.ndarray:
+    """The value bytes of a fixed-width page without repetition, whose items sit at a constant
+    stride (control word, then value). The items are rows of a 2-D view, so the values come out
+    as one strided copy (a plain view when there is no control word) instead of a per-byte
+    gather: a page of 10,000 128-float vectors is 5 MB, and indexing it byte by byte built a
+    40 MB index first."""
+    grid = data[: num_items * (cw + vbytes)].reshape(num_items, cw + vbytes)
+    rows = grid[:, cw:] if bool(vis.all()) else grid[vis, cw:]
+    return np.ascontiguousarray(rows).reshape(-1)
 
 
 def _rep_index(buffers: list[np.ndarray], num_rows: int, data_len: int) -> np.ndarray:

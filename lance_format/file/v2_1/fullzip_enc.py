@@ -93,7 +93,7 @@ def encode_fullzip(sh: Shredded, values: pa.Array, t: pa.DataType) -> tuple[pb.P
     if pa.types.is_fixed_size_list(t):
         item_t, dim = fsl_item(t)
         flat = fsl_values(values)
-        if flat.null_count:
+        if flat.null_count and not _nulls_only_under_null_lists(values, flat, dim):
             raise UnsupportedTypeError("full-zip of fixed-size lists with null items is not supported")
         bits = fixed_bits(item_t)
         raw = fixed_bytes(flat, bits)
@@ -124,6 +124,20 @@ def encode_fullzip(sh: Shredded, values: pa.Array, t: pa.DataType) -> tuple[pb.P
         rows = np.flatnonzero(rep == max_rep)
         bufs.append(_bytepack(np.concatenate([starts[rows], [starts[-1]]])))
     return layout, bufs
+
+
+def _nulls_only_under_null_lists(lists: pa.Array, flat: pa.Array, dim: int) -> bool:
+    """Whether every null item of ``flat`` sits under a null list of ``lists``.
+
+    pyarrow builds a null vector (``pa.array([None, [...]], fixed_size_list)``) with ``dim``
+    null items under it. Such a vector is a null at the list level, and its value bytes are
+    never read, so those item nulls need no validity of their own; a null inside a non-null
+    vector does."""
+    if lists.null_count == 0:
+        return False
+    items_valid = np.asarray(flat.is_valid(), dtype=bool).reshape(-1, dim)
+    lists_valid = np.asarray(lists.is_valid(), dtype=bool)
+    return bool(items_valid[lists_valid].all())
 
 
 def encode_packed_fullzip(
