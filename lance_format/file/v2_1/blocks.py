@@ -114,6 +114,55 @@ class ChunkSet:
         return [d[s : s + n] for s, n in zip(st, ln, strict=False)]
 
 
+def pool_empty(n: int, dtype: np.dtype | type) -> np.ndarray:
+    """An uninitialised writable array of ``n`` values backed by Arrow's memory pool.
+
+    Numpy advises huge pages for arrays of 4 MiB and more, so with transparent huge pages set to
+    ``madvise`` each first touch of a fresh numpy temporary makes the kernel zero a 2 MiB page (a
+    first scan paid most of its system time there). Arrow's pool reuses freed memory and gives
+    no such advice; flipping numpy's process-wide setting would change the user's own arrays.
+    """
+    dt = np.dtype(dtype)
+    if n <= 0:
+        return np.empty(0, dt)
+    return np.frombuffer(pa.allocate_buffer(n * dt.itemsize), dt, n)
+
+
+def pool_take(a: np.ndarray, idx: np.ndarray, dtype: np.dtype | type | None = None) -> np.ndarray:
+    """``a[idx].astype(dtype)`` (1-D) with both the gather and the cast in pool memory.
+
+    Raises:
+        IndexError: an index lies outside ``a`` (as fancy indexing would).
+    """
+    n = len(idx)
+    if n and (int(idx.min()) < 0 or int(idx.max()) >= len(a)):
+        raise IndexError("index out of range of the gathered array")
+    got = pool_empty(n, a.dtype)
+    np.take(a, idx, out=got, mode="clip")  # "raise" would buffer the output (a numpy temporary)
+    if dtype is None or np.dtype(dtype) == a.dtype:
+        return got
+    out = pool_empty(n, dtype)
+    np.copyto(out, got, casting="unsafe")
+    return out
+
+
+def range_index(starts: np.ndarray, lens: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """Positions ``starts[i] .. starts[i] + lens[i] - 1`` for all ``i`` back to back (int64, in
+    pool memory): ``np.repeat(starts - offsets[:-1], lens) + arange`` without numpy temporaries
+    of the output's size. ``offsets`` is the cumulative sum of ``lens`` with a leading 0."""
+    total = int(offsets[-1])
+    idx = pool_empty(total, np.int64)
+    if total == 0:
+        return idx
+    nz = lens > 0
+    s, o, ln = starts[nz], offsets[:-1][nz], lens[nz]
+    idx.fill(1)  # +1 inside a range; at each range's first position, the jump from the last one
+    idx[o[1:]] = s[1:] - (s[:-1] + ln[:-1]) + 1
+    idx[0] = s[0]
+    np.cumsum(idx, out=idx)
+    return idx
+
+
 def gather_ranges(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """``data[starts[i] : starts[i] + lengths[i]]`` for all ``i``, concatenated (read-only result).
 
@@ -162,12 +211,12 @@ def gather_ranges(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> 
         strided = _gather_strided(data, st, ln, total)
         if strided is not None:
             return strided
-    bounds = np.empty(2 * n, np.int64)
+    large = int(ends[-1]) >= 1 << 31
+    bounds = pool_empty(2 * n, np.int64 if large else np.int32)  # Arrow's offsets, built in place
     bounds[0::2] = st
     bounds[1::2] = ends
-    large = int(ends[-1]) >= 1 << 31
     typ = pa.large_binary() if large else pa.binary()
-    ob = pa.py_buffer(bounds if large else bounds.astype(np.int32))
+    ob = pa.py_buffer(bounds)
     arr = pa.Array.from_buffers(typ, 2 * n - 1, [None, ob, pa.py_buffer(data)])
     # the indices from a buffer: pa.array(ndarray) would import pandas (~0.3 s) on a first read
     idx = pa.Array.from_buffers(pa.int32(), n, [None, pa.py_buffer(np.arange(0, 2 * n, 2, dtype=np.int32))])
@@ -244,8 +293,8 @@ def take_var(block: Var, rows: np.ndarray) -> Var:
     lens = block.offsets[rows + 1] - starts
     offsets = np.zeros(len(rows) + 1, np.int64)
     np.cumsum(lens, out=offsets[1:])
-    idx = np.repeat(starts - offsets[:-1], lens) + np.arange(int(offsets[-1]), dtype=np.int64)
-    return Var(offsets, block.data[idx])
+    idx = range_index(starts, lens, offsets)
+    return Var(offsets, pool_take(block.data, idx))
 
 
 def take_block(block: Block, rows: np.ndarray) -> Block:

@@ -16,7 +16,7 @@ from lance_format._pb import encodings_v2_1_pb2 as pb
 from lance_format.arrays import distinct
 from lance_format.errors import CorruptFileError
 from lance_format.file.v2_1 import bitpack
-from lance_format.file.v2_1.blocks import Block, ChunkSet, Fixed, Fsl, Var
+from lance_format.file.v2_1.blocks import Block, ChunkSet, Fixed, Fsl, Var, pool_take, range_index
 from lance_format.file.v2_1.compression import fsl_chain, kind_of, var_offset_bits
 
 _BLOCK = 1024
@@ -110,8 +110,8 @@ def _variable_values(cs: ChunkSet, chunk: np.ndarray, pos: np.ndarray, width: in
     lens = hi - lo
     offsets = np.zeros(len(pos) + 1, np.int64)
     np.cumsum(lens, out=offsets[1:])
-    idx = np.repeat(base + lo - offsets[:-1], lens) + np.arange(int(offsets[-1]), dtype=np.int64)
-    return Var(offsets, cs.data[idx])
+    idx = range_index(base + lo, lens, offsets)
+    return Var(offsets, pool_take(cs.data, idx))
 
 
 def _bitpacked_values(cs: ChunkSet, chunk: np.ndarray, pos: np.ndarray, t: int) -> Fixed:

@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_format.errors import CorruptFileError
+from lance_format.file.v2_1.blocks import pool_empty, pool_take
 from lance_format.file.workers import num_threads, run_all
 from lance_format.session import CacheKind, LruCache
 
@@ -174,7 +175,8 @@ def _decode(
     n = len(b)
     if n == 0:
         return b, np.zeros_like(offsets)
-    is255 = b == ESC
+    is255 = pool_empty(n, np.bool_)
+    np.equal(b, ESC, out=is255)
     if not is255.any():
         is_esc = None
     else:
@@ -217,7 +219,7 @@ def _decode(
     offs_all = np.frombuffer(bufs[1], np.int64 if large else np.int32)[: len(codes) + 1]
     total = int(offs_all[-1])
     out = np.frombuffer(bufs[2], np.uint8, total) if total else np.zeros(0, np.uint8)
-    return out, offs_all[kidx].astype(np.int64)
+    return out, pool_take(offs_all, kidx, np.int64)
 
 
 def _decode_pairs(
@@ -243,7 +245,9 @@ def _decode_pairs(
     starts: np.ndarray[Any, np.dtype[np.signedinteger[Any]]] = np.asarray(
         offsets, np.int32 if n < 1 << 31 else np.int64
     )
-    res = offs_all[starts >> 1].astype(np.int64)
+    half = pool_empty(len(starts), starts.dtype)
+    np.right_shift(starts, 1, out=half)
+    res = pool_take(offs_all, half, np.int64)
     # a string starting at an odd code starts after the first symbol of its pair (starts[0] - 1
     # may wrap to the last code, but then the odd flag is 0)
     extra = table.lens[codes[starts - 1]]
@@ -318,4 +322,4 @@ def decode_many(tables: list[SymbolTable], data: np.ndarray, offsets: np.ndarray
     offs_all = np.frombuffer(bufs[1], np.int64 if large else np.int32)[: len(codes) + 1]
     total = int(offs_all[-1])
     out = np.frombuffer(bufs[2], np.uint8, total) if total else np.zeros(0, np.uint8)
-    return out, offs_all[kidx].astype(np.int64)
+    return out, pool_take(offs_all, kidx, np.int64)
