@@ -117,10 +117,11 @@ class ChunkSet:
 def pool_empty(n: int, dtype: np.dtype | type) -> np.ndarray:
     """An uninitialised writable array of ``n`` values backed by Arrow's memory pool.
 
-    Numpy advises huge pages for arrays of 4 MiB and more, so with transparent huge pages set to
-    ``madvise`` each first touch of a fresh numpy temporary makes the kernel zero a 2 MiB page (a
-    first scan paid most of its system time there). Arrow's pool reuses freed memory and gives
-    no such advice; flipping numpy's process-wide setting would change the user's own arrays.
+    A large numpy temporary is fresh memory from the OS each time, so each first touch makes the
+    kernel zero its pages again (2 MiB at a time where numpy advises huge pages and transparent
+    huge pages are set to ``madvise``): a first scan paid much of its system time there. Arrow's
+    pool keeps and reuses freed memory, so a process zeroes it about once. Flipping numpy's
+    process-wide huge-page setting instead would change the user's own arrays.
     """
     dt = np.dtype(dtype)
     if n <= 0:
