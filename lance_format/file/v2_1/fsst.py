@@ -165,6 +165,25 @@ def decode_serial(table: SymbolTable, data: np.ndarray, offsets: np.ndarray) -> 
     return _decode(table, data, offsets)
 
 
+def _escape_mask(b: np.ndarray) -> np.ndarray | None:
+    """Which bytes of FSST codes are escapes (the next byte is a literal), or ``None`` if none is.
+
+    A 255 is an escape unless an escape precedes it: in a run of 255s, every other one is. The
+    mask lives in Arrow's pool (a page's codes can be megabytes)."""
+    n = len(b)
+    is255 = pool_empty(n, np.bool_)
+    np.equal(b, ESC, out=is255)
+    if not is255.any():
+        return None
+    if not (is255[1:] & is255[:-1]).any():  # every 255 is an escape: no literal 255 follows one
+        return is255
+    pos = np.arange(n, dtype=np.int64)
+    prev255 = np.concatenate([[False], is255[:-1]])
+    run_start = np.maximum.accumulate(np.where(is255 & ~prev255, pos, 0))
+    is_esc: np.ndarray = is255 & (((pos - run_start) & 1) == 0)
+    return is_esc
+
+
 def _decode(
     table: SymbolTable, data: np.ndarray, offsets: np.ndarray, pairs: bool = True
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -175,21 +194,9 @@ def _decode(
     n = len(b)
     if n == 0:
         return b, np.zeros_like(offsets)
-    is255 = pool_empty(n, np.bool_)
-    np.equal(b, ESC, out=is255)
-    if not is255.any():
-        is_esc = None
-    else:
-        runs = is255[1:] & is255[:-1]
-        if not runs.any():  # every 255 is an escape: no literal 255 follows one
-            is_esc = is255
-        else:
-            pos = np.arange(n, dtype=np.int64)
-            prev255 = np.concatenate([[False], is255[:-1]])
-            run_start = np.maximum.accumulate(np.where(is255 & ~prev255, pos, 0))
-            is_esc = is255 & (((pos - run_start) & 1) == 0)
-        if is_esc[-1]:
-            raise CorruptFileError("FSST data ends with an escape byte")
+    is_esc = _escape_mask(b)
+    if is_esc is not None and is_esc[-1]:
+        raise CorruptFileError("FSST data ends with an escape byte")
     if is_esc is None:
         kept = b
         is_lit = None
@@ -279,18 +286,8 @@ def decode_many(tables: list[SymbolTable], data: np.ndarray, offsets: np.ndarray
     if n == 0:
         return b, np.zeros_like(offsets)
     seg_bytes = offsets[bounds]  # where each page's bytes start (and the last one ends)
-    is255 = np.frombuffer(pa.allocate_buffer(n), np.bool_)
-    np.equal(b, ESC, out=is255)
-    is_esc = None
-    if is255.any():
-        runs = is255[1:] & is255[:-1]
-        if not runs.any():
-            is_esc = is255
-        else:
-            pos = np.arange(n, dtype=np.int64)
-            prev255 = np.concatenate([[False], is255[:-1]])
-            run_start = np.maximum.accumulate(np.where(is255 & ~prev255, pos, 0))
-            is_esc = is255 & (((pos - run_start) & 1) == 0)
+    is_esc = _escape_mask(b)
+    if is_esc is not None:
         ends = seg_bytes[1:][seg_bytes[1:] > seg_bytes[:-1]] - 1  # each non-empty page's last byte
         if is_esc[ends].any():
             raise CorruptFileError("FSST data ends with an escape byte")
