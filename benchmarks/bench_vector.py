@@ -24,7 +24,7 @@ is the median of ``--repeat`` processes with the ratio ours / pylance.
   includes importing the engine: ``import lance`` loads pandas and pyarrow.compute, ours loads its
   modules on first use and never pandas on these queries (the search converts through Arrow
   buffers), so timing from the import is the only fair cut (our modules' bytecode is compiled first, as
-  ``pip install`` does: see :func:`compile_bytecode`). ``ours`` searches our index, ``pylance`` its
+  ``pip install`` does: see :func:`benchmarks.common.compile_bytecode`). ``ours`` searches our index, ``pylance`` its
   own, and ``ours@pylance`` is our search on pylance's index (the same index, so only search
   code differs). ``recall`` is recall@10 against exact search (numpy, in this process).
   ``filter`` is ``cat < 20`` with ``prefilter=True``.
@@ -50,7 +50,14 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from benchmarks.common import REPO_ROOT, emit, fmt_ratio, fmt_seconds, print_table, run_child
+from benchmarks.common import (
+    compile_bytecode,
+    emit,
+    fmt_ratio,
+    fmt_seconds,
+    print_table,
+    run_child,
+)
 
 SEED = 23
 DIM = 128
@@ -220,21 +227,6 @@ def _fmt_recall(value: float | None) -> str:
 def _median(results: list[dict[str, Any]], key: str) -> float | None:
     vals = [r[key] for r in results if key in r]
     return statistics.median(vals) if vals else None
-
-
-def compile_bytecode() -> None:
-    """Write current bytecode for ``lance_format`` before timing fresh processes.
-
-    ``pip install`` compiles a package's modules, so a user's first query never compiles ours
-    (pylance's Python modules are compiled in site-packages). A working tree run with
-    ``PYTHONDONTWRITEBYTECODE`` keeps stale caches of every edited module instead, and each fresh
-    child would compile them again (~0.2 s of CPU measured on ten edited modules): a cost no
-    installed copy has. ``compileall`` writes the caches Python writes anyway without that
-    setting (``__pycache__``, ignored by git, checked against each source's mtime).
-    """
-    import compileall
-
-    compileall.compile_dir(str(REPO_ROOT / "lance_format"), quiet=1)
 
 
 def _pylance_plans_ann(path: str) -> bool:
