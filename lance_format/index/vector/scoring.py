@@ -191,7 +191,10 @@ def _score_pq(seg: IvfSegment, st: PQStorage, q: npt.NDArray[np.generic], parts:
     if stops:
         assert bound is not None
         sizes = np.fromiter((r.size for r in rows), np.int64, len(rows))
-        return _pq_pruned(prep.codes_t, tables, np.cumsum(sizes), width, flat_rows, acc, stops, bound, shift)
+        pos, acc = _pq_pruned(prep.codes_t, tables, np.cumsum(sizes), width, flat_rows, acc, stops, bound, shift)
+        out = np.full(flat_rows.size, np.nan, np.float32)
+        out[pos] = acc
+        return out
     if shift:
         acc -= np.float32(shift)
     return acc
@@ -204,15 +207,18 @@ def _pq_stops(m: int) -> list[int]:
 
 
 def _pq_pruned(codes_t: npt.NDArray[np.uint8], tables: F32, ends: npt.NDArray[np.int64], width: int,
-               flat_rows: npt.NDArray[np.int64], acc: F32, stops: list[int], bound: float, shift: float) -> F32:
-    """Finish PQ sums of ``stops[0]`` sub-vectors, dropping rows that cannot reach ``bound``.
+               flat_rows: npt.NDArray[np.int64], acc: F32, stops: list[int], bound: float,
+               shift: float, spans: bool = False) -> tuple[npt.NDArray[np.int64], F32]:
+    """Finish PQ sums of ``stops[0]`` sub-vectors, dropping rows that cannot reach ``bound``:
+    the kept rows (positions into ``acc``, or segment rows with ``spans``) and their distances.
 
     A row's final sum is at least its partial sum plus the smallest table entry of every
     sub-vector still to add (float rounding is monotone, and ``margin`` covers the rounding of
     the additions), so a row whose partial sum already exceeds ``bound`` minus that rest is
     farther than ``bound`` and gets NaN. Rows kept are summed in the same order as without
     pruning, so their distances are bit-identical. ``ends``: where each partition's rows end in
-    ``flat_rows``; its table columns start at ``width`` times its index.
+    ``flat_rows``; its table columns start at ``width`` times its index. With ``spans``,
+    ``flat_rows`` holds each partition's first segment row instead (its rows are contiguous).
     """
     m = tables.shape[0]
     mins = tables.min(axis=1).astype(np.float64)
@@ -220,8 +226,14 @@ def _pq_pruned(codes_t: npt.NDArray[np.uint8], tables: F32, ends: npt.NDArray[np
     mag = float(np.maximum(tables.max(axis=1).astype(np.float64), -mins).sum())  # sum of the largest |entry|
     margin = 4 * (m + 2) * float(np.finfo(np.float32).eps) * (mag + abs(bound) + shift)
     pos = np.flatnonzero(acc <= bound + shift - rest[stops[0]] + margin)
-    acc, r = acc[pos], flat_rows[pos]
-    base = (np.searchsorted(ends, pos, side="right") * width).astype(np.int32)  # the row's table columns
+    acc = acc[pos]
+    part = np.searchsorted(ends, pos, side="right")  # each kept row's partition (index into ends)
+    if spans:  # a partition's rows are contiguous: its first row plus the offset within it
+        first = flat_rows - np.concatenate([[0], ends[:-1]])
+        r = pos + first[part]
+    else:
+        r = flat_rows[pos]
+    base = (part * width).astype(np.int32)  # the row's table columns
     for done, stop in zip(stops[:-1], stops[1:], strict=True):
         if done != stops[0]:
             keep = np.flatnonzero(acc <= bound + shift - rest[done] + margin)
@@ -232,9 +244,54 @@ def _pq_pruned(codes_t: npt.NDArray[np.uint8], tables: F32, ends: npt.NDArray[np
             np.add(base, codes_t[s].take(r), out=idx)
             np.take(tables[s], idx, out=val, mode="clip")
             acc += val
-    out = np.full(flat_rows.size, np.nan, np.float32)
-    out[pos] = acc - np.float32(shift) if shift else acc
-    return out
+    if shift:
+        acc -= np.float32(shift)
+    return (r if spans else pos), acc
+
+
+def score_pq_spans(seg: IvfSegment, q: npt.NDArray[np.generic], parts: npt.NDArray[np.int64],
+                   bound: float, tables: F32 | None = None) -> tuple[npt.NDArray[np.int64], F32]:
+    """The rows of the whole partitions ``parts`` of a PQ segment that may lie within ``bound``
+    of ``q``, and their distances (the same values as :func:`score_rows`, bit for bit).
+
+    What :func:`score_rows` with a bound computes, for the common case of scoring every row of
+    the probed partitions: each partition's codes are a slice of the transposed codes, so no row
+    list is built, and only the rows kept come back (no array of NaN for the pruned ones).
+    ``tables``: as for :func:`score_rows`.
+    """
+    st = seg.storage
+    assert isinstance(st, PQStorage)
+    seg.load(parts)
+    prep = _prepared(seg)
+    assert prep.codes_t is not None
+    _pq_ready(seg, st, prep, parts)
+    if tables is None:
+        tables = pq_tables(seg, q, parts)
+    m, k = st.codebook.shape[:2]
+    width = 0 if seg.metric == "dot" else k
+    shift = float(m - 1) if seg.metric == "dot" else 0.0
+    starts = seg.offsets[parts].astype(np.int64)
+    sizes = seg.lengths[parts].astype(np.int64)
+    ends = np.cumsum(sizes)
+    stops = _pq_stops(m) if math.isfinite(bound) else []
+    first = stops[0] if stops else m
+    acc = np.empty(int(ends[-1]) if ends.size else 0, np.float32)
+    codes_t = prep.codes_t
+    # the same summation order as _score_pq: sub-vector after sub-vector, partition by partition
+    for i, (lo, n, at) in enumerate(zip(starts.tolist(), sizes.tolist(), (ends - sizes).tolist(), strict=True)):
+        if n:
+            out = acc[at:at + n]
+            col = i * width
+            np.take(tables[0, col:col + k], codes_t[0, lo:lo + n], out=out, mode="clip")
+            for s in range(1, first):
+                out += np.take(tables[s, col:col + k], codes_t[s, lo:lo + n], mode="clip")
+    if stops:
+        return _pq_pruned(codes_t, tables, ends, width, starts, acc, stops, bound, shift, spans=True)
+    rows = np.concatenate([np.arange(lo, lo + n, dtype=np.int64) for lo, n in zip(starts.tolist(), sizes.tolist(),
+                                                                                  strict=True)] or [np.empty(0, np.int64)])
+    if shift:
+        acc -= np.float32(shift)
+    return rows, acc
 
 
 def _code_blocks(codes: npt.NDArray[Any], rows: list[npt.NDArray[np.int64]],

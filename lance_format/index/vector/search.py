@@ -25,7 +25,7 @@ import numpy.typing as npt
 from lance_format.index.vector.distance import F32, Metric, centroid_distances
 from lance_format.index.vector.layout import IvfSegment, PQStorage
 from lance_format.index.vector.probes import initial_probes
-from lance_format.index.vector.scoring import pq_tables, prunable, score_rows
+from lance_format.index.vector.scoring import pq_tables, prunable, score_pq_spans, score_rows
 
 U64 = npt.NDArray[np.uint64]
 BoolMask = npt.NDArray[np.bool_]
@@ -136,14 +136,20 @@ def search_segment(seg: IvfSegment, q: npt.NDArray[np.generic], k: int, probe: P
             chunk = parts[at:at + step]
             sub = None if tables is None else tables[:, at * width:(at + step) * width]
             at += step
-            rows = [np.arange(starts[p], ends[p], dtype=np.int64) for p in chunk.tolist()]
-            if not sum(r.size for r in rows):
+            sizes = [ends[p] - starts[p] for p in chunk.tolist()]
+            if not sum(sizes):
                 continue
             if prepare is not None:
                 prepare(chunk)
+            if pq and bound is not None:  # whole partitions: scored from slices, only survivors back
+                cand, dist = score_pq_spans(seg, q, chunk, bound, sub)
+                best_rows, best_dist = _merge(seg, best_rows, best_dist, cand, sizes, dist, k, allowed,
+                                              distance_range, best_per_row, False)
+                continue
+            rows = [np.arange(starts[p], ends[p], dtype=np.int64) for p in chunk.tolist()]
             dist = score_rows(seg, q, chunk, rows, bound, sub) if score is None else score(chunk, rows)
-            best_rows, best_dist = _merge(seg, best_rows, best_dist, rows, dist, k, allowed, distance_range,
-                                          best_per_row, bound is not None)
+            best_rows, best_dist = _merge(seg, best_rows, best_dist, np.concatenate(rows), sizes, dist, k, allowed,
+                                          distance_range, best_per_row, bound is not None)
         done = n
         if best_rows.size >= enough or done >= top:
             return best_rows, best_dist
@@ -154,11 +160,12 @@ def search_segment(seg: IvfSegment, q: npt.NDArray[np.generic], k: int, probe: P
         n = _widen(order, offsets, lengths, done, top, enough - best_rows.size, k, allowed)
 
 
-def _merge(seg: IvfSegment, best_rows: npt.NDArray[np.int64], best_dist: F32, rows: list[npt.NDArray[np.int64]],
-           dist: F32, k: int, allowed: Allowed | None, distance_range: tuple[float | None, float | None],
-           best_per_row: bool, pruned: bool) -> tuple[npt.NDArray[np.int64], F32]:
-    """The ``k`` best of the rows so far and the newly scored ``rows`` (those allowed and in range)."""
-    cand = np.concatenate(rows)
+def _merge(seg: IvfSegment, best_rows: npt.NDArray[np.int64], best_dist: F32, cand: npt.NDArray[np.int64],
+           sizes: list[int], dist: F32, k: int, allowed: Allowed | None,
+           distance_range: tuple[float | None, float | None], best_per_row: bool,
+           pruned: bool) -> tuple[npt.NDArray[np.int64], F32]:
+    """The ``k`` best of the rows so far and the newly scored rows ``cand`` (``sizes``: how many
+    per partition; those allowed and in range)."""
     if pruned:  # rows dropped by score_rows are NaN: look at the survivors only
         live = np.flatnonzero(~np.isnan(dist))
         cand, dist = cand[live], dist[live]
@@ -169,7 +176,7 @@ def _merge(seg: IvfSegment, best_rows: npt.NDArray[np.int64], best_dist: F32, ro
     if hi is not None:
         keep &= dist < hi
     if best_per_row:
-        sel = _partition_best(cand, dist, keep, [r.size for r in rows], seg.row_ids, k)
+        sel = _partition_best(cand, dist, keep, sizes, seg.row_ids, k)
         best_rows, best_dist = np.concatenate([best_rows, cand[sel]]), np.concatenate([best_dist, dist[sel]])
     else:
         best_rows = np.concatenate([best_rows, cand[keep]])
