@@ -96,6 +96,28 @@ class SymbolTable:
         key = (self.symbols.tobytes(), self.lens.tobytes(), large)
         return _PAIR_CACHE.get(PAIR_TABLE, key) is not None
 
+    def worth_pairs(self, codes: int, large: bool) -> bool:
+        """Whether ``codes`` more codes decoded with this table should go through the pair table.
+
+        Yes once the codes decoded with this symbol table in this process (any page, any file)
+        reach :data:`_PAIR_MIN_CODES`, where the build has paid for itself, or when the table is
+        built already. A rule on one call's size alone never built it for pylance's text pages
+        (~2.5M codes each, decoded in one piece per thread, with the same table page after page).
+        """
+        if codes >= _PAIR_MIN_CODES:
+            return True
+        if codes < _PAIR_REUSE_MIN_CODES:
+            return False
+        if self.has_pairs(large):
+            return True
+        key = self.symbols.tobytes() + self.lens.tobytes()
+        with _USES_LOCK:
+            seen = _USES.pop(key, 0) + codes
+            _USES[key] = seen  # re-inserted last: the dict's order is least recently used first
+            while len(_USES) > _USES_MAX:
+                del _USES[next(iter(_USES))]
+        return seen >= _PAIR_MIN_CODES
+
     def _build_pairs(self, large: bool) -> pa.Array:
         keep = np.arange(8, dtype=np.uint8)[None, :] < self.lens[:, None]
         words = np.where(keep, self.symbols, 0).reshape(-1).view(np.uint64)  # zero past each length
@@ -119,12 +141,19 @@ class SymbolTable:
 
 
 _PARALLEL_MIN_BYTES = 4 << 20
-# Building the 65536-entry pair table costs ~10 ms and saves ~4 ms per million codes decoded, so
-# one decode builds it only from ~4M codes; a table built already (a file read again) is used from
-# _PAIR_REUSE_MIN_CODES on. (Compaction decodes each small page once: building per page doubled
-# its FSST decode.)
-_PAIR_MIN_CODES = 1 << 22
+# Building the 65536-entry pair table costs ~4 ms and saves ~4.5 ms per million codes decoded, so
+# it is built once ~2M codes were decoded with one symbol table: in one call, or summed over the
+# calls that share it (the thread pieces of one page; the pages of a pylance file, which come out
+# with the same table when their text has one distribution). A table built already (a file read
+# again) is used from _PAIR_REUSE_MIN_CODES on. (Compaction decodes each small page once, each
+# page with its own table: building per page doubled its FSST decode.)
+_PAIR_MIN_CODES = 1 << 21
 _PAIR_REUSE_MIN_CODES = 1 << 16
+#: Codes decoded so far per symbol table (its bytes), for :meth:`SymbolTable.worth_pairs`;
+#: bounded, least recently used dropped first (a dropped table just starts counting again).
+_USES: dict[bytes, int] = {}
+_USES_MAX = 1024
+_USES_LOCK = threading.Lock()
 
 
 def decode(table: SymbolTable, data: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -210,8 +239,7 @@ def _decode(
     if is_lit is None:
         if int(kept.max()) >= table.n:
             raise CorruptFileError("FSST code refers to a missing symbol")
-        if pairs and (len(kept) >= _PAIR_MIN_CODES or (
-                len(kept) >= _PAIR_REUSE_MIN_CODES and table.has_pairs(len(kept) * 8 >= 1 << 31))):
+        if pairs and table.worth_pairs(len(kept), len(kept) * 8 >= 1 << 31):
             return _decode_pairs(table, kept, offsets)
         codes = kept
     else:
