@@ -314,16 +314,7 @@ def _score_sq(seg: IvfSegment, st: SQStorage, q: npt.NDArray[np.floating], parts
         # its ``_distance``), not code to code as the l2 path does.
         xh = (st.start + st.codes[flat_rows].astype(np.float64) * (span / 255.0)).astype(np.float32)
         return distances("dot", xh, q)
-    if span == 0:
-        qc = np.zeros(q.size, np.float32)
-    else:  # Rust's saturating `as u8`: NaN -> 0, out of range clamped
-        qc = np.clip(np.nan_to_num((q.astype(np.float64) - st.start) * 255.0 / span, nan=0.0), 0, 255)
-        qc = qc.astype(np.int64).astype(np.float32)
-
-    def scaled(raw: F32) -> F32:  # code-space distance -> pylance's units (monotone in raw)
-        out: F32 = (raw.astype(np.float32) * np.float32(span) ** 2 / np.float32(255.0 ** 2)).astype(np.float32)
-        return out
-
+    qc, scaled = _sq_query(st, q)
     # ||c - qc||² = ||c||² - 2 c·qc + ||qc||² in float32 (one BLAS product, no int64 copy): every term
     # and partial sum is an integer below 2 · 255² · dim < 2**24 for dim <= 128, so float32 holds it exactly.
     # The products are einsum, not BLAS: a multi-threaded sgemv is many times slower on a busy machine.
@@ -352,6 +343,54 @@ def _score_sq(seg: IvfSegment, st: SQStorage, q: npt.NDArray[np.floating], parts
     out = np.full(flat_rows.size, np.nan, np.float32)
     out[keep] = scaled(norms[r] - 2 * np.einsum("ij,j->i", st.codes[r], qc) + np.float32(qc @ qc))
     return out
+
+
+def _sq_query(st: SQStorage, q: npt.NDArray[np.floating]) -> tuple[F32, Callable[[F32], F32]]:
+    """The query quantized with the segment's bounds, and the map from code-space distances to
+    pylance's units (monotone)."""
+    span = st.end - st.start
+    if span == 0:
+        qc = np.zeros(q.size, np.float32)
+    else:  # Rust's saturating `as u8`: NaN -> 0, out of range clamped
+        qc = np.clip(np.nan_to_num((q.astype(np.float64) - st.start) * 255.0 / span, nan=0.0), 0, 255)
+        qc = qc.astype(np.int64).astype(np.float32)
+
+    def scaled(raw: F32) -> F32:
+        out: F32 = (raw.astype(np.float32) * np.float32(span) ** 2 / np.float32(255.0 ** 2)).astype(np.float32)
+        return out
+
+    return qc, scaled
+
+
+def score_sq_spans(seg: IvfSegment, q: npt.NDArray[np.generic], parts: npt.NDArray[np.int64],
+                   bound: float) -> tuple[npt.NDArray[np.int64], F32] | None:
+    """What :func:`score_pq_spans` does for SQ codes of l2 / cosine segments: the rows of the
+    whole partitions ``parts`` that may lie within ``bound`` of ``q`` and their distances (those
+    of :func:`score_rows`, bit for bit), partition by partition from contiguous views; ``None``
+    when the two-pass pruning of :func:`_score_sq` does not apply (the caller scores every row).
+    """
+    st = seg.storage
+    assert isinstance(st, SQStorage) and seg.metric != "dot"
+    seg.load(parts)
+    prep = _prepared(seg)
+    if st.end - st.start == 0 or prep.sq_ready is None or prep.sq_head is None or prep.sq_head_norms is None:
+        return None
+    qc, scaled = _sq_query(st, _query(seg, q))
+    limit = _raw_limit(bound, scaled)
+    if limit is None:
+        return None
+    _sq_ready(seg, st, prep, parts)
+    assert prep.sq_norms is not None
+    qh = qc[:SQ_HEAD]
+    cut = limit - float(qh @ qh)
+    kept = []
+    # the same exact integer sums as _score_sq, one partition's contiguous rows at a time
+    for lo, n in zip(seg.offsets[parts].tolist(), seg.lengths[parts].tolist(), strict=True):
+        if n:
+            head = np.einsum("ij,j->i", prep.sq_head[lo:lo + n], qh)
+            kept.append(lo + np.flatnonzero(prep.sq_head_norms[lo:lo + n] - 2 * head <= cut))
+    r = np.concatenate(kept) if kept else np.empty(0, np.int64)
+    return r, scaled(prep.sq_norms[r] - 2 * np.einsum("ij,j->i", st.codes[r], qc) + np.float32(qc @ qc))
 
 
 def _raw_limit(bound: float, scaled: Callable[[F32], F32]) -> float | None:

@@ -23,9 +23,9 @@ import numpy as np
 import numpy.typing as npt
 
 from lance_format.index.vector.distance import F32, Metric, centroid_distances
-from lance_format.index.vector.layout import IvfSegment, PQStorage
+from lance_format.index.vector.layout import IvfSegment, PQStorage, SQStorage
 from lance_format.index.vector.probes import initial_probes
-from lance_format.index.vector.scoring import pq_tables, prunable, score_pq_spans, score_rows
+from lance_format.index.vector.scoring import pq_tables, prunable, score_pq_spans, score_rows, score_sq_spans
 
 U64 = npt.NDArray[np.uint64]
 BoolMask = npt.NDArray[np.bool_]
@@ -121,6 +121,7 @@ def search_segment(seg: IvfSegment, q: npt.NDArray[np.generic], k: int, probe: P
     pruning = score is None and not best_per_row and prunable(seg)
     starts, ends = offsets.tolist(), (offsets + lengths).tolist()  # Python ints: a fast np.arange
     pq = pruning and isinstance(seg.storage, PQStorage) and seg.metric != "dot"
+    sq = pruning and isinstance(seg.storage, SQStorage)  # prunable: not dot
     while True:
         parts = order[done:n]
         seg.load(parts)  # a lazily read segment reads the round's partitions together: each is scored
@@ -141,9 +142,9 @@ def search_segment(seg: IvfSegment, q: npt.NDArray[np.generic], k: int, probe: P
                 continue
             if prepare is not None:
                 prepare(chunk)
-            if pq and bound is not None:  # whole partitions: scored from slices, only survivors back
-                cand, dist = score_pq_spans(seg, q, chunk, bound, sub)
-                best_rows, best_dist = _merge(seg, best_rows, best_dist, cand, sizes, dist, k, allowed,
+            kept = _kept_rows(seg, q, chunk, bound, sub) if (pq or sq) and bound is not None else None
+            if kept is not None:
+                best_rows, best_dist = _merge(seg, best_rows, best_dist, kept[0], sizes, kept[1], k, allowed,
                                               distance_range, best_per_row, False)
                 continue
             rows = [np.arange(starts[p], ends[p], dtype=np.int64) for p in chunk.tolist()]
@@ -158,6 +159,16 @@ def search_segment(seg: IvfSegment, q: npt.NDArray[np.generic], k: int, probe: P
             if prepare is not None:
                 prepare(order[done:top])
         n = _widen(order, offsets, lengths, done, top, enough - best_rows.size, k, allowed)
+
+
+def _kept_rows(seg: IvfSegment, q: npt.NDArray[np.generic], parts: npt.NDArray[np.int64], bound: float,
+               tables: F32 | None) -> tuple[npt.NDArray[np.int64], F32] | None:
+    """Rows of the whole partitions ``parts`` that may come within ``bound``, and their distances,
+    scored from slices of the codes (no row lists, nothing back for the rows dropped); ``None``
+    when the storage's pruning does not apply, then every row is scored by ``score_rows``."""
+    if isinstance(seg.storage, PQStorage):
+        return score_pq_spans(seg, q, parts, bound, tables)
+    return score_sq_spans(seg, q, parts, bound)
 
 
 def _merge(seg: IvfSegment, best_rows: npt.NDArray[np.int64], best_dist: F32, cand: npt.NDArray[np.int64],
