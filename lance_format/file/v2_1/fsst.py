@@ -269,14 +269,18 @@ def _decode_pairs(
     even = n - (n & 1)
     large = n * 8 >= 1 << 31
     idx = np.ascontiguousarray(codes[:even]).view(np.uint16)
+    if n & 1:
+        # the odd last code pairs with code 255, which no table holds (at most 255 symbols), so
+        # its entry is the last symbol alone: no copy of the whole output to append it
+        padded = pool_empty(len(idx) + 1, np.uint16)
+        padded[:-1] = idx
+        padded[-1] = int(codes[-1]) | ESC << 8
+        idx = padded
     taken = pc.take(table.pairs(large), pa.array(idx))
     bufs = taken.buffers()
     offs_all = np.frombuffer(bufs[1], np.int64 if large else np.int32)[: len(idx) + 1]
     total = int(offs_all[-1])
     out = np.frombuffer(bufs[2], np.uint8, total) if total else np.zeros(0, np.uint8)
-    if n & 1:
-        last = int(codes[-1])
-        out = np.concatenate([out, table.symbols[last, : int(table.lens[last])]])
     starts: np.ndarray[Any, np.dtype[np.signedinteger[Any]]] = np.asarray(
         offsets, np.int32 if n < 1 << 31 else np.int64
     )
