@@ -16,6 +16,8 @@ for; Parquet (pyarrow dataset, one file) is the reference. Then, engines interle
 * take: open and take 1,000 random rows;
 * count: open and ``count_rows(filter="x > 0.9")``;
 * delete+scan: copy the dataset, delete 10% of the rows (``id % 10 = 0``), open and stream it;
+* ``--read-from pylance``: ours reads the datasets pylance wrote (the read operations above), so
+  both engines read the same files;
 * import: ``import lance_format`` / ``import lance`` (``pyarrow.dataset`` for Parquet), the cost
   every fresh process pays before any of the above (fresh mode only);
 * bytes (the stretch reference, printed below the fresh table): read every data file of the
@@ -97,6 +99,16 @@ def _uri(workdir: Path, engine: str, version: str) -> str:
     return str(workdir / (f"{engine}-{version}.lance" if engine != "parquet" else "parquet"))
 
 
+def _read_uri(workdir: Path, engine: str, version: str) -> str:
+    """The dataset a read operation opens: the engine's own, or pylance's for ours with
+    ``--read-from pylance`` (the files users mostly have; pylance encodes some columns
+    differently, e.g. FSST strings)."""
+    marker = workdir / "read_from.txt"
+    if engine == "ours" and marker.exists() and marker.read_text() == "pylance":
+        engine = "pylance"
+    return _uri(workdir, engine, version)
+
+
 def _os_threads() -> int:
     """Threads of this process as the OS counts them (Rust and numpy threads too)."""
     try:
@@ -121,7 +133,7 @@ def _measure(result: dict[str, Any], fn: Any) -> None:
 def _run_op(lib: Any, engine: str, version: str, op: str, workdir: Path) -> dict[str, Any]:
     """One timed operation (pandas and the engine already imported); the result to emit."""
     result: dict[str, Any] = {"engine": engine, "version": version, "op": op}
-    uri = _uri(workdir, engine, version)
+    uri = _uri(workdir, engine, version) if op == "write" else _read_uri(workdir, engine, version)
     if op == "write":
         with pa.memory_map(str(workdir / "input.arrow")) as src:
             table = pa.ipc.open_file(src).read_all()
@@ -404,6 +416,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warm-runs", type=int, default=5, help="warm runs after the first (median shown)")
     parser.add_argument("--hog", default="none", help="none, pinned, free, or several: none,pinned (a table each)")
     parser.add_argument("--no-parquet", action="store_true")
+    parser.add_argument("--read-from", default="own", choices=("own", "pylance"),
+                        help="which engine's files ours reads: its own (default) or pylance's")
     parser.add_argument("--child", nargs=4, metavar=("ENGINE", "VERSION", "OP", "DIR"), help=argparse.SUPPRESS)
     parser.add_argument("--serve", nargs=3, metavar=("ENGINE", "VERSION", "DIR"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -428,6 +442,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["PYTHONPYCACHEPREFIX"] = str(workdir / "pycache")
     try:
         (workdir / "rows.txt").write_text(str(args.rows))
+        (workdir / "read_from.txt").write_text(args.read_from)
         subprocess.run([sys.executable, "-m", "compileall", "-q", str(REPO_ROOT / "lance_format")],
                        check=False, capture_output=True)
         print(f"generating {args.rows:,} rows ...", flush=True)
