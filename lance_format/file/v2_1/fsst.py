@@ -213,6 +213,19 @@ def _escape_mask(b: np.ndarray) -> np.ndarray | None:
     return is_esc
 
 
+def _drop_escapes(
+    b: np.ndarray, offsets: np.ndarray, is_esc: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+    """The codes without their escape bytes, which of them are literals (``None`` when none is),
+    and each string's first code in that shorter array."""
+    if is_esc is None:
+        return b, None, offsets
+    keep = ~is_esc
+    is_lit = np.concatenate([[False], is_esc[:-1]])[keep]
+    esc_cum = np.concatenate([[0], np.cumsum(is_esc.astype(np.int64))])
+    return b[keep], is_lit, offsets - esc_cum[offsets]
+
+
 def _decode(
     table: SymbolTable, data: np.ndarray, offsets: np.ndarray, pairs: bool = True
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -226,16 +239,7 @@ def _decode(
     is_esc = _escape_mask(b)
     if is_esc is not None and is_esc[-1]:
         raise CorruptFileError("FSST data ends with an escape byte")
-    if is_esc is None:
-        kept = b
-        is_lit = None
-        kidx = offsets
-    else:
-        keep = ~is_esc
-        is_lit = np.concatenate([[False], is_esc[:-1]])[keep]
-        kept = b[keep]
-        esc_cum = np.concatenate([[0], np.cumsum(is_esc.astype(np.int64))])
-        kidx = offsets - esc_cum[offsets]
+    kept, is_lit, kidx = _drop_escapes(b, offsets, is_esc)
     if is_lit is None:
         if int(kept.max()) >= table.n:
             raise CorruptFileError("FSST code refers to a missing symbol")
@@ -324,14 +328,7 @@ def decode_many(tables: list[SymbolTable], data: np.ndarray, offsets: np.ndarray
         ends = seg_bytes[1:][seg_bytes[1:] > seg_bytes[:-1]] - 1  # each non-empty page's last byte
         if is_esc[ends].any():
             raise CorruptFileError("FSST data ends with an escape byte")
-    if is_esc is None:
-        kept, is_lit, kidx = b, None, offsets
-    else:
-        keep = ~is_esc
-        is_lit = np.concatenate([[False], is_esc[:-1]])[keep]
-        kept = b[keep]
-        esc_cum = np.concatenate([[0], np.cumsum(is_esc.astype(np.int64))])
-        kidx = offsets - esc_cum[offsets]
+    kept, is_lit, kidx = _drop_escapes(b, offsets, is_esc)
     cuts = kidx[bounds].tolist()  # each page's first kept code
     codes = np.frombuffer(pa.allocate_buffer(4 * len(kept)), np.int32)
     codes[:] = kept
