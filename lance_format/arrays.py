@@ -126,3 +126,18 @@ def literal_scalar(value: object) -> pa.Scalar:
 
 #: ``False`` for compute calls (a Python ``False`` becomes ``pa.scalar(False)``: a pandas import).
 FALSE_SCALAR: pa.Scalar = pa.Array.from_buffers(pa.bool_(), 1, [None, pa.py_buffer(b"\x00")])[0]
+
+
+def pool_empty(n: int, dtype: np.dtype | type) -> np.ndarray:
+    """An uninitialised writable array of ``n`` values backed by Arrow's memory pool.
+
+    A large numpy temporary is fresh memory from the OS each time, so each first touch makes the
+    kernel zero its pages again (2 MiB at a time where numpy advises huge pages and transparent
+    huge pages are set to ``madvise``): a first scan paid much of its system time there. Arrow's
+    pool keeps and reuses freed memory, so a process zeroes it about once. Flipping numpy's
+    process-wide huge-page setting instead would change the user's own arrays.
+    """
+    dt = np.dtype(dtype)
+    if n <= 0:
+        return np.empty(0, dt)
+    return np.frombuffer(pa.allocate_buffer(n * dt.itemsize), dt, n)

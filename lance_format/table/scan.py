@@ -22,6 +22,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lance_format.arrays import pool_empty
 from lance_format.errors import InvalidInputError
 from lance_format.sql_fast import parse_simple  # neither imports sqlglot nor pyarrow.dataset
 from lance_format.sql_program import Node, filter_table, program_for, project_table, remember
@@ -280,7 +281,7 @@ def row_addresses(frag_id: int, start: int, stop: int) -> npt.NDArray[np.uint64]
         grown = np.arange(max(n, 2 * _IOTA.size), dtype=np.uint64)
         grown.flags.writeable = False
         _IOTA = grown
-    out = np.frombuffer(pa.allocate_buffer(n * 8), np.uint64) if n else np.empty(0, np.uint64)
+    out = pool_empty(n, np.uint64)
     np.add(_IOTA[:n], first, out=out)
     return out
 

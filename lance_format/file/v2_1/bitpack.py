@@ -13,8 +13,8 @@ import sys
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 
+from lance_format.arrays import pool_empty
 from lance_format.errors import CorruptFileError
 
 FL_ORDER = np.array([0, 4, 2, 6, 1, 5, 3, 7], dtype=np.int64)
@@ -93,7 +93,7 @@ def unpack_blocks(packed: np.ndarray, width: int, t: int, out: np.ndarray | None
             return vals
         out[:] = vals
         return out
-    flat = np.frombuffer(pa.allocate_buffer(n * BLOCK * dtype.itemsize), dtype) if out is None else out
+    flat = pool_empty(n * BLOCK, dtype) if out is None else out
     if _rows_first(n):
         _unpack_rows_first(packed.astype(dtype, copy=False), n, width, t, flat)
     else:
@@ -139,7 +139,7 @@ def _unpack_groups(p1: np.ndarray, n: int, width: int, t: int, flat: np.ndarray)
 def _scratch(shape: tuple[int, ...], dtype: np.dtype[Any]) -> np.ndarray:
     """An uninitialized C-contiguous array from Arrow's memory pool."""
     count = int(np.prod(shape))
-    return np.frombuffer(pa.allocate_buffer(count * dtype.itemsize), dtype, count).reshape(shape)
+    return pool_empty(count, dtype).reshape(shape)
 
 
 def _narrow_bits(width: int, t: int) -> int:

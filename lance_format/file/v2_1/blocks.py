@@ -8,6 +8,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lance_format.arrays import pool_empty
+
 
 @dataclass
 class Fixed:
@@ -112,21 +114,6 @@ class ChunkSet:
         ln = (self.sizes[b] - skip if nbytes is None else nbytes).tolist()
         d = self.data
         return [d[s : s + n] for s, n in zip(st, ln, strict=False)]
-
-
-def pool_empty(n: int, dtype: np.dtype | type) -> np.ndarray:
-    """An uninitialised writable array of ``n`` values backed by Arrow's memory pool.
-
-    A large numpy temporary is fresh memory from the OS each time, so each first touch makes the
-    kernel zero its pages again (2 MiB at a time where numpy advises huge pages and transparent
-    huge pages are set to ``madvise``): a first scan paid much of its system time there. Arrow's
-    pool keeps and reuses freed memory, so a process zeroes it about once. Flipping numpy's
-    process-wide huge-page setting instead would change the user's own arrays.
-    """
-    dt = np.dtype(dtype)
-    if n <= 0:
-        return np.empty(0, dt)
-    return np.frombuffer(pa.allocate_buffer(n * dt.itemsize), dt, n)
 
 
 def pool_take(a: np.ndarray, idx: np.ndarray, dtype: np.dtype | type | None = None) -> np.ndarray:
@@ -244,7 +231,7 @@ def _gather_strided(
         return None
     fresh = out is None
     if out is None:
-        out = np.frombuffer(pa.allocate_buffer(total), np.uint8)  # Arrow's pool reuses freed memory
+        out = pool_empty(total, np.uint8)
     first = int(st[0])
     if data.flags.c_contiguous and data.dtype == np.uint8:  # a direct view (as_strided: ~20 us)
         src = np.ndarray((body, size), np.uint8, data, first, (step, 1))

@@ -9,6 +9,7 @@ import numpy as np
 import pyarrow as pa
 
 from lance_format._pb import encodings_v2_1_pb2 as pb
+from lance_format.arrays import pool_empty
 from lance_format.errors import CorruptFileError, UnsupportedEncodingError
 from lance_format.file.v2_1 import bitpack
 from lance_format.file.v2_1.blocks import (
@@ -249,7 +250,7 @@ def _variable_chunkset(cs: ChunkSet, bits: int) -> Var:
     base = np.zeros(nchunks, np.int64)
     np.cumsum(lens[:-1], out=base[1:])
     total = base[-1] + lens[-1]
-    offsets = np.frombuffer(pa.allocate_buffer((nchunks * maxc + 1) * 8), np.int64)
+    offsets = pool_empty(nchunks * maxc + 1, np.int64)
     # each chunk's closing offset is the next one's first: only the first maxc of each are kept
     np.subtract(local[:, :-1], (head - base)[:, None], out=offsets[:-1].reshape(nchunks, maxc))
     offsets[-1] = total
@@ -281,7 +282,7 @@ def _variable_gathered(
     # all but each chunk's closing offset (the next chunk's first repeats it), back to back in
     # fresh Arrow memory (aligned for the view), shifted into one pooled output
     inner = np.frombuffer(gather_ranges(data, starts, counts * width), dt)
-    offsets = np.frombuffer(pa.allocate_buffer((len(inner) + 1) * 8), np.int64)
+    offsets = pool_empty(len(inner) + 1, np.int64)
     np.subtract(inner, np.repeat(head - base, counts), out=offsets[:-1])
     offsets[-1] = int(base[-1] + lens[-1])
     # shifted chunk offsets run from base to base + lens: one global check proves each ascends
@@ -375,7 +376,7 @@ def _inline_bitpacked_chunkset(cs: ChunkSet, t: int) -> Fixed:
     elif groups[0] == 0:  # width-0 chunks hold zeros
         out = np.zeros((len(counts), 1024), dtype)
     else:  # every chunk is written below
-        out = np.frombuffer(pa.allocate_buffer(len(counts) * 1024 * w), dtype).reshape(len(counts), 1024)
+        out = pool_empty(len(counts) * 1024, dtype).reshape(len(counts), 1024)
     for w_np in groups:
         width = int(w_np)
         if width == 0:

@@ -12,7 +12,7 @@ import numpy as np
 import pyarrow as pa
 
 from lance_format._pb import encodings_v2_1_pb2 as pb
-from lance_format.arrays import distinct
+from lance_format.arrays import distinct, pool_empty
 from lance_format.errors import CorruptFileError, LanceError, UnsupportedEncodingError
 from lance_format.file.v2_0.buffers import gather_ranges
 from lance_format.file.v2_1.arrow import merge, page_to_arrow
@@ -336,7 +336,7 @@ class Decoder21:
             plans.append(plan)
         width = plans[0].row_width
         n = stop - start
-        out = np.frombuffer(pa.allocate_buffer(n * width), np.uint8) if n else np.zeros(0, np.uint8)
+        out = pool_empty(n * width, np.uint8)
         at = 0
         for p, plan in zip(pages, plans, strict=True):
             p0, p1 = int(leaf.page_starts[p]), int(leaf.page_starts[p + 1])

@@ -16,8 +16,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lance_format.arrays import pool_empty
 from lance_format.errors import CorruptFileError
-from lance_format.file.v2_1.blocks import pool_empty, pool_take
+from lance_format.file.v2_1.blocks import pool_take
 from lance_format.file.workers import num_threads, run_all
 from lance_format.session import CacheKind, LruCache
 
@@ -330,7 +331,7 @@ def decode_many(tables: list[SymbolTable], data: np.ndarray, offsets: np.ndarray
             raise CorruptFileError("FSST data ends with an escape byte")
     kept, is_lit, kidx = _drop_escapes(b, offsets, is_esc)
     cuts = kidx[bounds].tolist()  # each page's first kept code
-    codes = np.frombuffer(pa.allocate_buffer(4 * len(kept)), np.int32)
+    codes = pool_empty(len(kept), np.int32)
     codes[:] = kept
     for k, (a, z) in enumerate(zip(cuts[:-1], cuts[1:], strict=True)):
         if z <= a:

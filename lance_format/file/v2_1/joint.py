@@ -21,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 
 from lance_format._pb import encodings_v2_1_pb2 as pb
+from lance_format.arrays import pool_empty
 from lance_format.errors import CorruptFileError
 from lance_format.file.bytesource import pooled_bytes
 from lance_format.file.v2_1.arrow import block_to_arrow, page_to_arrow
@@ -252,7 +253,7 @@ def _resolve_dictionaries(decoders: Sequence[Decoder21], pos: int, joint: _Joint
         dicts.append(block_to_arrow(block, t, None, block.n))
     local = fixed_to_uint(indices)
     # shifted indices in Arrow's pool (numpy's would fault in fresh pages at this size), file by file
-    idx = np.frombuffer(pa.allocate_buffer(4 * len(local)), np.int32)
+    idx = pool_empty(len(local), np.int32)
     at = shift = 0
     for d, n in zip(dicts, rows, strict=True):
         part = local[at : at + n]

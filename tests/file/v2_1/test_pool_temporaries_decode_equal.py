@@ -10,8 +10,9 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from lance_format.arrays import pool_empty
 from lance_format.file.v2_1 import fsst
-from lance_format.file.v2_1.blocks import Var, pool_empty, pool_take, range_index, take_var
+from lance_format.file.v2_1.blocks import Var, pool_take, range_index, take_var
 
 from .helpers import read_table, take_table
 
