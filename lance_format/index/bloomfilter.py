@@ -31,6 +31,7 @@ import pyarrow.compute as pc
 from lance_format.arrays import distinct
 from lance_format.errors import CorruptFileError, UnsupportedIndexTypeError
 from lance_format.index.predicates import IsNull, Range, ValueQuery
+from lance_format.index.row_ranges import RowRanges, ZoneSpans
 from lance_format.index.rowset import RowDomain
 from lance_format.index.store import IndexDir
 from lance_format.index.xxh64 import hashes
@@ -327,6 +328,7 @@ class BloomFilterIndex:
         if any(c.null_count for n, c in cols.items() if n != "bloom_filter_data"):
             raise CorruptFileError(f"{self._where}: a null zone entry")
         self.fragment_id, self.zone_start, self.zone_length = zone_bounds(self.table, domain, self._where)
+        self.spans = ZoneSpans.of(self.fragment_id, self.zone_start, self.zone_length)
         self.has_null = cols["has_null"].to_numpy().astype(bool)
         blobs = cols["bloom_filter_data"].combine_chunks()
         if not pa.types.is_binary(blobs.type):
@@ -353,7 +355,8 @@ class BloomFilterIndex:
     @property
     def nbytes(self) -> int:
         """Memory this object holds (zone table and stacked filters), for the session's index cache."""
-        return int(self.table.nbytes) + sum(int(w.nbytes) for _, w in self._stacks) + OPEN_READER_BYTES
+        return int(self.table.nbytes) + sum(int(w.nbytes) for _, w in self._stacks) + 2 * int(self.spans.lo.nbytes) \
+            + OPEN_READER_BYTES
 
     @property
     def path(self) -> str:
@@ -401,6 +404,10 @@ class BloomFilterIndex:
     def search(self, query: ValueQuery) -> U64:
         """Every row address of the zones that may match ``query`` (sorted, unique)."""
         return zone_rows(self.fragment_id, self.zone_start, self.zone_length, self.candidate_zones(query))
+
+    def search_ranges(self, query: ValueQuery) -> RowRanges:
+        """The zones whose filter may hold a queried value, as row ranges."""
+        return self.spans.pick(self.candidate_zones(query))
 
     def null_rows(self) -> U64 | None:
         """Rows recorded as null (pylance 14.0.2's global buffer), ``None`` if not recorded."""

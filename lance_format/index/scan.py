@@ -35,7 +35,16 @@ from lance_format.index.fastplan import FastAnd, FastExpr, FastLeaf, Unknown, pl
 from lance_format.index.kind import ColumnIndex, IndexedColumns, ValueReader
 from lance_format.index.models import FRAG_REUSE_INDEX
 from lance_format.index.predicates import Range
+from lance_format.index.range_scan import (
+    DENSE_FRACTION,
+    TAKE_SCAN,  # noqa: F401  # re-exported: the cache kind of kept readers
+    count_ranges,
+    range_batches,
+    split_columns,
+    take_scan,
+)
 from lance_format.index.registry import stores_addresses
+from lance_format.index.row_ranges import RowRanges, combine
 from lance_format.index.rowset import RowDomain, fragment_of, offset_of
 from lance_format.index.store import IndexDir
 from lance_format.index.zonemap import intersect_ranges
@@ -43,7 +52,7 @@ from lance_format.session import CacheKind
 from lance_format.sql_program import program_for
 from lance_format.table.index_metadata import IndexMetadata
 from lance_format.table.read import ROW_ADDR, ROW_ID, FragmentScan
-from lance_format.table.scan import apply_filter, filter_mask, referenced_columns
+from lance_format.table.scan import apply_filter, filter_mask
 
 if TYPE_CHECKING:
     # lance_format.index.query imports sqlglot (~0.3-0.5 s): a scan without a filter never needs it
@@ -52,17 +61,11 @@ if TYPE_CHECKING:
     from lance_format.table.scan import Scan
 
 U64 = npt.NDArray[np.uint64]
-#: Candidates per fragment row above which whole ranges are decoded instead of taken.
-DENSE_FRACTION = 16
 #: Rows without a candidate that a dense read decodes through rather than starting a new range.
 DENSE_GAP = 1024
 #: Scattered candidate rows gathered by one take (then cut into batches).
 TAKE_GROUP_ROWS = 1 << 16
 _OPENED: weakref.WeakKeyDictionary[Any, dict[str, ValueReader]] = weakref.WeakKeyDictionary()
-#: Open fragment readers for candidate takes by (dataset URI, version, fragment, columns).
-TAKE_SCAN: CacheKind[FragmentScan] = CacheKind("take_scan")
-#: What one kept fragment scan holds (readers, chunk plans of the pages taken from), estimated.
-TAKE_SCAN_BYTES = 256 * 1024
 #: Opened segments by (dataset URI, segment directory URI, dataset version), in the session's index cache.
 OPENED_SEGMENT: CacheKind[ValueReader] = CacheKind("scalar_segment")
 #: :func:`usable_indices` by (dataset URI, version), with the manifest they were found in: every
@@ -90,10 +93,15 @@ class IndexPlan:
     addrs: U64  # sorted row addresses inside ``covered``
     claims: tuple[Claim, ...] = ()
     hit: frozenset[int] = frozenset()  # the fragments holding at least one candidate
+    #: The candidates as row ranges instead of ``addrs`` (indices answering in zones: ZONEMAP, BLOOMFILTER)
+    ranges: RowRanges | None = None
 
     def offsets(self, frag_id: int) -> npt.NDArray[np.uint32]:
         """Candidate row offsets of fragment ``frag_id`` (sorted)."""
         key = np.uint64(frag_id) << np.uint64(32)
+        if self.ranges is not None:
+            lo, hi = self.ranges.of_fragment(frag_id)
+            return offset_of(RowRanges(lo.astype(np.uint64) + key, hi.astype(np.uint64) + key).addresses())
         lo, hi = np.searchsorted(self.addrs, [key, key + np.uint64(1 << 32)])
         return offset_of(self.addrs[lo:hi])
 
@@ -245,13 +253,21 @@ class _Evaluator:
         out: U64 = v[pos_c[found]]
         return out, found
 
-    def leaf(self, leaf: Leaf | FastLeaf) -> tuple[frozenset[int], U64]:
+    def leaf(self, leaf: Leaf | FastLeaf) -> tuple[frozenset[int], U64 | RowRanges]:
         covered: set[int] = set()
         parts: list[U64] = []
+        spans: list[RowRanges] = []
         choice = next(c for c in self.indexed[leaf.column] if c.name == leaf.index_name)
+        # a compaction's deferred remap moves rows one by one: such segments answer addresses
+        remapped = bool(self.reuse) and not self.ctx.manifest.uses_stable_row_ids
         for seg in choice.segments:
             assert seg.fragment_bitmap is not None
             index = _open(self.ctx, seg, tuple(self.reuse))
+            search_ranges = getattr(index, "search_ranges", None)
+            if search_ranges is not None and not remapped and not choice.kind.exact:
+                spans.append(search_ranges(leaf.query))  # zones as row ranges: no address per row
+                covered |= seg.fragment_bitmap
+                continue
             addrs, values = index.search_values(leaf.query)  # sorted, unique
             moved = False
             if not stores_addresses(seg, self.ctx.manifest.uses_stable_row_ids):
@@ -269,6 +285,11 @@ class _Evaluator:
             parts.append(addrs)
             if choice.kind.exact:  # an inexact kind's candidates carry no values to check rows against
                 self.claims.append(Claim(leaf, index.path, addrs, values))
+        if spans:
+            if parts:  # not expected (one kind per index): every segment as addresses then
+                parts.extend(r.addresses() for r in spans)
+            else:
+                return frozenset(covered) & self.live, combine(spans, all_of=False)
         if len(parts) == 1:
             return frozenset(covered) & self.live, parts[0]
         return frozenset(covered) & self.live, np.unique(np.concatenate(parts)) if parts else np.empty(0, np.uint64)
@@ -291,7 +312,7 @@ class _Evaluator:
     def _exact(self, leaf: Any) -> bool:
         return bool(next(c for c in self.indexed[leaf.column] if c.name == leaf.index_name).kind.exact)
 
-    def eval(self, expr: IndexExpr | FastExpr) -> tuple[frozenset[int], U64]:
+    def eval(self, expr: IndexExpr | FastExpr) -> tuple[frozenset[int], U64 | RowRanges]:
         if isinstance(expr, FastLeaf):
             return self.leaf(expr)
         if isinstance(expr, FastAnd):
@@ -307,11 +328,19 @@ class _Evaluator:
         if len(results) == 1:  # ranges merged into one leaf: its rows stand (callers drop uncovered ones)
             return results[0]
         covered = frozenset.intersection(*(r[0] for r in results))
-        keep = [r[1][np.isin(fragment_of(r[1]), np.fromiter(covered, np.uint64, len(covered)))] for r in results]
+        ranged = [r[1].within(covered) for r in results if isinstance(r[1], RowRanges)]
+        listed = [r[1] for r in results if not isinstance(r[1], RowRanges)]
+        if not listed:  # zones and zones: combined as ranges
+            return covered, combine(ranged, all_of=conjunction)
+        if not conjunction:
+            listed.extend(r.addresses() for r in ranged)
+        keep = [a[np.isin(fragment_of(a), np.fromiter(covered, np.uint64, len(covered)))] for a in listed]
         if conjunction:
             out = keep[0]
             for k in keep[1:]:
                 out = np.intersect1d(out, k, assume_unique=True)
+            for r in ranged:  # rows also inside the zones of the inexact terms
+                out = out[r.contains(out)]
             return covered, out
         return covered, np.unique(np.concatenate(keep))
 
@@ -333,7 +362,12 @@ def index_plan(ctx: ReadContext, filter_sql: str | None) -> IndexPlan | None:
 
 def _evaluate(ctx: ReadContext, expr: IndexExpr | FastExpr, indexed: IndexedColumns) -> IndexPlan:
     evaluator = _Evaluator(ctx, indexed)
-    covered, addrs = evaluator.eval(expr)
+    covered, found = evaluator.eval(expr)
+    if isinstance(found, RowRanges):
+        ranges = found.within(covered)
+        return IndexPlan(expr, covered, np.empty(0, np.uint64), tuple(evaluator.claims),
+                         frozenset(ranges.fragments()), ranges)
+    addrs = found
     if addrs.size > 1 and not bool((addrs[1:] >= addrs[:-1]).all()):  # leaves answer in order already
         addrs = np.sort(addrs)
     # sorted: each fragment's candidates are one run, so membership is checked once per fragment
@@ -349,10 +383,12 @@ def _evaluate(ctx: ReadContext, expr: IndexExpr | FastExpr, indexed: IndexedColu
 def count_from_index(scanner: Scan, frags: list[Any]) -> int | None:
     """Rows of ``frags`` matching the scan's SQL filter, counted without reading indexed rows.
 
-    Only when exact indices (BTREE, BITMAP…) answer every term of the filter: their rows are
+    When exact indices (BTREE, BITMAP…) answer every term of the filter: their rows are
     then the matching rows, so a covered fragment counts its live candidates; fragments no
-    segment covers are scanned with the filter. ``None`` (read the rows) for anything else: a
-    term no index answers, an inexact kind (its candidates must be re-checked), a row range.
+    segment covers are scanned with the filter. When the index answers in row ranges (ZONEMAP,
+    BLOOMFILTER), each covered fragment's ranges are read on the filter's columns only and
+    counted. ``None`` (read the rows) for anything else: a term no index answers, other inexact
+    kinds (their candidates must be re-checked), a row range.
 
     Raises:
         CorruptFileError: an index names a row past the end of its fragment.
@@ -362,11 +398,10 @@ def count_from_index(scanner: Scan, frags: list[Any]) -> int | None:
         return None
     indexed = usable_indices(ctx)
     expr = plan_whole(opts.filter_sql, ctx.arrow_schema, indexed)
-    if expr is None:
-        return None
-    leaves = expr.children if isinstance(expr, FastAnd) else (expr,)
-    if not all(_counts_exactly(indexed, leaf, ctx.arrow_schema.field(leaf.column).type) for leaf in leaves):
-        return None
+    leaves = () if expr is None else expr.children if isinstance(expr, FastAnd) else (expr,)
+    if expr is None or not all(_counts_exactly(indexed, leaf, ctx.arrow_schema.field(leaf.column).type)
+                               for leaf in leaves):
+        return _count_ranges(scanner, frags)
     plan = _evaluate(ctx, expr, indexed)
     total = 0
     rest: list[Any] = []
@@ -378,6 +413,26 @@ def count_from_index(scanner: Scan, frags: list[Any]) -> int | None:
             continue
         offsets = _live_candidates(ctx, frag, plan)
         total += int(offsets.size)
+    if rest:
+        total += sum(b.num_rows for b in _plain(scanner, rest))
+    return total
+
+
+def _count_ranges(scanner: Scan, frags: list[Any]) -> int | None:
+    """:func:`count_from_index` for an index answering in row ranges; ``None`` for any other plan."""
+    if any(not c.kind.exact for cs in usable_indices(scanner._ctx).values() for c in cs):
+        plan = index_plan(scanner._ctx, scanner._opts.filter_sql)  # only inexact kinds answer in ranges
+    else:
+        plan = None
+    if plan is None or plan.ranges is None:
+        return None
+    total = 0
+    rest: list[Any] = []
+    for frag in frags:
+        if frag.id not in plan.covered:
+            rest.append(frag)
+        elif frag.id in plan.hit:
+            total += count_ranges(scanner, frag, plan.ranges)
     if rest:
         total += sum(b.num_rows for b in _plain(scanner, rest))
     return total
@@ -429,25 +484,11 @@ def _plain(scanner: Scan, frags: list[Any]) -> Iterator[pa.RecordBatch]:
         yield from scanner._fragment_batches(prepared)
 
 
-def _split_columns(scanner: Scan, flt: str) -> tuple[list[str], list[str]]:
-    """The scan's columns as ``(filter columns, other columns)`` when the filter can be checked on
-    its own columns first; ``([], [])`` when not (no filter, or it reads row ids or addresses).
-
-    Candidates of an inexact index (ZONEMAP, BLOOMFILTER) are mostly not matching rows: reading
-    the other projected columns for only the rows the filter keeps spares decoding whole zones of them.
-    """
-    opts = scanner._opts
-    if opts.filter is None or ROW_ID in flt or ROW_ADDR in flt:
-        return [], []
-    read = scanner._read_columns()
-    used = set(referenced_columns(opts.filter, scanner._ctx.arrow_schema.names))
-    first = [c for c in read if c in used]
-    rest = [c for c in read if c not in used]
-    return (first, rest) if first and rest else ([], [])
-
-
 def _indexed(scanner: Scan, frag: Any, plan: IndexPlan) -> Iterator[pa.RecordBatch]:
     ctx, opts = scanner._ctx, scanner._opts
+    if plan.ranges is not None:
+        yield from range_batches(scanner, frag, plan.ranges)
+        return
     offsets = _live_candidates(ctx, frag, plan)
     if offsets.size == 0:
         return
@@ -459,11 +500,11 @@ def _indexed(scanner: Scan, frag: Any, plan: IndexPlan) -> Iterator[pa.RecordBat
     step = max(1, opts.batch_size)
     # Many candidates: decoding whole ranges and picking rows beats gathering row by row.
     dense = offsets.size * DENSE_FRACTION >= frag.physical_rows
-    first_cols, other_cols = _split_columns(scanner, flt)
+    first_cols, other_cols = split_columns(scanner, flt)
     if first_cols:
         yield from _filter_then_take(scanner, frag, plan, offsets, dense, first_cols, other_cols, stable)
         return
-    scan = _take_scan(ctx, frag, tuple(scanner._read_columns()))
+    scan = take_scan(ctx, frag, tuple(scanner._read_columns()))
     for batch, offs in _candidate_batches(scan, offsets, dense, step, _take_group(scanner)):
         addr = (np.uint64(frag.id) << np.uint64(32)) | offs
         plan.check(batch, addr)
@@ -522,7 +563,7 @@ def _filter_then_take(scanner: Scan, frag: Any, plan: IndexPlan, offsets: npt.ND
     group = _take_group(scanner)
     program = program_for(opts.filter)
     rest: FragmentScan | None = None
-    for batch, offs in _candidate_batches(_take_scan(ctx, frag, tuple(first_cols)), offsets, dense, step, group):
+    for batch, offs in _candidate_batches(take_scan(ctx, frag, tuple(first_cols)), offsets, dense, step, group):
         addr = (np.uint64(frag.id) << np.uint64(32)) | offs
         plan.check(batch, addr)
         mask = filter_mask(opts.filter, batch, program)
@@ -535,7 +576,7 @@ def _filter_then_take(scanner: Scan, frag: Any, plan: IndexPlan, offsets: npt.ND
             continue
         if not keep.all():
             batch, offs, addr = batch.take(arrow_ints(np.flatnonzero(keep))), offs[keep], addr[keep]
-        rest = rest or _take_scan(ctx, frag, tuple(other_cols))
+        rest = rest or take_scan(ctx, frag, tuple(other_cols))
         lo, hi = int(offs[0]), int(offs[-1]) + 1
         if offs.size * DENSE_FRACTION >= hi - lo:  # most rows of the span kept (an exact index): decode it
             more = rest.read(lo, hi)
@@ -568,27 +609,6 @@ def dense_spans(offsets: npt.NDArray[np.uint32], step: int, gap: int = DENSE_GAP
     for first, last in zip(firsts, lasts, strict=True):  # one step per run of candidates
         out.extend((a, min(a + step, last + 1)) for a in range(first, last + 1, step))
     return out
-
-
-def _take_scan(ctx: ReadContext, frag: Any, columns: tuple[str, ...]) -> FragmentScan:
-    """A fragment's open readers for gathering candidate rows, kept in the session's index cache.
-
-    Opening a fragment's data files (footer, column metadata) and planning the chunks of the
-    pages a take touches cost ~1 ms a fragment, more than gathering a few rows; a long-lived
-    process answering indexed queries on the same version reuses them. Only scans of flat
-    columns in 2.0+ files are kept: their takes decode the chunks (2.1+) or value ranges (2.0)
-    holding the rows and keep no decoded pages (legacy files' takes decode and keep whole pages,
-    which the estimate would miss).
-    """
-    key = (ctx.store.uri(""), ctx.manifest.version, frag.id, columns)
-    cache = ctx.store.session.index_cache
-    found = cache.get(TAKE_SCAN, key)
-    if found is None:
-        found = FragmentScan(ctx, frag, columns)
-        flat = not any(pa.types.is_nested(ctx.arrow_schema.field(c).type) for c in columns)
-        if flat and all(v >= (2, 0) for v in found.file_versions()):
-            cache.put(TAKE_SCAN, key, found, TAKE_SCAN_BYTES)
-    return found
 
 
 def explain(scanner: Scan) -> str:

@@ -28,6 +28,7 @@ from lance_format.arrays import distinct
 from lance_format.errors import CorruptFileError, LanceError
 from lance_format.file import LanceFileReader
 from lance_format.index.predicates import In, IsNull, Range, ValueQuery
+from lance_format.index.row_ranges import RowRanges, ZoneSpans
 from lance_format.index.rowset import RowDomain, decode_row_set, encode_row_set, fragment_of, offset_of
 from lance_format.index.store import IndexDir
 from lance_format.index.zones import Zones, cut_zones, sort_by_address, zone_rows
@@ -188,6 +189,7 @@ class ZoneMapIndex:
         self.null_count = _u(table, "null_count", self._where)
         self.nan_count = _u(table, "nan_count", self._where)
         self.fragment_id, self.zone_start, self.zone_length = zone_bounds(table, domain, self._where)
+        self.spans = ZoneSpans.of(self.fragment_id, self.zone_start, self.zone_length)
         self._has_value: npt.NDArray[np.bool_] = pc.is_valid(self.min).to_numpy(zero_copy_only=False)
         self._numbers = _as_numbers(self.min), _as_numbers(self.max)
         self._nulls = reader
@@ -201,7 +203,7 @@ class ZoneMapIndex:
     @property
     def nbytes(self) -> int:
         """Memory this object holds (the zone table), for the session's index cache."""
-        return int(self.table.nbytes) + OPEN_READER_BYTES
+        return int(self.table.nbytes) + 2 * int(self.spans.lo.nbytes) + OPEN_READER_BYTES
 
     @property
     def num_zones(self) -> int:
@@ -240,6 +242,10 @@ class ZoneMapIndex:
     def search(self, query: ValueQuery) -> U64:
         """Every row address of the zones that may match ``query`` (sorted, unique)."""
         return zone_rows(self.fragment_id, self.zone_start, self.zone_length, self.candidate_zones(query))
+
+    def search_ranges(self, query: ValueQuery) -> RowRanges:
+        """The zones that may match ``query`` as row ranges (what :meth:`search` lists row by row)."""
+        return self.spans.pick(self.candidate_zones(query))
 
     def null_rows(self) -> U64 | None:
         """Rows recorded as null (pylance 14.0.2's global buffer), ``None`` if not recorded."""

@@ -24,6 +24,7 @@ from lance_format.index.kinds.zonemap import (
     zone_chunk_of_runs,
 )
 from lance_format.index.predicates import IndexQuery, Range, ValueQuery
+from lance_format.index.row_ranges import RowRanges
 from lance_format.index.rowset import RowDomain, encode_row_set
 from lance_format.index.store import IndexDir
 from lance_format.table.index_metadata import IndexFile, IndexMetadata
@@ -59,6 +60,12 @@ class BloomReader:
             raise UnsupportedIndexTypeError(f"{self.path}: a BLOOMFILTER index cannot answer {query.describe('column')}")
         rows = self.index.search(query)
         return rows, pa.nulls(rows.size, self.type)
+
+    def search_ranges(self, query: IndexQuery) -> RowRanges:
+        """The zones :meth:`search_values` lists row by row, as row ranges (the scan reads them whole)."""
+        if not isinstance(query, ValueQuery):
+            raise UnsupportedIndexTypeError(f"{self.path}: a BLOOMFILTER index cannot answer {query.describe('column')}")
+        return self.index.search_ranges(query)
 
 
 class BloomFilterKind(IndexKind):

@@ -21,6 +21,7 @@ from lance_format.index import zonemap, zones
 from lance_format.index.codec.scalar import encode_zonemap_details
 from lance_format.index.kind import BuildContext, IndexKind, TrainingData, check_scalar_type
 from lance_format.index.predicates import IndexQuery, ValueQuery
+from lance_format.index.row_ranges import RowRanges
 from lance_format.index.rowset import RowDomain, encode_row_set
 from lance_format.index.store import IndexDir
 from lance_format.table.index_metadata import IndexFile, IndexMetadata
@@ -74,6 +75,12 @@ class ZoneReader:
             raise UnsupportedIndexTypeError(f"{self.path}: a ZONEMAP index cannot answer {query.describe('column')}")
         rows = self.index.search(query)
         return rows, pa.nulls(rows.size, self.index.min.type)
+
+    def search_ranges(self, query: IndexQuery) -> RowRanges:
+        """The zones :meth:`search_values` lists row by row, as row ranges (the scan reads them whole)."""
+        if not isinstance(query, ValueQuery):
+            raise UnsupportedIndexTypeError(f"{self.path}: a ZONEMAP index cannot answer {query.describe('column')}")
+        return self.index.search_ranges(query)
 
 
 class ZoneMapKind(IndexKind):
