@@ -84,13 +84,12 @@ def test_a_first_query_decodes_only_the_probed_partitions(index_dir: IndexDir) -
     dec = _decoded(seg)
     for p in probed.tolist():
         rows = seg.partition_rows(p)
-        assert np.array_equal(dec.codes[rows], eager_dec.codes[rows])
+        assert np.array_equal(dec.codes[:, rows], eager_dec.codes[:, rows])  # one column per row
         assert np.array_equal(dec.add[rows], eager_dec.add[rows])
         assert np.array_equal(dec.scale[rows], eager_dec.scale[rows])
-        for mine, theirs in ((dec.ex, eager_dec.ex), (dec.pairs, eager_dec.pairs)):
-            assert (mine is None) == (theirs is None)
-            if mine is not None and theirs is not None:
-                assert np.array_equal(mine[rows], theirs[rows])
+        assert (dec.ex is None) == (eager_dec.ex is None)
+        if dec.ex is not None and eager_dec.ex is not None:
+            assert np.array_equal(dec.ex[rows], eager_dec.ex[rows])
         assert np.array_equal(seg.row_ids[rows], eager.row_ids[rows])
 
 
@@ -119,7 +118,7 @@ def test_writing_a_lazy_segment_back_keeps_its_columns(index_dir: IndexDir, tmp_
 
 @pytest.mark.parametrize("dim", [32, 200])
 def test_per_partition_scores_are_pylances_when_the_last_block_is_padded(tmp_path: Path, dim: int) -> None:
-    # 4 extended bits score the stored blocked bytes as dimension pairs; dimensions past ``dim`` in
+    # 4 extended bits score the stored blocked bytes' nibbles in their stored order; dimensions past ``dim`` in
     # the last 64-dimension block are padding and must weigh nothing
     rng = np.random.default_rng(dim)
     centres = rng.standard_normal((10, dim)) * 3

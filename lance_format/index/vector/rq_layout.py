@@ -35,52 +35,46 @@ FACTORS = ("__add_factors", "__scale_factors", "__error_factors")
 EX_FACTORS = ("__add_factors_ex", "__scale_factors_ex")
 
 
-#: Extended bits up to which two dimensions' codes share a byte of :attr:`Decoded.pairs`.
-PAIR_BITS = 4
-
-
 @dataclass(frozen=True)
 class Decoded:
-    """A segment's codes ready for scoring: sign codes in row order ``[n, dim / 8]`` (bit ``i`` of
-    byte ``b``: dimension ``8b + i``), the extended codes and the factors the estimate uses (the
-    extended ones when there are extended codes).
+    """A segment's codes ready for scoring: sign codes, extended codes and the factors the
+    estimate uses (the extended ones when there are extended codes).
 
-    The extended codes are ``pairs`` (two dimensions' codes per byte, ``pair_dims[i]`` the
-    dimensions in the low ``ex_bits`` of byte ``i`` and above them: a query scores them with one
-    lookup table per pair, as the sign codes) up to :data:`PAIR_BITS` extended bits, else ``ex``
-    ``[n, dim]``; both ``None`` for one bit.
+    ``codes`` ``[dim / 16, n]`` (``uint16``, one row per 16 dimensions, column-major so that a
+    query's lookups for one column of the probed rows read one contiguous run): sign-code byte
+    ``2g`` of a row in the low byte of ``codes[g]``, byte ``2g + 1`` in the high byte (0 past the
+    last byte when ``dim / 8`` is odd); bit ``i`` of byte ``b`` is dimension ``8b + i``.
 
-    ``codes`` and ``pairs`` hold each byte plus its position times the values a byte can take
-    (256 for a sign byte, ``2^(2·ex_bits)`` for a pair), in ``uint16`` (``uint32`` for very wide
-    vectors): the index into the query's concatenated tables, so a query's lookups need no index
-    arithmetic (a third less CPU; the same memory as bytes and 8-bit codes).
+    ``ex`` ``[n, len(ex_dims)]`` (``uint8``): each extended code as a number, column ``j`` holding
+    dimension ``ex_dims[j]`` (at 4 extended bits the stored blocked order, low nibbles first, so
+    decoding is two vectorised passes; a padding dimension of the last 64-dimension block is
+    ``dim`` and weighs 0); ``None`` for one bit. A query scores them with one product per probed
+    partition instead of one lookup per dimension pair.
     """
 
-    codes: U8
+    codes: npt.NDArray[np.uint16]
     ex: U8 | None
     add: F32
     scale: F32
-    pairs: U8 | None = None
-    pair_dims: npt.NDArray[np.intp] | None = None
+    ex_dims: npt.NDArray[np.intp] | None = None
 
 
-def pair_dims(dim: int, ex_bits: int) -> npt.NDArray[np.intp]:
-    """``[pairs, 2]``: the dimensions whose codes share each byte of :attr:`Decoded.pairs`.
+def ex_dims(dim: int, ex_bits: int) -> npt.NDArray[np.intp]:
+    """The dimension of each column of :attr:`Decoded.ex` (``dim`` for padding).
 
-    At 4 extended bits those are the stored blocked bytes as they are (``rabitq_codes.pack_blocked``:
-    byte ``8k + j`` of a 64-dimension block holds dimension ``16k + j`` and ``16k + 8 + j``; the
-    padding dimensions of the last block, at ``dim`` and above, hold 0), so decoding copies them;
-    at fewer bits, dimensions ``2i`` and ``2i + 1``.
+    At 4 extended bits the stored blocked bytes hold two dimensions each (``rabitq_codes.pack_blocked``:
+    byte ``8k + j`` of a 64-dimension block holds dimension ``16k + j`` in its low nibble and
+    ``16k + 8 + j`` in its high one), so the columns are every byte's low nibble, then every
+    byte's high nibble; at other widths the dimensions in order.
     """
     if ex_bits == 4:
         blocks = -(-dim // EX_BLOCK)
         base = (np.arange(blocks) * EX_BLOCK)[:, None, None] + (np.arange(4) * 16)[None, :, None] \
             + np.arange(8)[None, None, :]
         lo = base.reshape(-1)
-        out: npt.NDArray[np.intp] = np.stack([lo, lo + 8], axis=1).astype(np.intp)
+        out: npt.NDArray[np.intp] = np.minimum(np.concatenate([lo, lo + 8]), dim).astype(np.intp)
         return out
-    even = np.arange(0, dim, 2)
-    return np.stack([even, even + 1], axis=1).astype(np.intp)
+    return np.arange(dim, dtype=np.intp)
 
 
 def unpack_partition(stored: U8) -> U8:
@@ -105,26 +99,23 @@ def columns_of(dim: int, ex_bits: int) -> list[str]:
 
 def empty(n: int, dim: int, ex_bits: int) -> Decoded:
     """Unfilled arrays for ``n`` rows (untouched pages cost no memory until a partition is decoded)."""
-    paired = 0 < ex_bits <= PAIR_BITS
-    dims = pair_dims(dim, ex_bits) if paired else None
-    pairs = None if dims is None else np.empty((n, dims.shape[0]), _index_type(dims.shape[0] << (2 * ex_bits)))
-    return Decoded(np.empty((n, dim // 8), _index_type((dim // 8) << 8)),
-                   np.empty((n, dim), np.uint8) if ex_bits and not paired else None,
-                   np.empty(n, np.float32), np.empty(n, np.float32), pairs, dims)
-
-
-def _index_type(size: int) -> type[np.unsignedinteger[Any]]:
-    return np.uint16 if size <= 1 << 16 else np.uint32
-
-
-def _positions(width: int, values: int, dtype: np.dtype[Any]) -> npt.NDArray[Any]:
-    """``[width]``: each column's offset into the concatenated tables (``values`` entries each)."""
-    out: npt.NDArray[Any] = (np.arange(width, dtype=np.int64) * values).astype(dtype)
-    return out
+    dims = ex_dims(dim, ex_bits) if ex_bits else None
+    return Decoded(np.empty((-(-dim // 16), n), np.uint16),
+                   None if dims is None else np.empty((n, dims.size), np.uint8),
+                   np.empty(n, np.float32), np.empty(n, np.float32), dims)
 
 
 def _f32(col: pa.ChunkedArray | pa.Array) -> F32:
     out: F32 = numbers(col).astype(np.float32, copy=False)
+    return out
+
+
+def _words(rows: U8) -> npt.NDArray[np.uint16]:
+    """``[n, dim / 16]``: a partition's sign-code bytes (row order) two to a little-endian uint16."""
+    n, width = rows.shape
+    if width % 2:
+        rows = np.concatenate([rows, np.zeros((n, 1), np.uint8)], axis=1)
+    out: npt.NDArray[np.uint16] = np.ascontiguousarray(rows).view("<u2").astype(np.uint16, copy=False)
     return out
 
 
@@ -142,20 +133,18 @@ def fill(dec: Decoded, table: pa.Table, spans: list[tuple[int, int, int]], dim: 
         raise CorruptFileError(f"{where}: null RaBitQ code rows")
     add_name, scale_name = (EX_FACTORS if ex_bits else FACTORS)[:2]
     add, scale = _f32(table.column(add_name)), _f32(table.column(scale_name))
-    byte_at = _positions(dec.codes.shape[1], 256, dec.codes.dtype)
-    pairs = dec.pairs if dec.pairs is not None else np.empty((0, 0), np.uint16)
-    pair_at = _positions(pairs.shape[1], 1 << (2 * ex_bits), pairs.dtype)
     for off, at, n in spans:
         part = codes[off:off + n].astype(np.uint8, copy=False)
-        np.add(unpack_partition(part) if packed else part, byte_at, out=dec.codes[at:at + n])
-        if ex is not None and ex_bits == 4 and dec.pairs is not None:
-            np.add(ex[off:off + n], pair_at, out=dec.pairs[at:at + n])  # a byte per dimension pair already
-        elif ex is not None:
-            values = ex_values_of(np.ascontiguousarray(ex[off:off + n], np.uint8), dim, ex_bits)
-            if dec.pairs is not None:
-                np.add(values[:, 0::2] | (values[:, 1::2] << ex_bits), pair_at, out=dec.pairs[at:at + n])
-            elif dec.ex is not None:
-                dec.ex[at:at + n] = values
+        dec.codes[:, at:at + n] = _words(unpack_partition(part) if packed else part).T
+        if ex is not None and dec.ex is not None:
+            rows = ex[off:off + n].astype(np.uint8, copy=False)
+            out = dec.ex[at:at + n]
+            if ex_bits == 4:  # a blocked byte holds two dimensions' codes (ex_dims)
+                half = rows.shape[1]
+                np.bitwise_and(rows, 15, out=out[:, :half])
+                np.right_shift(rows, 4, out=out[:, half:])
+            else:
+                out[:] = ex_values_of(np.ascontiguousarray(rows), dim, ex_bits)
         dec.add[at:at + n] = add[off:off + n]
         dec.scale[at:at + n] = scale[off:off + n]
 
