@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -25,17 +25,26 @@ from lance_format.file.container import (
     has_dictionary,
     read_file_metadata,
 )
-from lance_format.file.legacy.reader import LegacyFileDecoder
 from lance_format.file.metadata import LanceFileMetadata, LanceFileStatistics, file_statistics
 from lance_format.file.utf8 import check_utf8, string_columns
-from lance_format.file.v2_0 import FileDecoder20
 from lance_format.file.v2_0.buffers import gather_ranges
 from lance_format.file.v2_1 import FileDecoder21
+from lance_format.lazy import OnFirstUse
 from lance_format.schema import LanceSchema
 from lance_format.schema_codec import schema_from_pb
 from lance_format.schema_ext import from_storage, storage_schema
 from lance_format.session import CacheKind, default_session
 from lance_format.storage import ObjectStore, open_store, split_uri, uri_scheme
+
+if TYPE_CHECKING:
+    from lance_format.file.legacy import reader as _legacy
+    from lance_format.file.v2_0 import decoder as _v2_0
+else:
+    # Most data files are 2.1 / 2.2: the 2.0 and legacy decoders load when such a file is first
+    # opened, so a process that never meets one (a Spark planner worker, a scan of 2.2 files)
+    # does not import them (issue 28 item 7: ~80 ms per fresh planning process).
+    _legacy = OnFirstUse("lance_format.file.legacy.reader")
+    _v2_0 = OnFirstUse("lance_format.file.v2_0.decoder")
 
 #: Bytes of decoded data the reader aims to hold per internal read (bounded-memory streaming).
 _CHUNK_BYTES = 16 * 1024 * 1024
@@ -95,12 +104,9 @@ def _guarded(path: str, fn: Callable[..., T], *args: Any) -> T:
 
 def _decoder_class(meta: FileMetadata) -> Any:
     if meta.legacy is not None:
-
-        return LegacyFileDecoder
+        return _legacy.LegacyFileDecoder
     if meta.version == V2_0:
-
-        return FileDecoder20
-
+        return _v2_0.FileDecoder20
     return FileDecoder21
 
 
