@@ -393,6 +393,8 @@ _NIBBLE_BITS = ((np.arange(16)[:, None] >> np.arange(4)[None, :]) & 1).astype(np
 #: column and a split of each code): building the wide tables costs about what looking up this
 #: many rows the narrow way costs (measured on 128 dimensions).
 WIDE_ROWS = 16384
+#: Rows of extended codes converted to float32 at once for their product with the query (1 MB at 128 dimensions).
+EX_ROWS = 2048
 _BYTE = np.arange(256)
 
 
@@ -454,10 +456,32 @@ def _sign_sums(quant: F32, codes: npt.NDArray[np.uint16]) -> F32:
     # a word's entry: its low byte's plus its high byte's ([high, low] flattened is low + 256 · high)
     wide = (typed[1::2][:, :, None] + typed[0::2][:, None, :]).reshape(words, -1)
     out = np.take(wide[0], codes[0])
+    part = np.empty_like(out)
     for w in range(1, words):  # column by column: one table of 128-256 KB in cache at a time
-        out += np.take(wide[w], codes[w])
+        np.take(wide[w], codes[w], out=part, mode="clip")  # codes are in range: no bounds check
+        out += part
     sums: F32 = out.astype(np.float32, copy=False)
     return sums
+
+
+def _ex_dots(ex: npt.NDArray[np.uint8], q: F32, out: F32) -> None:
+    """``out[i] = ex[i] · q``: rows converted to float32 a block at a time (in cache) for a BLAS
+    product, ~30% less CPU than ``einsum`` on the uint8 rows; blocks start at the partition's
+    first row, so a row's value does not depend on what else a query probes."""
+    buf = np.empty((min(EX_ROWS, len(ex)), ex.shape[1]), np.float32)
+    for lo in range(0, len(ex), EX_ROWS):
+        hi = min(lo + EX_ROWS, len(ex))
+        b = buf[:hi - lo]
+        np.copyto(b, ex[lo:hi], casting="unsafe")
+        np.matmul(b, q, out=out[lo:hi])
+
+
+def _gather(values: F32, spans: list[tuple[int, int]], total: int) -> F32:
+    """``values`` of the rows of ``spans`` (``(first row, rows)`` each), one after the other."""
+    if len(spans) == 1:
+        return values[spans[0][0]:spans[0][0] + total]
+    out: F32 = np.concatenate([values[lo:lo + n] for lo, n in spans])
+    return out
 
 
 def estimate(st: RQStorage, q: npt.NDArray[np.floating], metric: Metric, centroids: F32,
@@ -499,34 +523,39 @@ def estimate(st: RQStorage, q: npt.NDArray[np.floating], metric: Metric, centroi
     else:
         codes = np.concatenate([dec.codes[:, lo:lo + n] for lo, n in spans], axis=1)
     # whole-number sums scaled back as the SIMD scan's u16 sums are: sum · range + groups · qmin
-    ip = _sign_sums(quant, codes) * (span / np.float32(255.0)) + np.float32(table.shape[0]) * qmin
+    d = _sign_sums(quant, codes)
+    d *= span / np.float32(255.0)
+    d += np.float32(table.shape[0]) * qmin
     ends = np.cumsum([n for _, n in spans])
     tails = [np.arange(end - n % BATCH, end) for (_, n), end in zip(spans, ends.tolist(), strict=True) if n % BATCH]
     if tails:  # rows after a partition's last whole block: the exact table
         tail = np.concatenate(tails)
-        ip[tail] = _byte_sums(_byte_tables(table, codes.shape[0]), codes[:, tail])
+        d[tail] = _byte_sums(_byte_tables(table, codes.shape[0]), codes[:, tail])
     q_factor = np.empty(total, np.float32)
-    sc = np.empty(total, np.float32)
-    ad = np.empty(total, np.float32)
     ex_dot = np.empty(total, np.float32) if dec.ex is not None else None
     if dec.ex is not None and dec.ex_dims is not None:
         q_pad = np.zeros(model.dim + 1, np.float32)  # the padding dimension (``dim``) weighs 0
         q_pad[:model.dim] = qr
         q_ex = q_pad[dec.ex_dims]
     at = 0
-    for p, (lo, n) in zip((p for p in parts.tolist() if lengths[p]), spans, strict=True):
-        c = centroids[p]
-        q_factor[at:at + n] = np.float32(-(c @ qf)) if metric == "dot" else np.float32((qf - c) @ (qf - c))
-        sc[at:at + n] = dec.scale[lo:lo + n]
-        ad[at:at + n] = dec.add[lo:lo + n]
-        if ex_dot is not None and dec.ex is not None:
-            np.einsum("ij,j->i", dec.ex[lo:lo + n], q_ex, out=ex_dot[at:at + n])
-        at += n
+    live = [p for p in parts.tolist() if lengths[p]]
+    with one_blas_thread():  # a product per block: threads would only wait on each other
+        for p, (lo, n) in zip(live, spans, strict=True):
+            c = centroids[p]
+            q_factor[at:at + n] = np.float32(-(c @ qf)) if metric == "dot" else np.float32((qf - c) @ (qf - c))
+            if ex_dot is not None and dec.ex is not None:
+                _ex_dots(dec.ex[lo:lo + n], q_ex, ex_dot[at:at + n])
+            at += n
+    # d = (2^ex_bits · ip + ex_dot - bias) · scale + add + q_factor (1 bit: (ip - sum_q / 2) · scale ...),
+    # evaluated in place in that order
     if ex_dot is not None:
-        scale = np.float32(1 << model.ex_bits)
-        bias = np.float32((1 << model.ex_bits) - 0.5) * sum_q
-        d = (scale * ip + ex_dot - bias) * sc + ad + q_factor
+        d *= np.float32(1 << model.ex_bits)
+        d += ex_dot
+        d -= np.float32((1 << model.ex_bits) - 0.5) * sum_q
     else:
-        d = (ip - np.float32(0.5) * sum_q) * sc + ad + q_factor
+        d -= np.float32(0.5) * sum_q
+    d *= _gather(dec.scale, spans, total)
+    d += _gather(dec.add, spans, total)
+    d += q_factor
     out: F32 = d.astype(np.float32, copy=False)
     return out
