@@ -13,6 +13,7 @@ import pyarrow as pa
 import pytest
 
 import lance_format
+from lance_format.index import range_scan
 from lance_format.table.read import FragmentScan
 
 
@@ -82,14 +83,27 @@ def test_other_columns_taken_only_at_kept_rows(both: tuple[str, str], monkeypatc
         return take(self, offsets)
 
     def spy_read(self: FragmentScan, start: int, stop: int) -> pa.RecordBatch:
-        seen.append((tuple(self.columns), stop - start))
+        if not inside:
+            seen.append((tuple(self.columns), stop - start))
         return read(self, start, stop)
 
+    inside: list[bool] = []
+
+    def spy_rows(scan: FragmentScan, start: int, stop: int) -> pa.RecordBatch:  # fixed-width columns, decoded directly
+        seen.append((tuple(scan.columns), stop - start))
+        inside.append(True)
+        try:
+            return rows(scan, start, stop)
+        finally:
+            inside.pop()
+
+    rows = range_scan.read_rows
     ours = lance_format.dataset(both[0])
     ours.to_table(columns=["id"], filter="key = 77")  # warm: readers may be cached by the session
     seen.clear()
     monkeypatch.setattr(FragmentScan, "take", spy_take)
     monkeypatch.setattr(FragmentScan, "read", spy_read)
+    monkeypatch.setattr(range_scan, "read_rows", spy_rows)
     got = ours.to_table(columns=["id", "name"], filter="key = 77")
     indexed = [(cols, n) for cols, n in seen if "id" in cols or "name" in cols]
     # the unindexed fragment is scanned whole (all columns); in covered ones only kept rows are taken

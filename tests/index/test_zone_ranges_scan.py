@@ -13,7 +13,7 @@ import pyarrow as pa
 import pytest
 
 import lance_format
-from lance_format.index import scan
+from lance_format.index import range_scan, scan
 from lance_format.index.row_ranges import RowRanges, ZoneSpans, combine
 from lance_format.table.read import FragmentScan
 
@@ -126,8 +126,14 @@ def test_a_count_reads_only_the_filter_columns(paths: tuple[str, str], monkeypat
         seen.append(tuple(self.columns))
         return take(self, offsets)
 
+    def spy_rows(scan_: FragmentScan, start: int, stop: int) -> pa.RecordBatch:
+        seen.append(tuple(scan_.columns))
+        return rows(scan_, start, stop)
+
+    rows = range_scan.read_rows
     monkeypatch.setattr(FragmentScan, "read", spy_read)
     monkeypatch.setattr(FragmentScan, "take", spy_take)
+    monkeypatch.setattr(range_scan, "read_rows", spy_rows)
     ours = lance_format.dataset(paths[0])
     flt = "ts >= 12000 AND ts < 19000"
     n = ours.scanner(columns=["id", "name", "ts", "x"], filter=flt).count_rows()
