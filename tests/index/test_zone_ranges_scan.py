@@ -190,3 +190,26 @@ def test_stable_row_ids_match_pylance(tmp_path: Any) -> None:
         want = lance.dataset(uris[1]).to_table(columns=["id", "key"], filter=flt, with_row_id=True)
         assert _rows(got) == _rows(want)
         assert lance_format.dataset(uris[0]).count_rows(filter=flt) == want.num_rows
+
+
+@pytest.mark.parametrize("version", ["2.0", "2.2"])
+def test_zones_beside_an_exact_index_match_pylance(tmp_path: Any, version: str) -> None:
+    # a BTREE term answers addresses: ANDed with zones they are kept inside them, ORed they are joined
+    uris = []
+    for engine in ("ours", "pylance"):
+        uri = str(tmp_path / f"{engine}.lance")
+        lance.write_dataset(_table(4000), uri, max_rows_per_file=1500, data_storage_version=version)
+        lance.dataset(uri).delete("id % 13 = 2")
+        handle = lance_format.dataset(uri) if engine == "ours" else lance.dataset(uri)
+        handle.create_scalar_index("id", "BTREE")
+        handle.create_scalar_index("ts", "ZONEMAP", rows_per_zone=200)
+        handle.create_scalar_index("key", "BLOOMFILTER", number_of_items=300)
+        uris.append(uri)
+    ours, theirs = lance_format.dataset(uris[0]), lance.dataset(uris[1])
+    for flt in ("id < 3000 AND ts > 10000", "id = 5 OR key = 42", "(id > 100 AND id < 900) OR ts >= 35000",
+                "key = 42 AND id >= 1000 AND ts < 30000"):
+        got = ours.to_table(columns=["id", "name"], filter=flt)
+        want = theirs.to_table(columns=["id", "name"], filter=flt)
+        assert _rows(got) == _rows(want), flt
+        assert ours.count_rows(filter=flt) == want.num_rows
+        assert "ScalarIndexQuery" in ours.scanner(filter=flt).explain_plan()
