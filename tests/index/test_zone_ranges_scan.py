@@ -112,6 +112,7 @@ def test_empty_projection_and_row_id_filters_match_pylance(paths: tuple[str, str
     got = ours.to_table(columns=["id"], filter=flt2)
     want = theirs.to_table(columns=["id"], filter=flt2)
     assert sorted(got.column("id").to_pylist()) == sorted(want.column("id").to_pylist())
+    assert ours.count_rows(filter=flt2) == theirs.count_rows(filter=flt2) == want.num_rows
 
 
 def test_a_count_reads_only_the_filter_columns(paths: tuple[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
