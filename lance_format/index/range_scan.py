@@ -192,6 +192,17 @@ class _Reader:
         return batch, keep, b - a if keep is None else int(keep.sum())
 
 
+def live_rows(ctx: ReadContext, frag: Any, ranges: RowRanges) -> int:
+    """Rows of ``frag``'s ranges that are not deleted (nothing read but the deletion vector)."""
+    starts, stops = _fragment_ranges(ctx, frag, ranges)
+    n = int((stops - starts).sum())
+    deleted = ctx.deleted_offsets(frag)
+    if n and deleted.size:
+        at = np.searchsorted(deleted, np.concatenate((stops, starts)).astype(deleted.dtype))
+        n -= int((at[:stops.size] - at[stops.size:]).sum())
+    return n
+
+
 def count_ranges(scanner: Scan, frag: Any, ranges: RowRanges) -> int:
     """Rows of ``frag``'s ranges that are live and match the scan's filter (only its columns read)."""
     opts = scanner._opts

@@ -43,6 +43,7 @@ from lance_format.index.predicates import Range
 from lance_format.index.range_scan import (
     TAKE_SCAN,  # noqa: F401  # re-exported: the cache kind of kept readers
     count_ranges,
+    live_rows,
 )
 from lance_format.index.registry import stores_addresses
 from lance_format.index.row_ranges import RowRanges, combine
@@ -414,6 +415,9 @@ def count_from_index(scanner: Scan, frags: list[Any]) -> int | None:
 
 def _count_ranges(scanner: Scan, frags: list[Any]) -> int | None:
     """:func:`count_from_index` for an index answering in row ranges; ``None`` for any other plan."""
+    counted = _count_whole_zones(scanner, frags)
+    if counted is not None:
+        return counted
     if any(not c.kind.exact for cs in usable_indices(scanner._ctx).values() for c in cs):
         plan = index_plan(scanner._ctx, scanner._opts.filter_sql)  # only inexact kinds answer in ranges
     else:
@@ -427,6 +431,52 @@ def _count_ranges(scanner: Scan, frags: list[Any]) -> int | None:
             rest.append(frag)
         elif frag.id in plan.hit:
             total += count_ranges(scanner, frag, plan.ranges)
+    if rest:
+        total += sum(b.num_rows for b in _plain(scanner, rest))
+    return total
+
+
+def _count_whole_zones(scanner: Scan, frags: list[Any]) -> int | None:
+    """A count whose whole filter is one range on a ZONEMAP column: zones lying inside the range
+    with no null or NaN count their live rows unread; only the others are read. ``None`` otherwise."""
+    ctx, opts = scanner._ctx, scanner._opts
+    indexed = usable_indices(ctx)
+    expr = plan_whole(opts.filter_sql or "", ctx.arrow_schema, indexed)
+    leaves = () if expr is None else expr.children if isinstance(expr, FastAnd) else (expr,)
+    if not leaves or not all(isinstance(x, FastLeaf) and isinstance(x.query, Range) for x in leaves) \
+            or len({(x.column, x.index_name) for x in leaves}) != 1:
+        return None
+    evaluator = _Evaluator(ctx, indexed)
+    if evaluator.reuse and not ctx.manifest.uses_stable_row_ids:
+        return None  # segments awaiting a deferred remap answer row by row
+    leaf = evaluator._merged_ranges(leaves)[0]
+    choice = next(c for c in indexed[leaf.column] if c.name == leaf.index_name)
+    sure: list[RowRanges] = []
+    unsure: list[RowRanges] = []
+    covered: set[int] = set()
+    for seg in choice.segments:
+        assert seg.fragment_bitmap is not None
+        split = getattr(_open(ctx, seg, tuple(evaluator.reuse)), "search_split", None)
+        found = split(leaf.query) if split is not None else None
+        if found is None:
+            return None
+        sure.append(found[0])
+        unsure.append(found[1])
+        covered |= seg.fragment_bitmap
+    live = frozenset(covered) & evaluator.live
+    whole, rest_ranges = combine(sure, all_of=False).within(live), combine(unsure, all_of=False).within(live)
+    if combine([whole, rest_ranges], all_of=True).size:
+        return None  # segments overlapping each other: no row may count twice
+    total = 0
+    rest: list[Any] = []
+    hit = frozenset(rest_ranges.fragments())
+    for frag in frags:
+        if frag.id not in live:
+            rest.append(frag)
+            continue
+        total += live_rows(ctx, frag, whole)
+        if frag.id in hit:
+            total += count_ranges(scanner, frag, rest_ranges)
     if rest:
         total += sum(b.num_rows for b in _plain(scanner, rest))
     return total

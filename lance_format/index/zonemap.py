@@ -247,6 +247,30 @@ class ZoneMapIndex:
         """The zones that may match ``query`` as row ranges (what :meth:`search` lists row by row)."""
         return self.spans.pick(self.candidate_zones(query))
 
+    def full_zones(self, query: ValueQuery) -> npt.NDArray[np.bool_]:
+        """Zones every live row of which matches range ``query``: no null, no NaN, min and max inside it.
+
+        Only numeric columns (their zones' bounds as numbers) and ranges; no zone for anything else.
+        """
+        lo_np, hi_np = self._numbers
+        if not isinstance(query, Range) or lo_np is None or hi_np is None:
+            return np.zeros(len(self.min), bool)
+        ok: npt.NDArray[np.bool_] = self._has_value & (self.null_count == 0) & (self.nan_count == 0)
+        typ = self.min.type
+        if query.lo is not None:
+            b = _bound(query.lo, typ)
+            ok &= (lo_np >= b) if query.lo_inclusive else (lo_np > b)
+        if query.hi is not None:
+            b = _bound(query.hi, typ)
+            ok &= (hi_np <= b) if query.hi_inclusive else (hi_np < b)
+        return ok
+
+    def search_split(self, query: ValueQuery) -> tuple[RowRanges, RowRanges]:
+        """The candidate zones of ``query`` as ``(zones whose every row matches, the others)``."""
+        candidates = self.candidate_zones(query)
+        full = candidates & self.full_zones(query)
+        return self.spans.pick(full), self.spans.pick(candidates & ~full)
+
     def null_rows(self) -> U64 | None:
         """Rows recorded as null (pylance 14.0.2's global buffer), ``None`` if not recorded."""
         return read_null_rows(self._nulls, self._where, self._domain)

@@ -199,7 +199,7 @@ def test_zones_beside_an_exact_index_match_pylance(tmp_path: Any, version: str) 
     uris = []
     for engine in ("ours", "pylance"):
         uri = str(tmp_path / f"{engine}.lance")
-        lance.write_dataset(_table(4000), uri, max_rows_per_file=1500, data_storage_version=version)
+        lance.write_dataset(_table(4000), uri, max_rows_per_file=1500, data_storage_version=version)  # type: ignore[arg-type]
         lance.dataset(uri).delete("id % 13 = 2")
         handle = lance_format.dataset(uri) if engine == "ours" else lance.dataset(uri)
         handle.create_scalar_index("id", "BTREE")
@@ -214,3 +214,36 @@ def test_zones_beside_an_exact_index_match_pylance(tmp_path: Any, version: str) 
         assert _rows(got) == _rows(want), flt
         assert ours.count_rows(filter=flt) == want.num_rows
         assert "ScalarIndexQuery" in ours.scanner(filter=flt).explain_plan()
+
+
+@pytest.mark.parametrize("flt", ["ts >= 3000 AND ts < 41000", "ts > 0", "ts <= 20000", "ts >= 100 AND ts <= 100",
+                                 "ts BETWEEN 2550 AND 47990", "ts > 12000 AND ts > 15000 AND ts < 30000"])
+def test_counts_of_wide_ranges_match_pylance(paths: tuple[str, str], flt: str) -> None:
+    # zones inside the range with no null count their live rows unread; zones holding a null
+    # (ts is null every 37 rows) or crossing a bound are read and filtered
+    want = lance.dataset(paths[1]).count_rows(filter=flt)
+    for path in paths:
+        assert lance_format.dataset(path).count_rows(filter=flt) == want
+        assert lance_format.dataset(path).scanner(columns=["id"], filter=flt).count_rows() == want
+
+
+def test_whole_zones_count_without_reading(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    uri = str(tmp_path / "z.lance")
+    t = pa.table({"v": pa.array(np.arange(5000, dtype=np.int64)), "f": pa.array(np.arange(5000) * 0.5)})
+    lance.write_dataset(t, uri, max_rows_per_file=2000)
+    lance.dataset(uri).delete("v % 9 = 4")
+    ds = lance_format.dataset(uri)
+    ds.create_scalar_index("v", "ZONEMAP", rows_per_zone=100)
+    ds.create_scalar_index("f", "ZONEMAP", rows_per_zone=100)
+    seen: list[int] = []
+    rows = range_scan.read_rows
+
+    def spy(scan_: FragmentScan, start: int, stop: int) -> pa.RecordBatch:
+        seen.append(stop - start)
+        return rows(scan_, start, stop)
+
+    monkeypatch.setattr(range_scan, "read_rows", spy)
+    for flt in ("v >= 150 AND v < 4321", "f >= 75.0 AND f < 2160.5", "v > 4999", "v >= 0"):
+        assert lance_format.dataset(uri).count_rows(filter=flt) == lance.dataset(uri).count_rows(filter=flt)
+    # only the zones a bound cuts were read (a few hundred rows, not thousands)
+    assert 0 < sum(seen) <= 4 * 100 * 2

@@ -82,6 +82,12 @@ class ZoneReader:
             raise UnsupportedIndexTypeError(f"{self.path}: a ZONEMAP index cannot answer {query.describe('column')}")
         return self.index.search_ranges(query)
 
+    def search_split(self, query: IndexQuery) -> tuple[RowRanges, RowRanges] | None:
+        """:meth:`search_ranges` as ``(zones whose every row matches, the others)``; ``None`` for other queries."""
+        if not isinstance(query, ValueQuery):
+            return None
+        return self.index.search_split(query)
+
 
 class ZoneMapKind(IndexKind):
     """pylance's ``ZoneMapIndexDetails`` (``rust/lance-index/src/scalar/zonemap.rs``)."""
