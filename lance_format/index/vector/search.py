@@ -76,13 +76,22 @@ def _ranked(seg: IvfSegment, q: npt.NDArray[np.generic]) -> tuple[npt.NDArray[np
 
 def top_k(dist: F32, ids: U64, k: int) -> npt.NDArray[np.int64]:
     """Positions of the ``k`` smallest distances, sorted by (distance, id); NaN distances dropped."""
-    ok = np.flatnonzero(~np.isnan(dist))
-    if ok.size > k:
-        # Everything strictly below the k-th value, plus ties at it (ordered by id below).
-        kth = np.partition(dist[ok], k - 1)[k - 1]
-        ok = ok[dist[ok] <= kth]
+    ok = _within_k(dist, k)
     order = np.lexsort((ids[ok], dist[ok]))
     return ok[order[:k]]
+
+
+def _within_k(dist: F32, k: int) -> npt.NDArray[np.int64]:
+    """Positions of the distances not above the ``k``-th smallest (ties at it included), NaN dropped."""
+    if dist.size > k and not np.isnan(dist.sum()):  # no NaN (one makes the sum NaN): no mask, no gather
+        kth = np.partition(dist, k - 1)[k - 1]
+        return np.flatnonzero(dist <= kth)
+    ok = np.flatnonzero(~np.isnan(dist))
+    if ok.size > k:
+        # Everything strictly below the k-th value, plus ties at it (ordered by id by the caller).
+        kth = np.partition(dist[ok], k - 1)[k - 1]
+        ok = ok[dist[ok] <= kth]
+    return ok
 
 
 def search_segment(seg: IvfSegment, q: npt.NDArray[np.generic], k: int, probe: Probe,
@@ -192,7 +201,8 @@ def _merge(seg: IvfSegment, best_rows: npt.NDArray[np.int64], best_dist: F32, ca
     else:
         best_rows = np.concatenate([best_rows, cand[keep]])
         best_dist = np.concatenate([best_dist, dist[keep]])
-    pick = top_k(best_dist, seg.row_ids[best_rows], k)
+    ok = _within_k(best_dist, k)  # top_k, with the row ids of those rows only (not of every candidate)
+    pick = ok[np.lexsort((seg.row_ids[best_rows[ok]], best_dist[ok]))[:k]]
     return best_rows[pick], best_dist[pick]
 
 
