@@ -34,7 +34,7 @@ from lance_format.index.predicates import IsNull, Range, ValueQuery
 from lance_format.index.row_ranges import RowRanges, ZoneSpans
 from lance_format.index.rowset import RowDomain
 from lance_format.index.store import IndexDir
-from lance_format.index.xxh64 import hashes
+from lance_format.index.xxh64 import hashes, xxh64_few
 from lance_format.index.zonemap import (
     NULL_BITMAP_KEY,
     OPEN_READER_BYTES,
@@ -382,10 +382,15 @@ class BloomFilterIndex:
         if not items:
             return np.zeros(self._zones, bool)
         typ = items[0].type
-        probe = pa.array([v.as_py() for v in items], typ)
-        if pa.types.is_floating(typ):  # -0.0 = 0.0 in SQL, but their bytes hash apart
-            probe = pa.concat_arrays([probe, pc.negate(probe)])
-        h = hashes(probe)
+        if pa.types.is_integer(typ) and len(items) <= 4 and all(v.is_valid for v in items):
+            # a point query on integers: their little-endian bytes hashed as Python ints (no arrays made)
+            bits = typ.bit_width
+            h = np.array(xxh64_few([v.as_py() & ((1 << bits) - 1) for v in items], bits // 8), np.uint64)
+        else:
+            probe = pa.array([v.as_py() for v in items], typ)
+            if pa.types.is_floating(typ):  # -0.0 = 0.0 in SQL, but their bytes hash apart
+                probe = pa.concat_arrays([probe, pc.negate(probe)])
+            h = hashes(probe)
         hit = np.zeros(self._zones, bool)
         if h.size <= 4:  # a point query: each hash's block and bits in Python ints, a view per probe
             for zones, words in self._stacks:

@@ -61,6 +61,8 @@ if TYPE_CHECKING:
 
 U64 = npt.NDArray[np.uint64]
 _OPENED: weakref.WeakKeyDictionary[Any, dict[str, ValueReader]] = weakref.WeakKeyDictionary()
+#: Per read context: its live fragment ids and decoded ``__lance_frag_reuse`` entry (see :class:`_Evaluator`).
+_VERSION_STATE: weakref.WeakKeyDictionary[Any, tuple[Any, frozenset[int], tuple[Any, ...]]] = weakref.WeakKeyDictionary()
 #: Opened segments by (dataset URI, segment directory URI, dataset version), in the session's index cache.
 OPENED_SEGMENT: CacheKind[ValueReader] = CacheKind("scalar_segment")
 #: :func:`usable_indices` by (dataset URI, version), with the manifest they were found in: every
@@ -227,9 +229,13 @@ class _Evaluator:
     def __init__(self, ctx: ReadContext, indexed: IndexedColumns):
         self.ctx = ctx
         self.indexed = indexed
-        self.live = frozenset(f.id for f in ctx.manifest.fragments)
-        reuse = [m for m in manifest_indices(ctx.manifest) if m.name == FRAG_REUSE_INDEX]
-        self.reuse = frag_reuse.decode_details(reuse[-1], ctx.store) if reuse else ()
+        known = _VERSION_STATE.get(ctx)
+        if known is None or known[0] is not ctx.manifest:  # the same for every query on the version
+            reuse = [m for m in manifest_indices(ctx.manifest) if m.name == FRAG_REUSE_INDEX]
+            known = (ctx.manifest, frozenset(f.id for f in ctx.manifest.fragments),
+                     tuple(frag_reuse.decode_details(reuse[-1], ctx.store)) if reuse else ())
+            _VERSION_STATE[ctx] = known
+        _, self.live, self.reuse = known
         self.claims: list[Claim] = []
 
     def to_addresses(self, ids: U64) -> tuple[U64, npt.NDArray[np.bool_]]:
