@@ -12,6 +12,7 @@ every row at once (:func:`decode_rows`).
 
 from __future__ import annotations
 
+import mmap
 from dataclasses import dataclass
 from typing import Any
 
@@ -100,9 +101,21 @@ def columns_of(dim: int, ex_bits: int) -> list[str]:
 def empty(n: int, dim: int, ex_bits: int) -> Decoded:
     """Unfilled arrays for ``n`` rows (untouched pages cost no memory until a partition is decoded)."""
     dims = ex_dims(dim, ex_bits) if ex_bits else None
-    return Decoded(np.empty((-(-dim // 16), n), np.uint16),
-                   None if dims is None else np.empty((n, dims.size), np.uint8),
-                   np.empty(n, np.float32), np.empty(n, np.float32), dims)
+    return Decoded(_pages((-(-dim // 16), n), np.uint16),
+                   None if dims is None else _pages((n, dims.size), np.uint8),
+                   _pages((n,), np.float32), _pages((n,), np.float32), dims)
+
+
+def _pages(shape: tuple[int, ...], dtype: type[np.generic]) -> npt.NDArray[Any]:
+    """A zero-filled array on an anonymous memory map: its pages are mapped as a query first writes
+    them, in 4 KB pages. numpy's own large arrays ask for 2 MB pages, and faulting those in
+    (zeroing 2 MB for each partition's first rows in it) cost ~2.5x the CPU of decoding the
+    partition into 4 KB pages (1M x 128 IVF_RQ, queries probing 10 of 256 partitions)."""
+    size = int(np.prod(shape)) * np.dtype(dtype).itemsize
+    if size == 0:
+        return np.zeros(shape, dtype)
+    out: npt.NDArray[Any] = np.frombuffer(mmap.mmap(-1, size), dtype).reshape(shape)
+    return out
 
 
 def _f32(col: pa.ChunkedArray | pa.Array) -> F32:
