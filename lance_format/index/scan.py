@@ -471,16 +471,18 @@ def _count_whole_zones(scanner: Scan, frags: list[Any]) -> int | None:
         covered |= seg.fragment_bitmap
     live = frozenset(covered) & evaluator.live
     whole, rest_ranges = combine(sure, all_of=False).within(live), combine(unsure, all_of=False).within(live)
-    if combine([whole, rest_ranges], all_of=True).size:
-        return None  # segments overlapping each other: no row may count twice
+    if whole.size and (len(choice.segments) > 1 or rest_ranges.size) \
+            and combine([whole, rest_ranges], all_of=True).size:
+        return None  # zones overlapping each other (not as written): no row may count twice
     total = 0
     rest: list[Any] = []
-    hit = frozenset(rest_ranges.fragments())
+    inside, hit = frozenset(whole.fragments()), frozenset(rest_ranges.fragments())
     for frag in frags:
         if frag.id not in live:
             rest.append(frag)
             continue
-        total += live_rows(ctx, frag, whole)
+        if frag.id in inside:
+            total += live_rows(ctx, frag, whole)
         if frag.id in hit:
             total += count_ranges(scanner, frag, rest_ranges)
     if rest:

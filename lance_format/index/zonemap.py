@@ -247,28 +247,30 @@ class ZoneMapIndex:
         """The zones that may match ``query`` as row ranges (what :meth:`search` lists row by row)."""
         return self.spans.pick(self.candidate_zones(query))
 
-    def full_zones(self, query: ValueQuery) -> npt.NDArray[np.bool_]:
-        """Zones every live row of which matches range ``query``: no null, no NaN, min and max inside it.
+    def search_split(self, query: ValueQuery) -> tuple[RowRanges, RowRanges]:
+        """The zones of :meth:`search_ranges` as ``(zones every live row of which matches, the others)``.
 
-        Only numeric columns (their zones' bounds as numbers) and ranges; no zone for anything else.
+        A zone matches whole when it holds no null and no NaN and its min and max both lie in the
+        range; only ranges on numeric columns (zone bounds as numbers) are split, other queries
+        have no such zone. The candidate test is :meth:`candidate_zones`'s, bounds converted once.
         """
         lo_np, hi_np = self._numbers
         if not isinstance(query, Range) or lo_np is None or hi_np is None:
-            return np.zeros(len(self.min), bool)
-        ok: npt.NDArray[np.bool_] = self._has_value & (self.null_count == 0) & (self.nan_count == 0)
+            return RowRanges.empty(), self.search_ranges(query)
         typ = self.min.type
+        candidates = self._has_value.copy()
+        full: npt.NDArray[np.bool_] = candidates & (self.null_count == 0) & (self.nan_count == 0)
         if query.lo is not None:
             b = _bound(query.lo, typ)
-            ok &= (lo_np >= b) if query.lo_inclusive else (lo_np > b)
+            candidates &= (hi_np >= b) if query.lo_inclusive else (hi_np > b)
+            full &= (lo_np >= b) if query.lo_inclusive else (lo_np > b)
         if query.hi is not None:
             b = _bound(query.hi, typ)
-            ok &= (hi_np <= b) if query.hi_inclusive else (hi_np < b)
-        return ok
-
-    def search_split(self, query: ValueQuery) -> tuple[RowRanges, RowRanges]:
-        """The candidate zones of ``query`` as ``(zones whose every row matches, the others)``."""
-        candidates = self.candidate_zones(query)
-        full = candidates & self.full_zones(query)
+            candidates &= (lo_np <= b) if query.hi_inclusive else (lo_np < b)
+            full &= (hi_np <= b) if query.hi_inclusive else (hi_np < b)
+        if pa.types.is_floating(typ):  # as candidate_zones: a zone with NaN may match any comparison
+            candidates |= self.nan_count > 0
+        full &= candidates
         return self.spans.pick(full), self.spans.pick(candidates & ~full)
 
     def null_rows(self) -> U64 | None:

@@ -13,8 +13,10 @@ import pyarrow as pa
 import pytest
 
 import lance_format
-from lance_format.index import range_scan, scan
+from lance_format.index import range_scan, scan, zonemap
+from lance_format.index.predicates import Range
 from lance_format.index.row_ranges import RowRanges, ZoneSpans, combine
+from lance_format.index.store import IndexDir
 from lance_format.table.read import FragmentScan
 
 
@@ -247,3 +249,24 @@ def test_whole_zones_count_without_reading(tmp_path: Any, monkeypatch: pytest.Mo
         assert lance_format.dataset(uri).count_rows(filter=flt) == lance.dataset(uri).count_rows(filter=flt)
     # only the zones a bound cuts were read (a few hundred rows, not thousands)
     assert 0 < sum(seen) <= 4 * 100 * 2
+
+
+@pytest.mark.parametrize("bounds", [(None, None), (100, None), (None, 250.5), (-3, 4000), (777, 777), (5000, 10)])
+def test_split_zones_are_the_candidate_zones(tmp_path: Any, bounds: tuple[Any, Any]) -> None:
+    uri = str(tmp_path / "z.lance")
+    v = np.arange(3000, dtype=np.float64) * 0.5
+    v[::211] = np.nan
+    lance.write_dataset(pa.table({"f": pa.array(v, mask=np.arange(3000) % 401 == 7),
+                                  "i": pa.array(np.arange(3000) - 500)}), uri, max_rows_per_file=1000)
+    ds = lance_format.dataset(uri)
+    ds.create_scalar_index("f", "ZONEMAP", rows_per_zone=64)
+    ds.create_scalar_index("i", "ZONEMAP", rows_per_zone=64)
+    idx = {c: zonemap.ZoneMapIndex(IndexDir(ds.scanner()._ctx.store, next(
+        m.uuid for m in ds.scanner()._ctx.manifest.indices if m.name == f"{c}_idx"))) for c in ("f", "i")}
+    for col, typ in (("f", pa.float64()), ("i", pa.int64())):
+        lo, hi = (None if b is None else pa.scalar(b).cast(typ, safe=False) for b in bounds)
+        for lo_inc, hi_inc in ((True, True), (False, True), (True, False), (False, False)):
+            q = Range(lo, lo_inc, hi, hi_inc)
+            whole, rest = idx[col].search_split(q)
+            assert _sets(combine([whole, rest], all_of=False)) == _sets(idx[col].search_ranges(q))
+            assert not _sets(whole) & _sets(rest)
