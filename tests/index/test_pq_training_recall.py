@@ -26,7 +26,7 @@ _RNG = np.random.default_rng(11)
 _CENTRES = _RNG.standard_normal((CENTRES, DIM)).astype(np.float32)
 VECTORS = (_CENTRES[_RNG.integers(0, CENTRES, N)] + _RNG.normal(scale=0.35, size=(N, DIM))).astype(np.float32)
 QUERIES = (_CENTRES[_RNG.integers(0, CENTRES, 100)] + _RNG.normal(scale=0.35, size=(100, DIM))).astype(np.float32)
-PARAMS = {"num_partitions": PARTS, "num_sub_vectors": SUBS}
+PARAMS: dict[str, Any] = {"num_partitions": PARTS, "num_sub_vectors": SUBS}
 
 
 def fresh(path: Path) -> str:
@@ -66,7 +66,6 @@ def test_our_index_recalls_as_well_as_pylances_builds_and_pylance_plans_ann(tmp_
         pl = lance.dataset(fresh(tmp_path / f"theirs{i}"))
         pl.create_index("vec", "IVF_PQ", **PARAMS)
         theirs.append(recall(lance.dataset(str(tmp_path / f"theirs{i}"))))
-    print("RECALL", mine, theirs)
     assert float(np.median(mine)) >= float(np.median(theirs)) - 0.02, (mine, theirs)
 
 
