@@ -17,7 +17,8 @@ for; Parquet (pyarrow dataset, one file) is the reference. Then, engines interle
 * count: open and ``count_rows(filter="x > 0.9")``;
 * delete+scan: copy the dataset, delete 10% of the rows (``id % 10 = 0``), open and stream it;
 * ``--read-from pylance``: ours reads the datasets pylance wrote (the read operations above), so
-  both engines read the same files;
+  both engines read the same files; ``--read-from both`` measures ours on both, interleaved in
+  one run (column ``ours-pf``: ours on pylance's files, with its own ratio column);
 * import: ``import lance_format`` / ``import lance`` (``pyarrow.dataset`` for Parquet), the cost
   every fresh process pays before any of the above (fresh mode only);
 * bytes (the stretch reference, printed below the fresh table): read every data file of the
@@ -77,8 +78,12 @@ _HOG = ("import os, sys\nif len(sys.argv) > 1: os.sched_setaffinity(0, {int(sys.
         "sys.stdout.write('x'); sys.stdout.flush()\nwhile True: pass\n")
 
 
+#: Ours reading the datasets pylance wrote (``--read-from both``): a third engine of the same run.
+OURS_ON_PYLANCE_FILES = "ours-pf"
+
+
 def _lib(engine: str) -> Any:
-    if engine == "ours":
+    if engine in ("ours", OURS_ON_PYLANCE_FILES):
         import lance_format
 
         # lance_format loads its public names on first use (PEP 562) where ``import lance``
@@ -104,7 +109,7 @@ def _read_uri(workdir: Path, engine: str, version: str) -> str:
     ``--read-from pylance`` (the files users mostly have; pylance encodes some columns
     differently, e.g. FSST strings)."""
     marker = workdir / "read_from.txt"
-    if engine == "ours" and marker.exists() and marker.read_text() == "pylance":
+    if engine == OURS_ON_PYLANCE_FILES or (engine == "ours" and marker.exists() and marker.read_text() == "pylance"):
         engine = "pylance"
     return _uri(workdir, engine, version)
 
@@ -134,6 +139,8 @@ def _run_op(lib: Any, engine: str, version: str, op: str, workdir: Path) -> dict
     """One timed operation (pandas and the engine already imported); the result to emit."""
     result: dict[str, Any] = {"engine": engine, "version": version, "op": op}
     uri = _uri(workdir, engine, version) if op == "write" else _read_uri(workdir, engine, version)
+    if op in ("write", "delete+scan") and engine == OURS_ON_PYLANCE_FILES:
+        return dict(result, error="reads only")
     if op == "write":
         with pa.memory_map(str(workdir / "input.arrow")) as src:
             table = pa.ipc.open_file(src).read_all()
@@ -290,8 +297,18 @@ def _median(runs: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def _ours(combos: list[tuple[str, str]]) -> list[str]:
+    """Our engines of the run: ``ours``, and ``ours-pf`` with ``--read-from both``."""
+    return [e for e in ("ours", OURS_ON_PYLANCE_FILES) if any(c[0] == e for c in combos)]
+
+
+def _ratio_headers(combos: list[tuple[str, str]], versions: list[str], what: str) -> list[str]:
+    return [f"{what} {v}" if e == "ours" else f"{what} {v} ({e})" for e in _ours(combos) for v in versions]
+
+
 def _ratios(med: dict[tuple[str, str], dict[str, Any]], versions: list[str], key: str) -> list[str]:
-    return [fmt_ratio(med[("ours", v)].get(key), med[("pylance", v)].get(key)) for v in versions]
+    engines = [e for e in ("ours", OURS_ON_PYLANCE_FILES) if any(k[0] == e for k in med)]
+    return [fmt_ratio(med[(e, v)].get(key), med[("pylance", v)].get(key)) for e in engines for v in versions]
 
 
 def _cell(m: dict[str, Any]) -> str:
@@ -313,8 +330,8 @@ def _fresh(args: argparse.Namespace, ops: list[str], combos: list[tuple[str, str
     print(f"\nDataset benchmark, {args.rows:,} rows, fresh process per run, median of {args.repeat}, hog {hog}"
           f" (wall seconds / peak RSS / OS threads; load {_load()})\n")
     headers = ["operation"] + [f"{e} {v}" if e != "parquet" else "parquet" for e, v in combos] + \
-        [f"ours/pylance {v}" for v in versions] + [f"cpu ratio {v}" for v in versions] + \
-        [f"peak ratio {v}" for v in versions]
+        _ratio_headers(combos, versions, "ours/pylance") + _ratio_headers(combos, versions, "cpu ratio") + \
+        _ratio_headers(combos, versions, "peak ratio")
     table = []
     for op in ops:
         med = {(e, v): _median(runs[(e, v, op)]) for e, v in combos}
@@ -329,7 +346,7 @@ def _fresh(args: argparse.Namespace, ops: list[str], combos: list[tuple[str, str
         return
     print("stretch: full scan within 3x of reading the same bytes from the page cache")
     for engine, version in combos:
-        if engine == "parquet":
+        if engine in ("parquet", OURS_ON_PYLANCE_FILES):
             continue
         reads = [run_child("benchmarks.bench_dataset", ["--child", engine, version, "bytes", str(workdir)])
                  for _ in range(args.repeat)]
@@ -384,7 +401,7 @@ def _warm(args: argparse.Namespace, ops: list[str], combos: list[tuple[str, str]
     print(f"\nDataset benchmark, {args.rows:,} rows, one warm process per engine: first run, then median of"
           f" {args.warm_runs} more, hog {hog} (wall seconds / peak RSS / OS threads; load {_load()})\n")
     headers = ["operation"] + [f"{e} {v}" if e != "parquet" else "parquet" for e, v in combos] + \
-        [f"ours/pylance {v}" for v in versions] + [f"cpu ratio {v}" for v in versions]
+        _ratio_headers(combos, versions, "ours/pylance") + _ratio_headers(combos, versions, "cpu ratio")
     table = []
     for op in ops:
         first = {c: _median(runs[(*c, op)][:1]) for c in combos}
@@ -416,8 +433,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warm-runs", type=int, default=5, help="warm runs after the first (median shown)")
     parser.add_argument("--hog", default="none", help="none, pinned, free, or several: none,pinned (a table each)")
     parser.add_argument("--no-parquet", action="store_true")
-    parser.add_argument("--read-from", default="own", choices=("own", "pylance"),
-                        help="which engine's files ours reads: its own (default) or pylance's")
+    parser.add_argument("--read-from", default="own", choices=("own", "pylance", "both"),
+                        help="which engine's files ours reads: its own (default), pylance's, or both (a column each)")
+    parser.add_argument("--dir", default=None,
+                        help="work directory to use and keep (data, datasets); datasets already there are reused")
     parser.add_argument("--child", nargs=4, metavar=("ENGINE", "VERSION", "OP", "DIR"), help=argparse.SUPPRESS)
     parser.add_argument("--serve", nargs=3, metavar=("ENGINE", "VERSION", "DIR"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -436,29 +455,39 @@ def main(argv: list[str] | None = None) -> int:
         bad = [v for v in value if v not in allowed]
         if bad:
             parser.error(f"unknown {what} {bad[0]!r}: choose from {', '.join(allowed)}")
-    workdir = Path(tempfile.mkdtemp(prefix="bench_dataset_"))
+    workdir = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="bench_dataset_"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    keep = args.dir is not None
     # children compile our modules once into a private bytecode cache, as an install would
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     os.environ["PYTHONPYCACHEPREFIX"] = str(workdir / "pycache")
     try:
-        (workdir / "rows.txt").write_text(str(args.rows))
+        rows_file = workdir / "rows.txt"
+        # a kept directory of the same row count keeps its input and datasets (delete it to rewrite)
+        reuse = keep and rows_file.exists() and rows_file.read_text() == str(args.rows)
+        rows_file.write_text(str(args.rows))
         (workdir / "read_from.txt").write_text(args.read_from)
         subprocess.run([sys.executable, "-m", "compileall", "-q", str(REPO_ROOT / "lance_format")],
                        check=False, capture_output=True)
-        print(f"generating {args.rows:,} rows ...", flush=True)
-        run_child("benchmarks.bench_dataset", ["--child", "-", "-", "generate", str(workdir)])
-        combos = [(e, v) for v in versions for e in ("ours", "pylance")]
+        if not (reuse and (workdir / "input.arrow").exists()):
+            print(f"generating {args.rows:,} rows ...", flush=True)
+            run_child("benchmarks.bench_dataset", ["--child", "-", "-", "generate", str(workdir)])
+        engines = ("ours", OURS_ON_PYLANCE_FILES, "pylance") if args.read_from == "both" else ("ours", "pylance")
+        combos = [(e, v) for v in versions for e in engines]
         if not args.no_parquet:
             combos.append(("parquet", "-"))
-        every = ",".join(f"{e}@{v}" for e, v in combos)
-        r = run_child("benchmarks.bench_dataset", ["--child", every, "-", "setup", str(workdir)])
-        if "error" in r:
-            print(f"error writing the datasets: {r['error']}")
+        every = ",".join(f"{e}@{v}" for e, v in combos if e != OURS_ON_PYLANCE_FILES
+                         and not (reuse and Path(_uri(workdir, e, v)).exists()))
+        if every:
+            r = run_child("benchmarks.bench_dataset", ["--child", every, "-", "setup", str(workdir)])
+            if "error" in r:
+                print(f"error writing the datasets: {r['error']}")
         for mode in modes:
             for hog in hogs:
                 (_fresh if mode == "fresh" else _warm)(args, ops, combos, versions, workdir, hog)
     finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+        if not keep:
+            shutil.rmtree(workdir, ignore_errors=True)
     return 0
 
 

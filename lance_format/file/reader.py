@@ -275,6 +275,15 @@ class LanceFileReader:
         return self._row_bytes
 
     @property
+    def projected_bytes_per_row(self) -> int:
+        """Average stored bytes per row of the projected columns (at least 1), where the file's
+        decoder counts them (2.1 / 2.2); :attr:`data_bytes_per_row` otherwise."""
+        projected = getattr(self._decoder, "projected_bytes", None)
+        if projected is None:
+            return self._row_bytes
+        return max(1, int(projected) // max(self._meta.num_rows, 1))
+
+    @property
     def file_version(self) -> tuple[int, int]:
         """Logical file version ``(2, x)`` (a 2.0 file's footer says 0.3)."""
         return self._meta.version

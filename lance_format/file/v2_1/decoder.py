@@ -72,6 +72,7 @@ class _Leaf:
             starts.append(starts[-1] + p.length)
             nbytes += sum(p.buffer_sizes)
         self.page_starts = np.array(starts, np.int64)
+        self.nbytes = nbytes
         is_var = path[-1].type.id in _VAR_TYPE_IDS
         self.cost_rank = (not is_var, -nbytes)  # decode order in parallel reads: lowest first
 
@@ -135,6 +136,12 @@ class Decoder21:
                         f"({'.'.join(f.name for f in leaf.path)}): pages hold {int(leaf.page_starts[-1])} "
                         f"rows, file has {self.num_rows}"
                     )
+
+    @property
+    def projected_bytes(self) -> int:
+        """Stored page bytes of the projected fields' columns (blob values stored outside the
+        pages not included)."""
+        return sum(leaf.nbytes for leaves in self._leaves for leaf in leaves)
 
     # ------------------------------------------------------------------ pages
 
