@@ -94,6 +94,7 @@ if TYPE_CHECKING:  # write-side modules loaded on first use (OnFirstUse below): 
 if TYPE_CHECKING:  # verbs loaded on first use (OnFirstUse below); the type checker reads them here
     from lance_format import optimize as _optimize
     from lance_format import sql_query as _sql_query
+    from lance_format import write as _write
     from lance_format.evolution import merge_insert as _merge_insert
     from lance_format.evolution.merge_insert import MergeInsertBuilder
     from lance_format.index import build as _index_build
@@ -117,6 +118,9 @@ if not TYPE_CHECKING:
     _optimize = OnFirstUse("lance_format.optimize")
     _sql_query = OnFirstUse("lance_format.sql_query")
     _merge_insert = OnFirstUse("lance_format.evolution.merge_insert")
+    # ``insert`` on a dataset opened by a read-only process: ``lance_format.write`` registers
+    # itself when imported, but nothing on the read path imports it
+    _write = OnFirstUse("lance_format.write")
     # Writes, commits, schema evolution, branches: opening, scanning and querying load none of
     # them (with the file encoders: ~0.1 s of CPU on a cold start, issue 28).
     _fragment = OnFirstUse("lance_format.fragment")
@@ -734,9 +738,8 @@ class LanceDataset:
         """Write ``data`` into this dataset (``write_dataset(data, self, mode=mode, **kwargs)``); this handle
         moves to the new version, as pylance's ``insert``."""
 
-        if _WRITER is None:
-            raise NotSupportedError("insert(): import lance_format (it registers write_dataset)")
-        new = _WRITER(data, self, mode=mode, **kwargs)
+        writer: Any = _WRITER if _WRITER is not None else _write.write_dataset
+        new = writer(data, self, mode=mode, **kwargs)
         self._set_manifest(new.manifest)
 
     def merge(self, data_obj: Any, left_on: str, right_on: str | None = None, schema: pa.Schema | None = None) -> None:
