@@ -131,5 +131,8 @@ def test_per_partition_scores_are_pylances_when_the_last_block_is_padded(tmp_pat
         nearest = {"column": "vec", "q": q, "k": 10, "nprobes": 2}
         theirs = lance.dataset(uri).to_table(nearest=nearest, columns=["id", "_distance"])
         mine = ours.to_table(nearest=nearest, columns=["id"])
-        np.testing.assert_allclose(mine["_distance"].to_numpy(), theirs["_distance"].to_numpy(), rtol=1e-4, atol=1e-3)
+        # a near-zero distance is a difference of terms the size of |q|^2 (~2,000 at dim 200): float32
+        # rounding there reaches a few 1e-3, and pylance's random build decides which terms arise
+        atol = max(1e-3, 4e-6 * float(q @ q))
+        np.testing.assert_allclose(mine["_distance"].to_numpy(), theirs["_distance"].to_numpy(), rtol=1e-4, atol=atol)
         assert mine["id"].to_pylist() == theirs["id"].to_pylist()
