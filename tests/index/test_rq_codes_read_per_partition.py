@@ -134,5 +134,19 @@ def test_per_partition_scores_are_pylances_when_the_last_block_is_padded(tmp_pat
         # a near-zero distance is a difference of terms the size of |q|^2 (~2,000 at dim 200): float32
         # rounding there reaches a few 1e-3, and pylance's random build decides which terms arise
         atol = max(1e-3, 4e-6 * float(q @ q))
-        np.testing.assert_allclose(mine["_distance"].to_numpy(), theirs["_distance"].to_numpy(), rtol=1e-4, atol=atol)
-        assert mine["id"].to_pylist() == theirs["id"].to_pylist()
+        _same_top_k(mine, theirs, atol)
+
+
+def _same_top_k(mine: pa.Table, theirs: pa.Table, atol: float) -> None:
+    """Rows both return score the same; pylance's top k can miss one row at its k-th cut (asked for a
+    larger k it ranks that row inside the first k), so one row apiece may differ there."""
+    m = dict(zip(mine["id"].to_pylist(), mine["_distance"].to_numpy().tolist(), strict=True))
+    t = dict(zip(theirs["id"].to_pylist(), theirs["_distance"].to_numpy().tolist(), strict=True))
+    for i in m.keys() & t.keys():
+        assert abs(m[i] - t[i]) <= atol + 1e-4 * abs(t[i]), (i, m[i], t[i])
+    only_mine, only_theirs = m.keys() - t.keys(), t.keys() - m.keys()
+    assert len(only_mine) == len(only_theirs) <= 1
+    for i in only_mine:  # ours found a row at least as near as pylance's last one
+        assert m[i] <= max(t.values()) + atol
+    for i in only_theirs:
+        assert t[i] >= max(m.values()) - atol
