@@ -40,7 +40,7 @@ I64 = npt.NDArray[np.int64]
 DENSE_FRACTION = 16
 #: Rows of a range decoded at once (a range of many zones is read in pieces of this size).
 WINDOW_ROWS = 1 << 16
-#: Open fragment readers for candidate takes by (dataset URI, version, fragment, columns).
+#: Open fragment readers for candidate takes by (dataset URI, version, fragment, its data files, columns).
 TAKE_SCAN: CacheKind[FragmentScan] = CacheKind("take_scan")
 #: What one kept fragment scan holds (readers, chunk plans of the pages taken from), estimated.
 TAKE_SCAN_BYTES = 256 * 1024
@@ -58,7 +58,9 @@ def take_scan(ctx: ReadContext, frag: Any, columns: tuple[str, ...]) -> Fragment
     holding the rows and keep no decoded pages (legacy files' takes decode and keep whole pages,
     which the estimate would miss).
     """
-    key = (ctx.store.uri(""), ctx.manifest.version, frag.id, columns)
+    # the data files' names (unique per write) too: a dataset deleted and written again at the
+    # same URI repeats its versions and fragment ids, and a kept reader would read the old files
+    key = (ctx.store.uri(""), ctx.manifest.version, frag.id, tuple(f.path for f in frag.files), columns)
     cache = ctx.store.session.index_cache
     found = cache.get(TAKE_SCAN, key)
     if found is None:
