@@ -62,7 +62,7 @@ def indexed_batches(scanner: Scan, frag: Any, plan: IndexPlan) -> Iterator[pa.Re
     need_ids = opts.with_row_id or ROW_ID in flt
     need_addr = opts.with_row_address or ROW_ADDR in flt
     stable = ctx.row_ids(frag) if need_ids else None
-    schema = scanner.projected_schema
+    schema = scanner._schema  # what the scan streams (a projection derives its own columns after)
     step = max(1, opts.batch_size)
     # Many candidates: decoding whole ranges and picking rows beats gathering row by row.
     dense = offsets.size * DENSE_FRACTION >= frag.physical_rows
@@ -124,7 +124,7 @@ def _filter_then_take(scanner: Scan, frag: Any, plan: IndexPlan, offsets: npt.ND
     """Candidates read as the filter's columns, filtered, then the other columns taken at the kept rows only."""
     ctx, opts = scanner._ctx, scanner._opts
     assert opts.filter is not None
-    schema = scanner.projected_schema
+    schema = scanner._schema  # what the scan streams (a projection derives its own columns after)
     step = max(1, opts.batch_size)
     group = _take_group(scanner)
     program = program_for(opts.filter)

@@ -222,7 +222,7 @@ def range_batches(scanner: Scan, frag: Any, ranges: RowRanges) -> Iterator[pa.Re
     if not first:
         first, rest = scanner._read_columns(), []
     reader = _Reader(scanner, frag, ranges, tuple(first))
-    schema = scanner.projected_schema
+    schema = scanner._schema  # what the scan streams (a projection derives its own columns after)
     step = max(1, opts.batch_size)
     others = take_scan(ctx, frag, tuple(rest)) if rest else None
     for a, b in reader.windows:
