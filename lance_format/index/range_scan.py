@@ -40,7 +40,7 @@ I64 = npt.NDArray[np.int64]
 DENSE_FRACTION = 16
 #: Rows of a range decoded at once (a range of many zones is read in pieces of this size).
 WINDOW_ROWS = 1 << 16
-#: Open fragment readers for candidate takes by (dataset URI, version, fragment, its data files, columns).
+#: Open fragment readers for candidate takes by (dataset URI, fragment, its data files, columns and their fields).
 TAKE_SCAN: CacheKind[FragmentScan] = CacheKind("take_scan")
 #: What one kept fragment scan holds (readers, chunk plans of the pages taken from), estimated.
 TAKE_SCAN_BYTES = 256 * 1024
@@ -53,14 +53,17 @@ def take_scan(ctx: ReadContext, frag: Any, columns: tuple[str, ...]) -> Fragment
 
     Opening a fragment's data files (footer, column metadata) and planning the chunks of the
     pages a take touches cost ~1 ms a fragment, more than gathering a few rows; a long-lived
-    process answering indexed queries on the same version reuses them. Only scans of flat
+    process answering indexed queries reuses them, across versions sharing the files. Only scans of flat
     columns in 2.0+ files are kept: their takes decode the chunks (2.1+) or value ranges (2.0)
     holding the rows and keep no decoded pages (legacy files' takes decode and keep whole pages,
     which the estimate would miss).
     """
-    # the data files' names (unique per write) too: a dataset deleted and written again at the
-    # same URI repeats its versions and fragment ids, and a kept reader would read the old files
-    key = (ctx.store.uri(""), ctx.manifest.version, frag.id, tuple(f.path for f in frag.files), columns)
+    # Keyed by what the readers read, not by version: the fragment's data files (names unique per
+    # write, so a dataset written again at the same URI is not mistaken for the old one) and each
+    # column's field id and Arrow field (a rename reuses the files). Versions that only delete or
+    # append share the open readers; one set per version held ~9 descriptors each until evicted.
+    fields = tuple((ctx.schema.field(c).id, ctx.arrow_schema.field(c)) for c in columns)
+    key = (ctx.store.uri(""), frag.id, tuple(f.path for f in frag.files), columns, fields)
     cache = ctx.store.session.index_cache
     found = cache.get(TAKE_SCAN, key)
     if found is None:
