@@ -114,7 +114,8 @@ def _pages(shape: tuple[int, ...], dtype: type[np.generic]) -> npt.NDArray[Any]:
     size = int(np.prod(shape)) * np.dtype(dtype).itemsize
     if size == 0:
         return np.zeros(shape, dtype)
-    out: npt.NDArray[Any] = np.frombuffer(mmap.mmap(-1, size), dtype).reshape(shape)
+    # private: a forked worker filling partitions must not write into its parent's pages
+    out: npt.NDArray[Any] = np.frombuffer(mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE), dtype).reshape(shape)
     return out
 
 
