@@ -21,7 +21,14 @@ import numpy as np
 import numpy.typing as npt
 
 from lance_format.errors import InvalidInputError
-from lance_format.index.vector.kmeans import F32, Metric, assign_batched, normalize, train_kmeans_batched
+from lance_format.index.vector.kmeans import (
+    F32,
+    SEED,
+    Metric,
+    assign_batched,
+    normalize,
+    train_kmeans_batched,
+)
 
 U8 = npt.NDArray[np.uint8]
 #: Training rows per codeword pylance samples for PQ and SQ (``lance.pq.sample_rate``,
@@ -82,8 +89,12 @@ def residuals(vectors: F32, partitions: npt.NDArray[np.integer], centroids: F32,
     return out
 
 
-def train_pq(data: F32, num_sub_vectors: int, *, num_bits: int = 8, max_iters: int = 50) -> PqCodebook:
+def train_pq(data: F32, num_sub_vectors: int, *, num_bits: int = 8, max_iters: int = 50,
+             seed: int = SEED) -> PqCodebook:
     """Train one l2 k-means codebook per sub-vector slice of ``data`` (the residuals).
+
+    ``seed`` seeds the codebooks' starts (fixed by default, so every runner trains the same
+    codebooks; other seeds give the spread of draws that pylance's unseeded starts have).
 
     Raises:
         InvalidInputError: ``dim`` not divisible by ``num_sub_vectors``, bad ``num_bits``, or
@@ -98,7 +109,7 @@ def train_pq(data: F32, num_sub_vectors: int, *, num_bits: int = 8, max_iters: i
     if n < k:
         raise InvalidInputError(f"PQ: training needs at least {k} vectors, got {n}")
     # every sub-vector's k-means runs at once: one batched matmul per Lloyd step for all of them
-    books, _ = train_kmeans_batched(sub_vectors(data, num_sub_vectors), k, max_iters=max_iters)
+    books, _ = train_kmeans_batched(sub_vectors(data, num_sub_vectors), k, max_iters=max_iters, seed=seed)
     return PqCodebook(books, num_bits)
 
 
