@@ -18,6 +18,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from .helpers import pickled_read_task
+
 lance = pytest.importorskip("lance")
 cloudpickle = pytest.importorskip("pyspark.cloudpickle")
 
@@ -81,15 +83,7 @@ def test_a_read_task_loads_only_the_decoder_of_its_files_and_returns_pylances_ro
         datasets: dict[str, str], version: str, expected: list[str], tmp_path: Path) -> None:
     from lance_format.spark.source import LanceDataSource
 
-    source = LanceDataSource({"path": datasets[version]})
-    reader = source.reader(source.schema())
-    partitions = reader.partitions()
-
-    def data_source_read_func(partition: Any) -> Any:  # what the planner ships: the reader in a closure
-        return reader.read(partition)
-
-    pickled = tmp_path / "read_task.pkl"
-    pickled.write_bytes(cloudpickle.dumps((data_source_read_func, partitions)))
+    pickled = pickled_read_task(LanceDataSource({"path": datasets[version]}), tmp_path / "read_task.pkl")
     code = ("read, partitions = task\n"
             "import pyarrow as pa\n"
             "t = pa.Table.from_batches([b for p in partitions for b in read(p)]).sort_by('id')\n"

@@ -22,7 +22,7 @@ import pytest
 
 from tests.test_lazy_import_paths import WRITE_SIDE
 
-from .helpers import spark_table
+from .helpers import pickled_read_task, spark_table
 
 lance = pytest.importorskip("lance")
 cloudpickle = pytest.importorskip("pyspark.cloudpickle")
@@ -67,15 +67,7 @@ def test_a_worker_reading_its_partitions_loads_no_write_side_module_and_returns_
         uri: str, tmp_path: Path) -> None:
     from lance_format.spark.source import LanceDataSource
 
-    source = LanceDataSource({"path": uri, "max_rows_per_partition": "700"})
-    reader = source.reader(source.schema())
-    partitions = reader.partitions()
-
-    def data_source_read_func(partition: Any) -> Any:  # what the planner worker ships: the reader in a closure
-        return reader.read(partition)
-
-    pickled = tmp_path / "read_task.pkl"
-    pickled.write_bytes(cloudpickle.dumps((data_source_read_func, partitions)))
+    pickled = pickled_read_task(LanceDataSource({"path": uri, "max_rows_per_partition": "700"}), tmp_path / "read_task.pkl")
     code = ("read, partitions = task\n"
             "import pyarrow as pa\n"
             "t = pa.Table.from_batches([b for p in partitions for b in read(p)]).sort_by('id')\n"
