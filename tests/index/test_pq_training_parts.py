@@ -9,49 +9,25 @@ partitions, so recall@10 (~0.6 at 2 probes) is bounded by the codebooks, as in `
 from __future__ import annotations
 
 import functools
-import shutil
 from pathlib import Path
 from typing import Any
 
 import lance
 import numpy as np
-import pyarrow as pa
 import pytest
 
 import lance_format
 from lance_format.index.vector import kmeans as km
 from lance_format.index.vector import quantize as q
 
-N, DIM, CENTRES, PARTS, SUBS = 4000, 64, 200, 8, 8
-_RNG = np.random.default_rng(5)
-_CENTRES = _RNG.standard_normal((CENTRES, DIM)).astype(np.float32)
-VECTORS = (_CENTRES[_RNG.integers(0, CENTRES, N)] + _RNG.normal(scale=0.35, size=(N, DIM))).astype(np.float32)
-QUERIES = (_CENTRES[_RNG.integers(0, CENTRES, 100)] + _RNG.normal(scale=0.35, size=(100, DIM))).astype(np.float32)
+from .pq_blobs import blobs
+
+PARTS, SUBS = 8, 8
+DATA = blobs(5)
+VECTORS, QUERIES = DATA.vectors, DATA.queries
+fresh, recall = DATA.fresh, DATA.recall
 IVF = km.train_kmeans(VECTORS, PARTS).centroids
 TRAIN_PQ = q.train_pq
-
-
-def fresh(path: Path) -> str:
-    """A new dataset written by pylance: ``id`` and ``vec``, 1,000 rows per fragment."""
-    shutil.rmtree(path, ignore_errors=True)
-    table = pa.table({"id": np.arange(N), "vec": pa.FixedSizeListArray.from_arrays(pa.array(VECTORS.ravel()), DIM)})
-    lance.write_dataset(table, str(path), max_rows_per_file=1000)
-    return str(path)
-
-
-def recall(ds: Any) -> float:
-    """pylance's recall@10 (2 probes) against exact squared-l2 search.
-
-    Rows with equal PQ codes tie; whichever of them a search returns, recall counts only true
-    neighbours, so ties cost both engines alike and recall is compared with a margin, never
-    the returned rows (``tests/search/ties.py``).
-    """
-    hits = 0
-    for query in QUERIES:
-        truth = set(np.argsort(((VECTORS - query) ** 2).sum(axis=1))[:10].tolist())
-        got = ds.to_table(nearest={"column": "vec", "q": query, "k": 10, "nprobes": 2}, columns=["id"])
-        hits += len(truth & set(got["id"].to_pylist()))
-    return hits / (10 * len(QUERIES))
 
 
 def test_pq_codebooks_on_given_centroids_recall_as_well_as_pylances(tmp_path: Path,
@@ -66,11 +42,7 @@ def test_pq_codebooks_on_given_centroids_recall_as_well_as_pylances(tmp_path: Pa
         ours = fresh(tmp_path / f"ours{seed}")
         lance_format.dataset(ours).create_index("vec", "IVF_PQ", **params)
         mine.append(recall(lance.dataset(ours)))
-    theirs = []
-    for i in range(3):
-        pl = lance.dataset(fresh(tmp_path / f"theirs{i}"))
-        pl.create_index("vec", "IVF_PQ", **params)
-        theirs.append(recall(lance.dataset(str(tmp_path / f"theirs{i}"))))
+    theirs = DATA.pylance_recalls(tmp_path, 3, params)
     assert float(np.median(mine)) >= float(np.median(theirs)) - 0.02, (mine, theirs)
 
 

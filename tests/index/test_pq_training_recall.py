@@ -8,7 +8,6 @@ trained, as in ``benchmarks/bench_vector.py`` at 100k and 1M rows.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -21,30 +20,13 @@ import lance_format
 from lance_format.index.kind import TrainingData
 from lance_format.index.vector import build as vb
 
-N, DIM, CENTRES, PARTS, SUBS = 4000, 64, 200, 8, 8
-_RNG = np.random.default_rng(11)
-_CENTRES = _RNG.standard_normal((CENTRES, DIM)).astype(np.float32)
-VECTORS = (_CENTRES[_RNG.integers(0, CENTRES, N)] + _RNG.normal(scale=0.35, size=(N, DIM))).astype(np.float32)
-QUERIES = (_CENTRES[_RNG.integers(0, CENTRES, 100)] + _RNG.normal(scale=0.35, size=(100, DIM))).astype(np.float32)
+from .pq_blobs import DIM, N, blobs
+
+PARTS, SUBS = 8, 8
+DATA = blobs(11)
+VECTORS, QUERIES = DATA.vectors, DATA.queries
+fresh, recall = DATA.fresh, DATA.recall
 PARAMS: dict[str, Any] = {"num_partitions": PARTS, "num_sub_vectors": SUBS}
-
-
-def fresh(path: Path) -> str:
-    """A new dataset written by pylance: ``id`` and ``vec``, 1,000 rows per fragment."""
-    shutil.rmtree(path, ignore_errors=True)
-    table = pa.table({"id": np.arange(N), "vec": pa.FixedSizeListArray.from_arrays(pa.array(VECTORS.ravel()), DIM)})
-    lance.write_dataset(table, str(path), max_rows_per_file=1000)
-    return str(path)
-
-
-def recall(ds: Any, nprobes: int = 2) -> float:
-    """pylance's recall@10 on ``ds`` against exact squared-l2 search."""
-    hits = 0
-    for q in QUERIES:
-        truth = set(np.argsort(((VECTORS - q) ** 2).sum(axis=1))[:10].tolist())
-        got = ds.to_table(nearest={"column": "vec", "q": q, "k": 10, "nprobes": nprobes}, columns=["id"])
-        hits += len(truth & set(got["id"].to_pylist()))
-    return hits / (10 * len(QUERIES))
 
 
 def test_our_index_recalls_as_well_as_pylances_builds_and_pylance_plans_ann(tmp_path: Path,
@@ -61,11 +43,7 @@ def test_our_index_recalls_as_well_as_pylances_builds_and_pylance_plans_ann(tmp_
         plan = str(ds.scanner(nearest={"column": "vec", "q": QUERIES[0], "k": 10}, columns=["id"]).explain_plan())
         assert "ANNSubIndex" in plan and "KNNVectorDistance" not in plan
         mine.append(recall(ds))
-    theirs = []
-    for i in range(5):
-        pl = lance.dataset(fresh(tmp_path / f"theirs{i}"))
-        pl.create_index("vec", "IVF_PQ", **PARAMS)
-        theirs.append(recall(lance.dataset(str(tmp_path / f"theirs{i}"))))
+    theirs = DATA.pylance_recalls(tmp_path, 5, PARAMS)
     assert float(np.median(mine)) >= float(np.median(theirs)) - 0.02, (mine, theirs)
 
 
