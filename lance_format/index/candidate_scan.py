@@ -19,7 +19,7 @@ import pyarrow as pa
 
 from lance_format.errors import CorruptFileError
 from lance_format.index.btree import arrow_ints, truth
-from lance_format.index.range_scan import DENSE_FRACTION, range_batches, split_columns, take_scan
+from lance_format.index.range_scan import DENSE_FRACTION, range_batches, rows_at, split_columns, take_scan
 from lance_format.sql_program import program_for
 from lance_format.table.read import ROW_ADDR, ROW_ID, FragmentScan
 from lance_format.table.scan import apply_filter, filter_mask
@@ -143,13 +143,7 @@ def _filter_then_take(scanner: Scan, frag: Any, plan: IndexPlan, offsets: npt.ND
         if not keep.all():
             batch, offs, addr = batch.take(arrow_ints(np.flatnonzero(keep))), offs[keep], addr[keep]
         rest = rest or take_scan(ctx, frag, tuple(other_cols))
-        lo, hi = int(offs[0]), int(offs[-1]) + 1
-        if offs.size * DENSE_FRACTION >= hi - lo:  # most rows of the span kept (an exact index): decode it
-            more = rest.read(lo, hi)
-            if offs.size != hi - lo:
-                more = more.take(arrow_ints(offs - np.uint64(lo)))
-        else:
-            more = rest.take(offs)
+        more = rows_at(rest, offs)  # an exact index keeps most rows of a span: decoded whole
         columns = dict(zip(batch.schema.names, batch.columns, strict=True))
         columns.update(zip(more.schema.names, more.columns, strict=True))
         if opts.with_row_id:

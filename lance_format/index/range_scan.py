@@ -98,6 +98,16 @@ def read_rows(scan: FragmentScan, start: int, stop: int) -> pa.RecordBatch:
     return scan.batch_of(batch.columns)
 
 
+def rows_at(scan: FragmentScan, offs: U64) -> pa.RecordBatch:
+    """``scan``'s columns at sorted row offsets ``offs``: the span they cover decoded whole when
+    they fill most of it, else taken row by row."""
+    lo, hi = int(offs[0]), int(offs[-1]) + 1
+    if offs.size * DENSE_FRACTION < hi - lo:
+        return scan.take(offs)
+    rows = read_rows(scan, lo, hi)
+    return rows if offs.size == hi - lo else rows.take(arrow_ints(offs - np.uint64(lo)))
+
+
 def split_columns(scanner: Scan, flt: str) -> tuple[list[str], list[str]]:
     """The scan's columns as ``(filter columns, other columns)`` when the filter can be checked on
     its own columns first; ``([], [])`` when not (no filter, or it reads row ids or addresses).
@@ -241,13 +251,7 @@ def range_batches(scanner: Scan, frag: Any, ranges: RowRanges) -> Iterator[pa.Re
             batch = batch.select(wanted).take(arrow_ints(picked)) if wanted else batch.select([]).slice(0, n)
         columns = {c: batch.column(c) for c in wanted}
         if others is not None:
-            lo, hi = int(offs[0]), int(offs[-1]) + 1
-            if offs.size * DENSE_FRACTION >= hi - lo:  # most rows of the span kept: decode it
-                more = read_rows(others, lo, hi)
-                if offs.size != hi - lo:
-                    more = more.take(arrow_ints(offs - np.uint64(lo)))
-            else:
-                more = others.take(offs)
+            more = rows_at(others, offs)
             columns.update(zip(more.schema.names, more.columns, strict=True))
         if opts.with_row_id or opts.with_row_address:
             addr = offs | (np.uint64(frag.id) << np.uint64(32))
