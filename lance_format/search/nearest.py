@@ -189,7 +189,7 @@ class NearestScanner(LanceScanner):
             for seg, usable, score in opened:
                 rows, dist = search_segment(seg, q, k, query.probe, usable.allowed, query.distance_range, score,
                                             best_per_row=query.multi and "HNSW" in seg.index_type,
-                                            prepare=usable.prepare)
+                                            prepare=usable.prepare, ef=query.ef, allowed_mask=usable.ok)
                 out_a.append(usable.addrs[rows])
                 out_d.append(dist)
             a = np.concatenate(out_a) if out_a else np.empty(0, np.uint64)

@@ -93,7 +93,7 @@ def open_segment(ctx: ReadContext, meta: IndexMetadata) -> IvfSegment:
     seg = _SEGMENTS.get(key)
     if seg is None:  # segments are immutable: one read per process serves every version
         seg = read_segment(IndexDir(store, meta.uuid, sizes={f.path: f.size_bytes for f in meta.files or ()}),
-                           graph=False,  # scored exhaustively (index/vector/search.py): no graph walk
+                           graph="walk",  # HNSW graphs read per partition as searches walk them
                            lazy=True)  # row ids and codes read per partition as queries probe them
         if len(_SEGMENTS) >= _SEGMENT_CACHE:
             _SEGMENTS.pop(next(iter(_SEGMENTS)))

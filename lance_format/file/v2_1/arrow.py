@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from lance_format.arrays import arrow_array, numbers
 from lance_format.errors import CorruptFileError, UnsupportedEncodingError
 from lance_format.file.utf8 import string_problem
 from lance_format.file.v2_1.blocks import (
@@ -250,7 +251,8 @@ def page_to_arrow(page: PageData, path: list[pa.Field], where: str = "") -> pa.A
         else:
             assert out.offsets is not None
             large = pa.types.is_large_list(node.type)
-            offs = pa.array(out.offsets.astype(np.int64 if large else np.int32))
+            # from the buffers: pa.array of an ndarray imports pandas (~0.3 s) on a first query
+            offs = arrow_array(out.offsets, pa.int64() if large else pa.int32())
             cls = pa.LargeListArray if large else pa.ListArray
             item = pa.field(child_field.name, arr.type, child_field.nullable, child_field.metadata)
             arr = cls.from_arrays(offs, arr, type=_list_type(node.type, item), mask=_mask(out.validity))
@@ -288,7 +290,8 @@ def merge(field: pa.Field, arrays: list[pa.Array]) -> pa.Array:
     child = merge(item_field(t), child_arrays)
     # a sliced offsets array cannot carry a validity mask into from_arrays (Arrow refuses "null
     # bitmap with offsets slice"), so a slice is rebased into a fresh array even when it starts at 0
-    new_offs = pa.compute.subtract(offsets, pa.scalar(o0, offsets.type)) if o0 or offsets.offset else offsets
+    # (in numpy: pa.scalar and pa.compute import pandas, ~0.3 s on a first query)
+    new_offs = arrow_array(numbers(offsets) - o0, offsets.type) if o0 or offsets.offset else offsets
     mask = pa.compute.invert(first.is_valid()) if first.null_count else None
     if pa.types.is_map(t):
         if child.type.num_fields != 2 or child.null_count:

@@ -36,6 +36,7 @@ from lance_format.index.codec.vector import (
 from lance_format.index.store import IndexDir
 from lance_format.index.vector import rq_layout
 from lance_format.index.vector.distance import Metric, metric_name
+from lance_format.index.vector.hnsw_walk import GraphRows, read_graph
 from lance_format.index.vector.partition_codes import ROW_ID, PartitionCodes, fsl_matrix
 from lance_format.index.vector.rq_layout import Decoded
 from lance_format.table.index_metadata import IndexFile
@@ -152,6 +153,8 @@ class IvfSegment:
         codes: Set when the row ids and the storage's code rows are read per partition on first
             use (``read_segment(lazy=True)``): a partition's code rows are valid once :meth:`load`
             covered it, its row ids once :meth:`load` or :meth:`load_ids` did.
+        walk: The graph of ``IVF_HNSW_*`` kinds read per partition for searching
+            (``read_segment(graph="walk")``), see :mod:`lance_format.index.vector.hnsw_walk`.
     """
 
     index_type: str
@@ -163,6 +166,7 @@ class IvfSegment:
     loss: float | None = None
     hnsw: HnswGraph | None = None
     codes: PartitionCodes | None = None
+    walk: GraphRows | None = None
 
     def load(self, parts: npt.NDArray[np.int64]) -> None:
         """Make the row ids and storage rows of partitions ``parts`` valid (a no-op on an eagerly
@@ -348,9 +352,10 @@ def _hnsw(reader: Any, ivf: IvfModel, meta: dict[bytes, bytes], where: str) -> H
     return HnswGraph(reader.read_all().to_table(), ivf.lengths.astype(np.uint32), parts)
 
 
-def read_segment(src: IndexDir, *, graph: bool = True, lazy: bool = False) -> IvfSegment:
+def read_segment(src: IndexDir, *, graph: bool | Literal["walk"] = True, lazy: bool = False) -> IvfSegment:
     """Read both files of a vector segment (``graph=False``: leave the HNSW rows of
-    ``index.idx`` unread, ``hnsw`` is then ``None``; searching does not walk them).
+    ``index.idx`` unread, ``hnsw`` is then ``None``; ``graph="walk"``: read each partition's
+    graph when a search first walks it, into ``walk``).
 
     ``lazy=True`` reads the row ids and the storage's code rows per partition when
     :meth:`IvfSegment.load` (or, for row ids alone, :meth:`IvfSegment.load_ids`) first asks for
@@ -380,15 +385,21 @@ def read_segment(src: IndexDir, *, graph: bool = True, lazy: bool = False) -> Iv
     if lengths.size != centroids.shape[0] or int(lengths.sum()) != aux.num_rows:
         raise CorruptFileError(f"{where_a}: partition lengths {lengths.tolist()[:8]}… do not match "
                                f"{centroids.shape[0]} centroids and {aux.num_rows} rows")
-    hnsw = _hnsw(idx, ivf_i, imeta, where_i) if graph and b"lance:hnsw" in imeta else None
+    has_graph = b"lance:hnsw" in imeta
+    hnsw = _hnsw(idx, ivf_i, imeta, where_i) if graph is True and has_graph else None
+    walk = None
+    if graph == "walk" and has_graph:
+        walk = read_graph(lambda: src.reader(INDEX_FILE, ["__vector_id", "__neighbors"]),
+                          _json_meta(imeta, b"lance:hnsw", where_i), lengths, ivf_i.lengths.astype(np.uint32), where_i)
     lazily = _lazy_storage(src, aux, ameta, lengths, where_a) if lazy else None
     if lazily is not None:  # row ids too are read per partition, with the codes
         storage, codes = lazily
-        return IvfSegment(index_type, metric, centroids, lengths, codes.row_ids, storage, ivf_i.loss, hnsw, codes)
+        return IvfSegment(index_type, metric, centroids, lengths, codes.row_ids, storage, ivf_i.loss, hnsw, codes,
+                          walk)
     table = aux.read_all().to_table()
     row_ids = numbers(table.column(ROW_ID)).astype(np.uint64)
     storage = _storage(table, ameta, lengths, aux, where_a)
-    return IvfSegment(index_type, metric, centroids, lengths, row_ids, storage, ivf_i.loss, hnsw)
+    return IvfSegment(index_type, metric, centroids, lengths, row_ids, storage, ivf_i.loss, hnsw, walk=walk)
 
 
 # -- writing -------------------------------------------------------------------------------------

@@ -449,3 +449,36 @@ def prunable(seg: IvfSegment) -> bool:
     """Whether :func:`score_rows` can drop rows beyond a bound for this segment's storage."""
     st = seg.storage
     return isinstance(st, PQStorage) or (isinstance(st, SQStorage) and seg.metric != "dot")
+
+
+def sq_row_scorer(seg: IvfSegment, q: npt.NDArray[np.generic],
+                  parts: npt.NDArray[np.int64]) -> Callable[[npt.NDArray[np.integer[Any]]], F32] | None:
+    """Distances of any rows of the (loaded) partitions ``parts`` of an SQ segment, one gather
+    each, for searches that score the rows they reach (a graph walk) instead of whole partitions;
+    the same values as :func:`score_rows` (exact integer sums in code space). ``None`` where
+    those sums are not exact (dot, wide vectors): the caller scores whole partitions."""
+    st = seg.storage
+    if not isinstance(st, SQStorage) or seg.metric == "dot":
+        return None
+    prep = _prepared(seg)
+    if prep.sq_ready is None or prep.sq_norms is None:
+        return None
+    _sq_ready(seg, st, prep, parts)
+    qc, _ = _sq_query(st, _query(seg, q))
+    minus2 = -2 * qc
+    qq = np.float32(qc @ qc)
+    norms, codes = prep.sq_norms, st.codes
+    # _sq_query's scaling, in place: (raw * span²) / 255², each step in float32 as there
+    span2, denom = np.float32(st.end - st.start) ** 2, np.float32(255.0 ** 2)
+
+    def score(rows: npt.NDArray[np.integer]) -> F32:
+        # integer sums below 2**24 (see _score_sq): exact in float32 in any order, so a matmul of
+        # the gathered codes gives _score_sq's values (and is ~1.5x faster than einsum here)
+        raw: F32 = codes[rows] @ minus2
+        raw += norms[rows]
+        raw += qq
+        raw *= span2
+        raw /= denom
+        return raw
+
+    return score
