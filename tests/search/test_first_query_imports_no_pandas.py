@@ -4,9 +4,8 @@ pyarrow imports pandas (~0.3 s of CPU) on a first ``pa.array`` from numpy, ``pa.
 ``to_numpy``; pylance pays for it inside ``import lance``. Our search path converts through Arrow
 buffers instead (``lance_format/arrays.py``), so a cold process's first query,
 filtered (prefilter, a SQL literal) or not, leaves pandas unloaded. The rows it returns are those
-the same query returns in this (warm) process, and pylance's up to its own search differences
-(tie-aware: PQ/SQ codes give equal distances; pylance walks HNSW graphs where we score the probed
-partitions whole).
+the same query returns in this (warm) process, and pylance's up to ties (PQ/SQ codes give equal
+distances, ``ties.py``). The HNSW kind reads its graph's list column on the first query too.
 """
 
 from __future__ import annotations
