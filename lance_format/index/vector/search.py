@@ -207,7 +207,7 @@ def _search_walk(seg: IvfSegment, q: npt.NDArray[np.generic], k: int, probe: Pro
     done = 0
     best_rows = np.empty(0, np.int64)
     best_dist = np.empty(0, np.float32)
-    dist = np.empty(graph.rows, np.float32)  # whole partitions' distances, where rows cannot be scored alone
+    dist: F32 | None = None  # whole partitions' distances, where rows cannot be scored alone
     ok = mask if mask is not None or allowed is None else np.zeros(graph.rows, bool)
     while True:
         chunk = order[done:n]
@@ -225,6 +225,7 @@ def _search_walk(seg: IvfSegment, q: npt.NDArray[np.generic], k: int, probe: Pro
                     assert allowed is not None
                     ok[flat] = allowed(flat)
                 if score is None:
+                    dist = np.empty(graph.rows, np.float32) if dist is None else dist
                     dist[flat] = score_rows(seg, q, chunk, rows)
                     score = _lookup(dist)
             found = walk(graph, chunk, score, k, width, ok, distance_range)
