@@ -309,14 +309,14 @@ def _variable_one_chunk(data: np.ndarray, start: int, size: int, count: int, wid
 
 def _le_words(data: np.ndarray, starts: np.ndarray, w: int) -> np.ndarray:
     """The little-endian ``w``-byte unsigned word at each of ``starts`` (all in bounds)."""
-    st = starts.tolist()
-    if len(st) <= _FEW_RANGES and all(s >= 0 and s + w <= len(data) for s in st):
-        # a small page: Python ints beat numpy's per-call overhead
-        return np.array([int.from_bytes(data[s : s + w].tobytes(), "little") for s in st], np.int64)
-    out = np.zeros(len(starts), np.int64)
-    for k in range(w):
-        out |= data[starts + k].astype(np.int64) << (8 * k)
-    return out
+    if len(starts) <= _FEW_RANGES:
+        st = starts.tolist()
+        if all(s >= 0 and s + w <= len(data) for s in st):
+            # a small page: Python ints beat numpy's per-call overhead
+            return np.array([int.from_bytes(data[s : s + w].tobytes(), "little") for s in st], np.int64)
+    # one gather of every word's bytes, read as little-endian words
+    words = data[starts[:, None] + np.arange(w, dtype=np.int64)[None, :]]
+    return words.view(np.dtype(f"<u{w}")).reshape(-1).astype(np.int64)
 
 
 def _few_bitpacked(cs: ChunkSet, t: int, dtype: np.dtype[Any]) -> Fixed | None:
@@ -324,11 +324,13 @@ def _few_bitpacked(cs: ChunkSet, t: int, dtype: np.dtype[Any]) -> Fixed | None:
 
     Returns None when the general path must decide (many chunks, mixed widths, width 0)."""
     w = dtype.itemsize
+    n = len(cs.counts)
+    if not 0 < n <= _FEW_RANGES:
+        return None
     counts, sizes = cs.counts.tolist(), cs.sizes[0].tolist()
     starts = cs.starts[0]
     st = starts.tolist()
-    n = len(st)
-    if not 0 < n <= _FEW_RANGES or not all(s >= 0 and s + w <= len(cs.data) for s in st):
+    if not all(s >= 0 and s + w <= len(cs.data) for s in st):
         return None
     widths = [int.from_bytes(cs.data[s : s + w].tobytes(), "little") for s in st]
     if max(widths) > t:

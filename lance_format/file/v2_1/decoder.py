@@ -18,6 +18,7 @@ from lance_format.file.v2_0.buffers import gather_ranges
 from lance_format.file.v2_1.arrow import merge, page_to_arrow
 from lance_format.file.v2_1.blocks import BlobRefs, Var
 from lance_format.file.v2_1.layout import PageData, decode_page, repeated_rows
+from lance_format.file.v2_1.listrange import ListPlan, build_list_plan, list_plan_buffers, list_rows
 from lance_format.file.v2_1.pagerange import (
     MiniPlan,
     TakeRequest,
@@ -101,6 +102,7 @@ class Decoder21:
         self.version = f"{version[0]}.{version[1]}"
         self._pages = LruCache(_CACHE_BYTES)
         self._plans: dict[tuple[int, int], MiniPlan | None] = {}
+        self._list_plans: dict[tuple[int, int], ListPlan | None] = {}
         #: The range decoded ahead in the background (see ``read_range``), and where the last read stopped.
         self._ahead: tuple[tuple[int, int], Future[pa.RecordBatch]] | None = None
         self._range_stop = -1
@@ -288,6 +290,33 @@ class Decoder21:
 
         return self._guard(leaf, p, run)
 
+    def _list_part(self, leaf: _Leaf, p: int, lo: int, hi: int) -> pa.Array | None:
+        """Rows ``[lo, hi)`` of a list mini-block page from just their chunks; None for other pages."""
+        page = leaf.column.pages[p]
+        key = (leaf.column.index, p)
+        with self._lock:
+            known = key in self._list_plans
+            plan = self._list_plans.get(key)
+        if not known:
+            if page.type_url != PAGE_LAYOUT_URL:
+                return None
+            layout = self._guard(leaf, p, _page_layout, page)
+            wanted = self._guard(leaf, p, list_plan_buffers, page, layout)
+            if wanted is not None:
+                raw = self.source.read_arrays(wanted, "page buffer")
+                plan = self._guard(leaf, p, build_list_plan, page, layout, raw)
+            with self._lock:
+                self._list_plans[key] = plan
+        if plan is None:
+            return None
+        found = plan
+
+        def run() -> pa.Array:
+            data, skip = list_rows(found, self.source, lo, hi)
+            return page_to_arrow(data, leaf.path, self._where(leaf, p)).slice(skip, hi - lo)
+
+        return self._guard(leaf, p, run)
+
     def _fullzip_part(self, leaf: _Leaf, p: int, rows: np.ndarray) -> pa.Array | None:
         """Page rows ``rows`` (sorted, unique) of a full-zip page, reading only their bytes."""
         page = leaf.column.pages[p]
@@ -386,6 +415,10 @@ class Decoder21:
                 plan = self._plan(leaf, p)
                 if plan is not None:
                     parts.append(self._page_part(leaf, p, plan, lo, hi))
+                    continue
+                listed = self._list_part(leaf, p, lo, hi)
+                if listed is not None:
+                    parts.append(listed)
                     continue
                 zipped = self._fullzip_part(leaf, p, np.arange(lo, hi, dtype=np.int64))
                 if zipped is not None:

@@ -9,7 +9,6 @@ import numpy as np
 from lance_format._pb import encodings_v2_1_pb2 as pb
 from lance_format.arrays import distinct
 from lance_format.errors import CorruptFileError, UnsupportedEncodingError
-from lance_format.file.v2_1 import bitpack
 from lance_format.file.v2_1 import compression as comp
 from lance_format.file.v2_1.blocks import (
     BlobRefs,
@@ -23,6 +22,7 @@ from lance_format.file.v2_1.blocks import (
 )
 from lance_format.file.v2_1.chunkset import decode_chunkset
 from lance_format.file.v2_1.fullzip import decode_fullzip
+from lance_format.file.v2_1.levels import chunk_levels
 from lance_format.file.v2_1.repdef import Layer, PageData, layers_from_pb
 
 
@@ -201,6 +201,50 @@ def miniblock_plan(m: pb.MiniBlockLayout, meta: np.ndarray) -> tuple[np.ndarray,
     return counts, sizes
 
 
+def _chunk_buffers(data: np.ndarray, starts: np.ndarray, sizes: np.ndarray, nlevels: int, nbuf: int,
+                   vw: int) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray], list[np.ndarray], np.ndarray]:
+    """Where the level and value buffers of every chunk lie, from the chunk headers.
+
+    A chunk starts with a ``u16`` level count, a ``u16`` size per level buffer (rep, then def),
+    then a size per value buffer (``vw`` bytes), padded to 8 bytes; each buffer follows padded
+    to 8 bytes. All headers are read with one gather, all positions computed together.
+
+    Returns:
+        (level buffer starts, level buffer sizes, value buffer starts, value buffer sizes,
+        levels per chunk): one array per buffer, one entry per chunk.
+
+    Raises:
+        CorruptFileError: a header or buffer runs past its chunk.
+    """
+    n = len(starts)
+    fixed = 2 * (1 + nlevels)
+    hlen = fixed + vw * nbuf
+    if n and int(sizes.min()) < hlen:
+        raise CorruptFileError("mini-block chunk is shorter than its header")
+    if n and int(starts[-1]) + hlen > len(data):
+        raise CorruptFileError("mini-block chunks run past the end of the data buffer")
+    head = data[starts[:, None] + np.arange(hlen, dtype=np.int64)[None, :]]  # (chunks, header bytes)
+    small = head[:, :fixed].view("<u2").astype(np.int64)
+    num_levels = small[:, 0]
+    if nbuf:
+        values = head[:, fixed:].view(_LE_WORDS[vw]).astype(np.int64)
+        bsizes = np.concatenate([small[:, 1:], values], axis=1)
+    else:
+        bsizes = small[:, 1:]
+    if not bsizes.shape[1]:
+        return [], [], [], [], num_levels
+    # each buffer begins where the previous one ends, padded to 8 bytes, after the padded header
+    ends = np.cumsum((bsizes + 7) & ~7, axis=1) + ((hlen + 7) & ~7)
+    begins = ends - ((bsizes + 7) & ~7)
+    # buffers are in order, so every one lies inside its chunk if the last one does
+    if bool((begins[:, -1] + bsizes[:, -1] > sizes).any()):
+        raise CorruptFileError("mini-block chunk buffer runs past its chunk")
+    begins += starts[:, None]
+    at = list(np.ascontiguousarray(begins.T))
+    size = list(np.ascontiguousarray(bsizes.T))
+    return at[:nlevels], size[:nlevels], at[nlevels:], size[nlevels:], num_levels
+
+
 def decode_miniblock_page(
     m: pb.MiniBlockLayout,
     buffers: list[np.ndarray],
@@ -241,34 +285,13 @@ def decode_miniblock_page(
     if nbuf > 64:
         raise CorruptFileError(f"mini-block claims {nbuf} buffers per chunk")
     vw = 4 if large else 2
-    # Header: u16 levels, [u16 rep size], [u16 def size], value sizes (u16 | u32 in 2.2)
-    pos = 2
-    num_levels = _read_le(data, starts, 2)
-    rep_size = def_size = None
-    if has_rep:
-        rep_size = _read_le(data, starts + pos, 2)
-        pos += 2
-    if has_def:
-        def_size = _read_le(data, starts + pos, 2)
-        pos += 2
-    buf_sizes = []
-    for _ in range(nbuf):
-        buf_sizes.append(_read_le(data, starts + pos, vw))
-        pos += vw
-    cur = starts + ((pos + 7) // 8) * 8
-
-    def take(size: np.ndarray) -> np.ndarray:
-        nonlocal cur
-        begin = cur
-        cur = cur + ((size + 7) // 8) * 8
-        if ((begin + size) > starts + sizes).any():
-            raise CorruptFileError("mini-block chunk buffer runs past its chunk")
-        return begin
-
-    rep_start = take(rep_size) if rep_size is not None else None
-    def_start = take(def_size) if def_size is not None else None
-    buf_starts = [take(s) for s in buf_sizes]
-    chunkset = ChunkSet(data, list(buf_starts), list(buf_sizes), counts)
+    level_start, level_size, buf_starts, buf_sizes, num_levels = _chunk_buffers(
+        data, starts, sizes, int(has_rep) + int(has_def), nbuf, vw)
+    rep_start = level_start[0] if has_rep else None
+    rep_size = level_size[0] if has_rep else None
+    def_start = level_start[-1] if has_def else None
+    def_size = level_size[-1] if has_def else None
+    chunkset = ChunkSet(data, buf_starts, buf_sizes, counts)
     if not m.HasField("dictionary"):
         dictionary = None
     elif dictionary is None:
@@ -278,76 +301,11 @@ def decode_miniblock_page(
     if rows is not None and has_rep:
         raise CorruptFileError("row selection needs a page without repetition")
     values = decode_chunkset(m.value_compression, chunkset, rows)
-    rep = _chunk_levels(m.rep_compression, data, rep_start, rep_size, num_levels) if has_rep else None
-    defs = _chunk_levels(m.def_compression, data, def_start, def_size, num_levels) if has_def else None
+    rep = chunk_levels(m.rep_compression, data, rep_start, rep_size, num_levels) if has_rep else None
+    defs = chunk_levels(m.def_compression, data, def_start, def_size, num_levels) if has_def else None
     if rows is not None and defs is not None:
         defs = defs[rows]
     return PageData(values, rep, defs, layers, num_rows, dictionary)
-
-
-def _chunk_levels(
-    enc: pb.CompressiveEncoding,
-    data: np.ndarray,
-    starts: np.ndarray | None,
-    sizes: np.ndarray | None,
-    num_levels: np.ndarray,
-) -> np.ndarray:
-    assert starts is not None and sizes is not None
-    kind = enc.WhichOneof("compression")
-    if kind == "flat" and enc.flat.bits_per_value == 16 and not enc.flat.HasField("data"):
-        parts = [data[int(s) : int(s) + 2 * int(n)] for s, n in zip(starts, num_levels, strict=False)]
-        for p, n in zip(parts, num_levels, strict=False):
-            if len(p) != 2 * n:
-                raise CorruptFileError("level buffer is truncated")
-        return np.ascontiguousarray(np.concatenate(parts)).view(np.uint16)
-    if kind == "out_of_line_bitpacking":
-        fast = _ool_levels(enc, data, starts, sizes, num_levels)
-        if fast is not None:
-            return fast
-    out = []
-    for s, z, n in zip(starts, sizes, num_levels, strict=False):
-        block = comp.decode_block(enc, data[int(s) : int(s + z)], int(n))
-        out.append(comp.levels_from_block(block, int(n)))
-    return np.concatenate(out) if out else np.zeros(0, np.uint16)
-
-
-def _ool_levels(
-    enc: pb.CompressiveEncoding,
-    data: np.ndarray,
-    starts: np.ndarray,
-    sizes: np.ndarray,
-    num_levels: np.ndarray,
-) -> np.ndarray | None:
-    """Out-of-line bit-packed u16 levels of every chunk, unpacked in one batch.
-
-    Returns None for the rare layouts (raw tails, other widths) left to the generic path."""
-    ool = enc.out_of_line_bitpacking
-    if ool.uncompressed_bits_per_value != 16 or ool.values.WhichOneof("compression") != "flat":
-        return None
-    width = int(ool.values.flat.bits_per_value)
-    if width == 0:  # every level is 0 (lance writes this for pages without any null / empty list)
-        return np.zeros(int(num_levels.sum()), np.uint16)
-    if not 0 < width <= 16:
-        raise CorruptFileError(f"level bit width {width} out of range")
-    per_block = 128 * width  # bytes of one packed 1024-level block
-    nblk = (num_levels + 1023) // 1024
-    if (sizes != nblk * per_block).any():
-        return None  # some chunk keeps its tail unpacked
-    rem = num_levels % 1024
-    if ((rem > 0) & (2 * rem == per_block)).any():
-        # A raw u16 tail exactly as long as a packed block: lance stores it raw (the
-        # sizes cannot tell the two apart), so the generic path, which prefers raw, decodes it.
-        return None
-    parts = [data[a : a + b] for a, b in zip(starts.tolist(), (nblk * per_block).tolist(), strict=True)]
-    words = np.concatenate(parts).view(np.uint16) if parts else np.zeros(0, np.uint16)
-    vals = bitpack.unpack_blocks(words, width, 16).reshape(-1, 1024)
-    valid = np.full(len(vals), 1024, np.int64)
-    last_block = np.cumsum(nblk) - 1
-    has_rem = (rem > 0) & (nblk > 0)
-    valid[last_block[has_rem]] = rem[has_rem]
-    if (valid == 1024).all():
-        return vals.reshape(-1)
-    return vals[np.arange(1024)[None, :] < valid[:, None]]
 
 
 #: Below this many data bytes a page is decoded whole (as ``pagerange.PARTIAL_MIN_BYTES``).

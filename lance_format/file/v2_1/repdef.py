@@ -94,6 +94,8 @@ def unravel(
         raise CorruptFileError("list layers without repetition levels")
     if defs is not None and len(defs) and int(defs.max()) > int(base[-1]):
         raise CorruptFileError("definition level exceeds the layers' maximum")
+    if nlayers == 2 and max_rep == 1 and layers[1].is_list and rep is not None:
+        return _one_list(rep, defs, layers, int(base[1]))
     d_all = defs.astype(np.int32) if defs is not None else None
     r_all = rep.astype(np.int32) if rep is not None else None
     if r_all is not None:
@@ -140,6 +142,41 @@ def unravel(
         outs[k] = LayerOut(validity, offsets)
         pos = child
     return outs, num_levels if pos is None else len(pos)
+
+
+def _one_list(rep: np.ndarray, defs: np.ndarray | None, layers: list[Layer], item_defs: int) -> tuple[list[LayerOut], int]:
+    """:func:`unravel` for a list of items (``list<primitive>``, the usual list column): the same
+    outputs from one scan for row starts, without the per-level prefix counts of the general path.
+
+    ``item_defs``: definition levels of the item layer (0, or 1 when items can be null); a level
+    above it is a null or empty list, which holds no item. Callers checked lengths and the
+    maximum definition level.
+    """
+    n = len(rep)
+    if n and int(rep.max()) > 1:
+        raise CorruptFileError("repetition level exceeds the number of list layers")
+    if n and rep[0] != 1:
+        raise CorruptFileError("page does not start at a row boundary")
+    rows = np.flatnonzero(rep != 0)  # rows start where rep is 1 (numpy finds bools ~4x faster)
+    offsets = np.empty(len(rows) + 1, np.int64)
+    if defs is None or not defs.any():  # every level is a valid item (no null or empty list)
+        offsets[:-1] = rows
+        offsets[-1] = n
+        return [LayerOut(None, None), LayerOut(None, offsets)], n
+    no_item = np.flatnonzero(defs > item_defs)  # null / empty lists: usually few
+    # a row's first item comes after every earlier level less those without an item
+    np.subtract(rows, np.searchsorted(no_item, rows), out=offsets[:-1])
+    offsets[-1] = n - len(no_item)
+    item_validity = None
+    if layers[0] == Layer.NULLABLE_ITEM:
+        item_validity = np.delete(defs, no_item) == 0 if len(no_item) else defs == 0
+    lst = layers[1]
+    d = defs[rows]
+    null = d > item_defs + lst.num_def_levels
+    if lst in (Layer.NULLABLE_LIST, Layer.NULL_AND_EMPTY_LIST):
+        null |= d == item_defs + 1
+    validity = ~null if null.any() else None
+    return [LayerOut(item_validity, None), LayerOut(validity, offsets)], n - len(no_item)
 
 
 @dataclass
