@@ -110,7 +110,8 @@ class GraphRows:
         self.starts = np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)[:-1]]).astype(np.int64)
         self._graph_starts = np.concatenate([[0], np.cumsum(graph_lengths, dtype=np.int64)[:-1]]).tolist()
         self._graph_lengths = graph_lengths.astype(np.int64).tolist()
-        m = int(partitions[0].get("params", {}).get("m", 20)) if partitions else 20
+        # m from a partition that has a graph (an empty partition's metadata is empty)
+        m = next((int(p["params"]["m"]) for p in partitions if "m" in p.get("params", {})), 20)
         self.level0 = np.empty((self.rows + 1, 2 * m), np.int32)  # rows filled as partitions load
         self.level0[self.rows] = self.rows
         self.upper: list[_Level] = []
@@ -153,10 +154,18 @@ class GraphRows:
 
     def _put_level0(self, rows: I64, lists: I64, values: I64, base: int) -> None:
         lens = np.diff(lists)
-        if lens.size and int(lens.max()) > self.level0.shape[1]:  # wider lists than 2m: widen once
+        if lens.size and int(lens.max()) > self.level0.shape[1]:  # wider lists than 2m: widen
+            # pylance's level-0 lists reach 2m + 1 now and then (1 node in ~25k on a 1M-row
+            # index): copy only the rows of partitions already read (and the sentinel row), as
+            # a copy of the whole matrix would write [rows, 2m] int32 (160 MB at 1M rows) on
+            # one query; the other rows are still unread, as in the matrix they replace
+            old = self.level0.shape[1]
             wider = np.empty((self.rows + 1, int(lens.max())), np.int32)
-            wider[:, :self.level0.shape[1]] = self.level0
-            wider[:, self.level0.shape[1]:] = self.rows
+            spans = [(int(self.starts[p]), int(self.starts[p] + self.lengths[p]))
+                     for p in np.flatnonzero(self._loaded).tolist()] + [(self.rows, self.rows + 1)]
+            for lo, hi in spans:
+                wider[lo:hi, :old] = self.level0[lo:hi]
+                wider[lo:hi, old:] = self.rows
             self.level0 = wider
         block = _padded(lens, values + base, self.level0.shape[1], self.rows)
         if rows.size and int(rows[0]) == 0 and int(rows[-1]) == rows.size - 1:  # level 0 lists nodes in order
@@ -322,7 +331,8 @@ def read_graph(reader_of: Callable[[], Any], meta: list[Any], lengths: npt.NDArr
                graph_lengths: npt.NDArray[np.uint32], where: str) -> GraphRows:
     """A :class:`GraphRows` over ``index.idx`` (``reader_of`` opens a reader of its
     ``__vector_id`` and ``__neighbors`` columns; ``meta``: the ``lance:hnsw`` entries)."""
-    parts = tuple(json.loads(p) if isinstance(p, (str, bytes)) else dict(p) for p in meta)
+    # pylance writes an empty string for a partition without rows (no graph): read it as no metadata
+    parts = tuple((json.loads(p) if p else {}) if isinstance(p, (str, bytes)) else dict(p) for p in meta)
     box: list[Any] = []
 
     def read(first: int, rows: int) -> pa.Table:

@@ -1,0 +1,116 @@
+"""Review of the IVF_HNSW_* graph walk (``lance_format/index/vector/hnsw_walk.py``): cases the
+walk's own tests do not reach, each compared with pylance tie-aware (``ties.py``)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import lance_format
+
+from .ties import tie_groups
+
+lance = pytest.importorskip("lance")
+os.environ.setdefault("RUST_LOG", "error")
+os.environ.setdefault("LANCE_INCLUDE_VECTOR_CENTROIDS", "false")
+
+DIM = 16
+
+
+def _answers(ds: Any, q: np.ndarray[Any, Any], k: int, nearest: dict[str, Any], **kw: Any
+             ) -> tuple[list[int], list[float]]:
+    t = ds.to_table(columns=["id", "_distance"], nearest={"column": "vec", "q": q, "k": k, **nearest}, **kw)
+    return t.column("id").to_pylist(), t.column("_distance").to_pylist()
+
+
+def _same(theirs: tuple[list[int], list[float]], ours: tuple[list[int], list[float]]) -> None:
+    """Rank by rank the same distances; the same rows in every tie group but the last (k cuts it)."""
+    assert len(ours[0]) == len(theirs[0])
+    if not theirs[0]:
+        return
+    d = np.asarray(theirs[1])
+    np.testing.assert_allclose(ours[1], d, rtol=1e-5, atol=1e-5)
+    groups = tie_groups(d)
+    ids_t, ids_o = np.asarray(theirs[0]), np.asarray(ours[0])
+    for g in range(int(groups[-1])):
+        assert set(ids_o[groups == g].tolist()) == set(ids_t[groups == g].tolist())
+
+
+def _tiny_partitions(tmp_path: Path, kind: str, **kw: Any) -> tuple[str, np.ndarray[Any, Any]]:
+    """Six clusters of ~330 rows, then partitions of 1, 2 and 0 rows (centroids given to pylance's
+    build), and queries near every one of them."""
+    rng = np.random.default_rng(3)
+    centers = rng.standard_normal((6, DIM)).astype(np.float32) * 4
+    x = (centers[rng.integers(0, 6, 2000)] + rng.standard_normal((2000, DIM))).astype(np.float32)
+    x[0], x[1], x[2] = 50, -50, -50.5
+    table = pa.table({"id": pa.array(np.arange(2000)), "cat": pa.array(np.arange(2000) % 50),
+                      "vec": pa.FixedSizeListArray.from_arrays(pa.array(x.ravel()), DIM)})
+    far = [np.full((1, DIM), v, np.float32) for v in (50, -50, 500)]
+    uri = str(tmp_path / f"{kind}.lance")
+    ds = lance.write_dataset(table, uri, max_rows_per_file=700)
+    ds.create_index("vec", kind, num_partitions=9, ivf_centroids=np.concatenate([centers, *far]), **kw)
+    sizes = [p["size"] for p in ds.stats.index_stats("vec_idx")["indices"][0]["partitions"]]
+    assert sizes[6:] == [1, 2, 0]
+    qs = np.concatenate([centers[:3] + 0.5, np.full((1, DIM), 49, np.float32), np.full((1, DIM), -49, np.float32),
+                         np.full((1, DIM), 400, np.float32)])
+    return uri, qs
+
+
+@pytest.mark.parametrize("kind, kw", [("IVF_HNSW_SQ", {}), ("IVF_HNSW_PQ", {"num_sub_vectors": 4}),
+                                      ("IVF_HNSW_FLAT", {})])
+def test_an_index_with_empty_one_and_two_row_partitions_answers_as_pylance(tmp_path: Path, kind: str,
+                                                                          kw: dict[str, Any]) -> None:
+    """pylance writes an empty ``lance:hnsw`` entry for a partition without rows: reading the
+    graphs raised ``JSONDecodeError`` on every query of such an index."""
+    uri, qs = _tiny_partitions(tmp_path, kind, **kw)
+    theirs, ours = lance.dataset(uri), lance_format.dataset(uri)
+    for q in qs:
+        for nprobes, k, extra in [(1, 10, {}), (3, 100, {}), (9, 10, {"ef": 1000})]:
+            near = {"nprobes": nprobes, **extra}
+            _same(_answers(theirs, q, k, near), _answers(ours, q, k, near))
+        for where in ("id < 3 or cat = 7", "id = 1", "id < 0"):
+            _same(_answers(theirs, q, 10, {"nprobes": 9}, filter=where, prefilter=True),
+                  _answers(ours, q, 10, {"nprobes": 9}, filter=where, prefilter=True))
+
+
+def _rss_mb() -> float:
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:")) / 1e3
+
+
+def test_a_level0_list_longer_than_2m_widens_only_the_partitions_read(tmp_path: Path) -> None:
+    """pylance's level-0 lists reach 2m + 1 now and then (1 in ~25k nodes on a 1M-row index):
+    widening the segment's neighbour matrix copied all of it, [rows, 2m] int32 written on one
+    query (~160 MB at 1M rows); it must copy the partitions read so far and keep their lists."""
+    from lance_format.index.vector.hnsw_walk import GraphRows
+
+    m, big = 2, 4_000_000  # partition 2: 4M rows never read (16 MB per column of the matrix)
+    lists = {0: [[1, 2], [0, 2, 3], [0, 1], [1]],  # at most 2m = 4 neighbours
+             1: [[1, 2, 3, 4, 5], [0], [0], [0], [0], [0]]}  # node 0: 2m + 1
+
+    def read(first: int, rows: int) -> pa.Table:
+        part = 0 if first == 0 else 1
+        nb = lists[part]
+        return pa.table({"__vector_id": pa.array(np.arange(len(nb)), pa.uint32()),
+                         "__neighbors": pa.array(nb, pa.list_(pa.uint32()))})
+
+    meta = tuple({"entry_point": 0, "params": {"m": m}, "level_offsets": [0, len(lists[p])]} for p in (0, 1)) + (
+        {"entry_point": 0, "params": {"m": m}, "level_offsets": [0, big]},)
+    lengths = np.array([4, 6, big], np.uint32)
+    graph = GraphRows(read, meta, lengths, lengths, "test")
+    graph.load(np.array([0], np.int64))
+    before = _rss_mb()
+    graph.load(np.array([1], np.int64))
+    grown = _rss_mb() - before
+    assert grown < 30, grown  # the whole matrix at width 5: 80 MB
+    n = graph.rows
+    assert graph.level0.shape[1] == 5
+    want0 = [[1, 2, n, n, n], [0, 2, 3, n, n], [0, 1, n, n, n], [1, n, n, n, n]]
+    assert graph.level0[:4].tolist() == want0  # partition 0, read before the widening, intact
+    assert graph.level0[4].tolist() == [5, 6, 7, 8, 9]  # partition 1 in segment rows
+    assert graph.level0[n].tolist() == [n] * 5  # the sentinel row
