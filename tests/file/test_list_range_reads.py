@@ -234,3 +234,27 @@ def test_unpacking_every_block_count_and_width_round_trips() -> None:
                 vals[:3] = top
                 packed = bitpack.pack_blocks(vals, width, t)
                 assert np.array_equal(bitpack.unpack_blocks(packed, width, t), vals), (t, width, blocks)
+
+
+def test_a_repetition_index_that_disagrees_with_its_page_is_not_used(written: tuple[str, pa.Table]) -> None:
+    # such a page is decoded whole instead (that does not rely on the index)
+    path, _table = written
+    dec = LanceFileReader(path, columns=["graph"])._decoder
+    assert isinstance(dec, decoder.Decoder21)
+    page = dec._leaves[0][0].column.pages[0]
+    layout_ = decoder._page_layout(page)
+    wanted = listrange.list_plan_buffers(page, layout_)
+    assert wanted is not None
+    raw = dec.source.read_arrays(wanted, "page buffer")
+    assert listrange.build_list_plan(page, layout_, raw) is not None
+    entries = np.ascontiguousarray(raw[-1]).view("<u8").reshape(-1, 2).copy()
+    for change in ("more rows", "open last row", "short"):
+        bad = entries.copy()
+        if change == "more rows":
+            bad[0, 0] += 1
+        elif change == "open last row":
+            bad[-1, 1] = 3
+        index = bad.view(np.uint8).reshape(-1)
+        if change == "short":
+            index = index[:-16]
+        assert listrange.build_list_plan(page, layout_, [*raw[:-1], index]) is None, change

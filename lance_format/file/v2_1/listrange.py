@@ -73,27 +73,28 @@ def list_plan_buffers(page: Any, layout: pb.PageLayout) -> list[tuple[int, int]]
     return [(int(page.buffer_offsets[i]), int(page.buffer_sizes[i])) for i in picked]
 
 
-def build_list_plan(page: Any, layout: pb.PageLayout, raw: list[np.ndarray]) -> ListPlan:
-    """The plan of a list page from the buffers :func:`list_plan_buffers` named, read into ``raw``.
+def build_list_plan(page: Any, layout: pb.PageLayout, raw: list[np.ndarray]) -> ListPlan | None:
+    """The plan of a list page from the buffers :func:`list_plan_buffers` named, read into ``raw``;
+    None when the repetition index does not describe the page as expected (the page is then
+    decoded whole, which does not rely on the index).
 
     Raises:
-        CorruptFileError: the repetition index or chunk metadata disagrees with the page.
+        CorruptFileError: the chunk metadata disagrees with the page (decoding it whole fails too).
     """
     m = layout.mini_block_layout
     meta, index = raw[0], raw[-1]
     counts, sizes = miniblock_plan(m, meta)
     nchunks = len(counts)
     if len(index) != 16 * nchunks:
-        raise CorruptFileError(f"repetition index holds {len(index)} bytes for {nchunks} chunks")
+        return None
     entries = np.ascontiguousarray(index).view("<u8").reshape(nchunks, 2).astype(np.int64)
     done = np.cumsum(entries[:, 0])
-    if int(done[-1]) != int(page.length):
-        raise CorruptFileError(f"repetition index finishes {int(done[-1])} rows, page has {page.length}")
     trailer = entries[:, 1] > 0
     begun = np.zeros(nchunks + 1, np.int64)
     np.add(done, trailer, out=begun[1:])  # a trailing row has begun in its chunk but not ended
-    if (np.diff(begun) < 0).any() or bool(trailer[-1]):
-        raise CorruptFileError("repetition index is inconsistent")
+    # every row ends in the page, and counts never go down (u64 counts past 2**63 turn negative)
+    if int(done[-1]) != int(page.length) or bool(trailer[-1]) or (entries < 0).any() or (np.diff(begun) < 0).any():
+        return None
     first_byte = np.zeros(nchunks + 1, np.int64)
     np.cumsum(sizes, out=first_byte[1:])
     if int(first_byte[-1]) > int(page.buffer_sizes[1]):
