@@ -258,3 +258,24 @@ def test_a_repetition_index_that_disagrees_with_its_page_is_not_used(written: tu
         if change == "short":
             index = index[:-16]
         assert listrange.build_list_plan(page, layout_, [*raw[:-1], index]) is None, change
+
+
+def test_map_ranges_equal_pylance(tmp_path_factory: pytest.TempPathFactory) -> None:
+    # a map's keys and values are list leaves too (pylance writes maps from 2.2 on)
+    rng = np.random.default_rng(1)
+    lens = rng.integers(0, 6, 30_000)
+    keys = pa.array([f"k{i}" for i in rng.integers(0, 50, int(lens.sum()))])
+    offsets = np.zeros(len(lens) + 1, np.int32)
+    np.cumsum(lens, out=offsets[1:])
+    maps = pa.MapArray.from_arrays(pa.array(offsets), keys, pa.array(rng.integers(0, 1000, int(lens.sum()))))
+    table = pa.table({"m": maps})
+    path = str(tmp_path_factory.mktemp("maps") / "f.lance")
+    with lance.file.LanceFileWriter(path, version="2.2") as w:
+        for start in range(0, len(table), 3_000):
+            w.write_batch(table.slice(start, 3_000))
+    ours, theirs = LanceFileReader(path), lance.file.LanceFileReader(path)
+    for _ in range(20):
+        size = int(rng.integers(1, 9_000))
+        start = int(rng.integers(0, len(table) - size))
+        got = ours.read_range(start, size, batch_size=size).to_table()
+        assert got.equals(theirs.read_range(start, size, batch_size=size).to_table()), (start, size)
