@@ -281,16 +281,20 @@ def _beam(graph: GraphRows, entry: I64, score: Score, k: int, ef: int, ok: BoolM
         return a
 
     filtered = ok is not None or lo is not None or hi is not None
-    cand_d = curd[:, None].astype(np.float32)
-    cand_n = cur[:, None].astype(np.int32)
+    # candidates in [p, cap] buffers, columns [0, used) in arrival order: new ones are written
+    # after the others (a concatenation per expansion copied all of them), popped ones hold inf
+    cap = 4 * width + 1
+    cand_d = np.full((p, cap), inf, np.float32)
+    cand_n = np.full((p, cap), n, np.int32)
+    cand_d[:, 0], cand_n[:, 0] = curd, cur
+    used = 1
     res_d = np.full((p, ef), np.inf, np.float32)
     res_n = np.full((p, ef), n, np.int32)
     first = allowed(cur, curd)
     res_d[first, 0], res_n[first, 0] = curd[first], cur[first]
     active = np.ones(p, bool)
-    limit = 4 * width
     while True:
-        j = cand_d.argmin(axis=1)
+        j = cand_d[:, :used].argmin(axis=1)
         cd = cand_d[rank, j]
         # stop once the nearest candidate is beyond the farthest of ef results (inf: not full)
         active &= (cd <= res_d[:, ef - 1]) & (cd < inf)
@@ -323,13 +327,17 @@ def _beam(graph: GraphRows, entry: I64, score: Score, k: int, ef: int, ok: BoolM
         # a neighbour joins the candidates if it was within the farthest result when it came
         # (or the results were not full); one beyond the final farthest of full results would
         # never be expanded (the walk stops before popping it), so that bound gives the same walk
-        cand_d = np.concatenate((cand_d, np.where(d <= res_d[:, ef - 1:], d, inf)), axis=1)
-        cand_n = np.concatenate((cand_n, nb), axis=1)
-        if cand_d.shape[1] > limit:
-            cand_d, cand_n = _compact(cand_d, cand_n)
-            # compact again only once the columns have doubled: with more live candidates than
-            # 4 × width (a large ef) a fixed limit compacted on every expansion
-            limit = max(4 * width, 2 * cand_d.shape[1])
+        if used + width > cap:
+            live_d, live_n = _compact(cand_d[:, :used], cand_n[:, :used])
+            used = live_d.shape[1]
+            if used + width > cap // 2:  # more than half live (a large ef): double, so that
+                cap = 2 * (used + width)  # compactions stay rare (not one per expansion)
+                cand_d = np.empty((p, cap), np.float32)
+                cand_n = np.empty((p, cap), np.int32)
+            cand_d[:, :used], cand_n[:, :used] = live_d, live_n
+        cand_d[:, used:used + width] = np.where(d <= res_d[:, ef - 1:], d, inf)
+        cand_n[:, used:used + width] = nb
+        used += width
     found = np.minimum(np.isfinite(res_d).sum(axis=1), k).tolist()
     return ([res_n[i, :m].astype(np.int64) for i, m in enumerate(found)],
             [res_d[i, :m].copy() for i, m in enumerate(found)])
