@@ -13,7 +13,8 @@ import pytest
 
 import lance_format
 
-from .ties import tie_groups
+from .hnsw_data import tiny_partitions
+from .ties import assert_same_answers as _same
 
 lance = pytest.importorskip("lance")
 os.environ.setdefault("RUST_LOG", "error")
@@ -28,46 +29,13 @@ def _answers(ds: Any, q: np.ndarray[Any, Any], k: int, nearest: dict[str, Any], 
     return t.column("id").to_pylist(), t.column("_distance").to_pylist()
 
 
-def _same(theirs: tuple[list[int], list[float]], ours: tuple[list[int], list[float]]) -> None:
-    """Rank by rank the same distances; the same rows in every tie group but the last (k cuts it)."""
-    assert len(ours[0]) == len(theirs[0])
-    if not theirs[0]:
-        return
-    d = np.asarray(theirs[1])
-    np.testing.assert_allclose(ours[1], d, rtol=1e-5, atol=1e-5)
-    groups = tie_groups(d)
-    ids_t, ids_o = np.asarray(theirs[0]), np.asarray(ours[0])
-    for g in range(int(groups[-1])):
-        assert set(ids_o[groups == g].tolist()) == set(ids_t[groups == g].tolist())
-
-
-def _tiny_partitions(tmp_path: Path, kind: str, **kw: Any) -> tuple[str, np.ndarray[Any, Any]]:
-    """Six clusters of ~330 rows, then partitions of 1, 2 and 0 rows (centroids given to pylance's
-    build), and queries near every one of them."""
-    rng = np.random.default_rng(3)
-    centers = rng.standard_normal((6, DIM)).astype(np.float32) * 4
-    x = (centers[rng.integers(0, 6, 2000)] + rng.standard_normal((2000, DIM))).astype(np.float32)
-    x[0], x[1], x[2] = 50, -50, -50.5
-    table = pa.table({"id": pa.array(np.arange(2000)), "cat": pa.array(np.arange(2000) % 50),
-                      "vec": pa.FixedSizeListArray.from_arrays(pa.array(x.ravel()), DIM)})
-    far = [np.full((1, DIM), v, np.float32) for v in (50, -50, 500)]
-    uri = str(tmp_path / f"{kind}.lance")
-    ds = lance.write_dataset(table, uri, max_rows_per_file=700)
-    ds.create_index("vec", kind, num_partitions=9, ivf_centroids=np.concatenate([centers, *far]), **kw)
-    sizes = [p["size"] for p in ds.stats.index_stats("vec_idx")["indices"][0]["partitions"]]
-    assert sizes[6:] == [1, 2, 0]
-    qs = np.concatenate([centers[:3] + 0.5, np.full((1, DIM), 49, np.float32), np.full((1, DIM), -49, np.float32),
-                         np.full((1, DIM), 400, np.float32)])
-    return uri, qs
-
-
 @pytest.mark.parametrize("kind, kw", [("IVF_HNSW_SQ", {}), ("IVF_HNSW_PQ", {"num_sub_vectors": 4}),
                                       ("IVF_HNSW_FLAT", {})])
 def test_an_index_with_empty_one_and_two_row_partitions_answers_as_pylance(tmp_path: Path, kind: str,
                                                                           kw: dict[str, Any]) -> None:
     """pylance writes an empty ``lance:hnsw`` entry for a partition without rows: reading the
     graphs raised ``JSONDecodeError`` on every query of such an index."""
-    uri, qs = _tiny_partitions(tmp_path, kind, **kw)
+    uri, qs = tiny_partitions(tmp_path, kind, **kw)
     theirs, ours = lance.dataset(uri), lance_format.dataset(uri)
     for q in qs:
         for nprobes, k, extra in [(1, 10, {}), (3, 100, {}), (9, 10, {"ef": 1000})]:

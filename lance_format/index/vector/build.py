@@ -471,7 +471,7 @@ def model_of(seg: IvfSegment, details: VectorIndexDetails) -> VectorModel:
 
 def load_model(src: IndexDir, details: VectorIndexDetails) -> VectorModel:
     """The model of the segment stored in ``src``."""
-    return model_of(read_segment(src), details)
+    return model_of(read_segment(src, graph=False), details)  # the graph is not part of the model
 
 
 def rows_of(seg: IvfSegment) -> VectorChunk:
@@ -491,7 +491,7 @@ def remap_segment(src: IndexDir, out: IndexDir, details: VectorIndexDetails,
     Every kept row keeps its partition and its exact code (pylance copies codes, §9.1);
     rows are sorted again by new row id within each partition; HNSW graphs are rebuilt.
     """
-    seg = read_segment(src)
+    seg = read_segment(src, graph=False)  # the graphs are built again below
     model = model_of(seg, details)
     rows = rows_of(seg)
     new_ids, keep = translate(rows.row_ids)

@@ -348,7 +348,8 @@ def _storage(table: pa.Table, meta: dict[bytes, bytes], lengths: npt.NDArray[np.
 
 
 def _hnsw(reader: Any, ivf: IvfModel, meta: dict[bytes, bytes], where: str) -> HnswGraph:
-    parts = tuple(json.loads(p) for p in _json_meta(meta, b"lance:hnsw", where))
+    # pylance writes an empty string for a partition without rows
+    parts = tuple(json.loads(p) if p else {} for p in _json_meta(meta, b"lance:hnsw", where))
     return HnswGraph(reader.read_all().to_table(), ivf.lengths.astype(np.uint32), parts)
 
 
