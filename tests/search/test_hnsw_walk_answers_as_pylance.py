@@ -22,7 +22,7 @@ import pytest
 import lance_format
 from lance_format.errors import InvalidInputError
 
-from .ties import tie_groups
+from .ties import assert_same_answers as _same
 
 lance = pytest.importorskip("lance")
 os.environ.setdefault("RUST_LOG", "error")
@@ -62,19 +62,6 @@ def _answers(ds: Any, q: np.ndarray[Any, Any], nearest: dict[str, Any], **kw: An
     t = ds.to_table(columns=["id", "_distance"], nearest={"column": "vec", "q": q, "k": 10, "nprobes": 1,
                                                           **nearest}, **kw)
     return t.column("id").to_pylist(), t.column("_distance").to_pylist()
-
-
-def _same(theirs: tuple[list[int], list[float]], ours: tuple[list[int], list[float]]) -> None:
-    """Rank by rank the same distances; the same rows in every tie group but the last (k cuts it)."""
-    assert len(ours[0]) == len(theirs[0])
-    if not theirs[0]:
-        return
-    d = np.asarray(theirs[1])
-    np.testing.assert_allclose(ours[1], d, rtol=1e-5, atol=1e-5)
-    groups = tie_groups(d)
-    ids_t, ids_o = np.asarray(theirs[0]), np.asarray(ours[0])
-    for g in range(int(groups[-1])):
-        assert set(ids_o[groups == g].tolist()) == set(ids_t[groups == g].tolist())
 
 
 def _compare(uri: str, nearest: dict[str, Any], **kw: Any) -> None:

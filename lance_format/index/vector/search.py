@@ -137,12 +137,7 @@ def search_segment(seg: IvfSegment, q: npt.NDArray[np.generic], k: int, probe: P
     """
     if seg.walk is not None and score is None:
         return _search_walk(seg, q, k, probe, allowed, distance_range, best_per_row, prepare, ef, allowed_mask)
-    order, ranked = _ranked(seg, q)
-    offsets = seg.offsets.astype(np.int64)
-    lengths = seg.lengths.astype(np.int64)
-    top = order.size if probe.maximum is None else min(probe.maximum, order.size)
-    enough = k if probe.k is None else min(k, probe.k)
-    n = first_round(probe, seg.metric, enough, ranked)
+    order, offsets, lengths, top, enough, n = _probing(seg, q, k, probe)
     done = 0
     best_rows = np.empty(0, np.int64)
     best_dist = np.empty(0, np.float32)
@@ -189,6 +184,17 @@ def search_segment(seg: IvfSegment, q: npt.NDArray[np.generic], k: int, probe: P
         n = _widen(order, offsets, lengths, done, top, enough - best_rows.size, k, allowed)
 
 
+def _probing(seg: IvfSegment, q: npt.NDArray[np.generic], k: int, probe: Probe
+             ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64], int, int, int]:
+    """Partitions in probe order, their offsets and lengths, how many may be probed, the rows
+    that are enough, and the partitions of the first round."""
+    order, ranked = _ranked(seg, q)
+    top = order.size if probe.maximum is None else min(probe.maximum, order.size)
+    enough = k if probe.k is None else min(k, probe.k)
+    first = first_round(probe, seg.metric, enough, ranked)
+    return order, seg.offsets.astype(np.int64), seg.lengths.astype(np.int64), top, enough, first
+
+
 def _search_walk(seg: IvfSegment, q: npt.NDArray[np.generic], k: int, probe: Probe, allowed: Allowed | None,
                  distance_range: tuple[float | None, float | None], best_per_row: bool, prepare: Prepare | None,
                  ef: int | None, mask: BoolMask | None) -> tuple[npt.NDArray[np.int64], F32]:
@@ -198,12 +204,7 @@ def _search_walk(seg: IvfSegment, q: npt.NDArray[np.generic], k: int, probe: Pro
     width = k + k // 2 if ef is None else ef  # HnswQueryParams: ef defaults to 1.5 k (k with refine)
     if width < k:
         raise InvalidInputError(f"nearest: ef ({width}) must be at least k ({k}) for {seg.index_type}")
-    order, ranked = _ranked(seg, q)
-    offsets = seg.offsets.astype(np.int64)
-    lengths = seg.lengths.astype(np.int64)
-    top = order.size if probe.maximum is None else min(probe.maximum, order.size)
-    enough = k if probe.k is None else min(k, probe.k)
-    n = first_round(probe, seg.metric, enough, ranked)
+    order, offsets, lengths, top, enough, n = _probing(seg, q, k, probe)
     done = 0
     best_rows = np.empty(0, np.int64)
     best_dist = np.empty(0, np.float32)
