@@ -283,7 +283,7 @@ def _beam(graph: GraphRows, entry: I64, score: Score, k: int, ef: int, ok: BoolM
     filtered = ok is not None or lo is not None or hi is not None
     # candidates in [p, cap] buffers, columns [0, used) in arrival order: new ones are written
     # after the others (a concatenation per expansion copied all of them), popped ones hold inf
-    cap = 4 * width + 1
+    cap = 16 * width + 1  # room for ~15 expansions between compactions
     cand_d = np.full((p, cap), inf, np.float32)
     cand_n = np.full((p, cap), n, np.int32)
     cand_d[:, 0], cand_n[:, 0] = curd, cur
@@ -293,6 +293,9 @@ def _beam(graph: GraphRows, entry: I64, score: Score, k: int, ef: int, ok: BoolM
     first = allowed(cur, curd)
     res_d[first, 0], res_n[first, 0] = curd[first], cur[first]
     active = np.ones(p, bool)
+    col = rank[:, None]
+    # the default ef (1.5 k) over a few partitions: merging all results each expansion is cheaper
+    small = p * (ef + width) <= 8192
     while True:
         j = cand_d[:, :used].argmin(axis=1)
         cd = cand_d[rank, j]
@@ -312,8 +315,15 @@ def _beam(graph: GraphRows, entry: I64, score: Score, k: int, ef: int, ok: BoolM
         # partitions with such a node, with just those nodes, since a merge of all [p, ef]
         # results per expansion made a walk at ef 2000 over 256 partitions take ~50 s
         new_d = np.where(allowed(nb, d), d, inf) if filtered else d
-        enters = new_d < res_d[:, ef - 1:]
-        rows = np.flatnonzero(enters.any(axis=1))
+        if small:  # one merge of every row: fewer numpy calls than picking the rows that change
+            all_d = np.concatenate((res_d, new_d), axis=1)
+            o = all_d.argsort(axis=1, kind="stable")[:, :ef]  # stable: a tie with the farthest stays out
+            res_d = all_d[col, o]
+            res_n = np.concatenate((res_n, nb), axis=1)[col, o]
+            rows = rank[:0]
+        else:
+            enters = new_d < res_d[:, ef - 1:]
+            rows = np.flatnonzero(enters.any(axis=1))
         if rows.size:
             sub = enters[rows]
             c = int(sub.sum(axis=1).max())
