@@ -2,10 +2,10 @@
 
 pylance searches each probed partition of an ``IVF_HNSW_*`` index from the entry point its
 ``lance:hnsw`` metadata names (14.0.2 writes the node of the top level there; older sources
-started from node 0): a greedy descent through the upper levels, then a beam search of width ``ef`` on level 0 (default ``1.5 k``), and
-returns the ``k`` best nodes the beam found (``rust/lance-index/src/vector/hnsw/builder.rs``
-``search_inner`` / ``HnswQueryParams``, ``rust/lance-index/src/vector/graph.rs``
-``greedy_search`` / ``beam_search``). The beam misses some true neighbours, so reproducing
+started from node 0): a greedy descent through the upper levels, then a beam search of width
+``ef`` on level 0 (default ``1.5 k``), and returns the ``k`` best nodes the beam found
+(``rust/lance-index/src/vector/hnsw/builder.rs`` ``search_inner`` / ``HnswQueryParams``,
+``rust/lance-index/src/vector/graph.rs`` ``greedy_search`` / ``beam_search``). The beam misses some true neighbours, so reproducing
 pylance's answers means walking the same graph with the same rules:
 
 * a neighbour joins the candidates while the results hold fewer than ``ef`` nodes, or when its
@@ -20,7 +20,9 @@ pylance's answers means walking the same graph with the same rules:
 Python cannot afford a heap step per node, so the probed partitions walk in lockstep: each
 iteration expands the nearest candidate of every partition still walking, with numpy over the
 ``partitions × neighbours`` block. Within one expansion the outcome does not depend on the
-order of the neighbour list (up to ties), so the block step is exact. Distances come from the caller's ``score``, asked only for the nodes the walk reaches.
+order of the neighbour list (up to ties), so the block step is exact. Distances come from the
+caller's ``score``, asked only for the nodes the walk reaches. The format and search rules are
+written down in ``docs/formats/vector-indices.md`` (§5.2, §8).
 """
 
 from __future__ import annotations
@@ -46,8 +48,6 @@ BoolMask = npt.NDArray[np.bool_]
 ReadRows = Callable[[int, int], pa.Table]
 #: ``score(rows)``: the query's distances to segment rows of the walked partitions.
 Score = Callable[[npt.NDArray[np.integer[Any]]], F32]
-#: Below this share of a partition's rows allowed by a prefilter, pylance scores them flat.
-FLAT_SHARE = 0.10
 
 
 def _list_parts(col: pa.ChunkedArray | pa.Array, where: str) -> tuple[I64, I64]:
