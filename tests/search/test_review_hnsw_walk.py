@@ -18,7 +18,6 @@ from .ties import assert_same_answers as _same
 
 lance = pytest.importorskip("lance")
 os.environ.setdefault("RUST_LOG", "error")
-os.environ.setdefault("LANCE_INCLUDE_VECTOR_CENTROIDS", "false")
 
 DIM = 16
 
