@@ -7,10 +7,11 @@ first; once k rows are known, their k-th distance bounds the other partitions' s
 then skips rows that cannot come closer (same results, bit for bit).
 
 HNSW kinds (``IVF_HNSW_*``) whose segment carries its graphs (``IvfSegment.walk``) are searched
-as pylance searches them: every vector of a probed partition is scored, then the graph is walked
-with those distances (:mod:`lance_format.index.vector.hnsw_walk`, beam width ``ef``), so the
-answers are pylance's, graph misses included. Without the graphs, the probed partitions are
-scored exhaustively (recall at least the walk's).
+as pylance searches them: each probed partition's graph is walked from its entry point with a
+beam of width ``ef`` (:mod:`lance_format.index.vector.hnsw_walk`), scoring the nodes the walk
+reaches (SQ storage) or every vector of the probed partitions first (PQ, FLAT), so the answers
+are pylance's, graph misses included. Without the graphs, the probed partitions are scored
+exhaustively (recall at least the walk's).
 """
 
 from __future__ import annotations
