@@ -60,6 +60,13 @@ def arrow_array(x: npt.NDArray[Any], typ: pa.DataType | None = None) -> pa.Array
     return pa.Array.from_buffers(t, int(data.size), [None, pa.py_buffer(data)])
 
 
+def arrow_mask(x: npt.NDArray[np.bool_]) -> pa.BooleanArray:
+    """An Arrow boolean array (no nulls) over a 1-D bool ndarray, bits packed without pandas."""
+    bits = np.packbits(np.ascontiguousarray(x, dtype=np.bool_), bitorder="little")
+    out: pa.BooleanArray = pa.Array.from_buffers(pa.bool_(), int(x.size), [None, pa.py_buffer(bits)])
+    return out
+
+
 def fixed_size_list(x: npt.NDArray[Any], typ: pa.DataType | None = None) -> pa.FixedSizeListArray:
     """An Arrow fixed-size-list array over a 2-D ndarray of numbers (``typ``: the value type)."""
     return pa.FixedSizeListArray.from_arrays(arrow_array(np.ascontiguousarray(x).reshape(-1), typ), int(x.shape[1]))

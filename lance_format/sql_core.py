@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lance_format.arrays import FALSE_SCALAR, literal_scalar, number_scalar
+from lance_format.arrays import FALSE_SCALAR, arrow_array, literal_scalar, number_scalar
 from lance_format.errors import InvalidInputError
 from lance_format.sql_program import SAME_TYPE_DIRECT, Node, filter_table, remember
 
@@ -541,14 +541,22 @@ def _parse_timestamp(value: str) -> pa.Scalar:
 
 
 def _negative_nan_kernel(ctx: Any, values: Any) -> pa.Array:
-    """``True`` where a float is a NaN with its sign bit set (vectorised with numpy)."""
+    """``True`` where a float is a NaN with its sign bit set (vectorised with numpy).
+
+    Reads the value buffer directly: ``to_numpy`` and ``pa.array`` import pandas (~0.3 s of CPU)
+    on a process's first filtered read, which every ``x > 0.9`` filter reaches."""
     if isinstance(values, pa.Scalar):
-        values = pa.array([values.as_py()], values.type)
+        x = values.as_py()
+        values = pa.nulls(1, pa.float64()) if x is None else arrow_array(np.array([x], np.float64))
     if isinstance(values, pa.ChunkedArray):
         values = values.combine_chunks()
-    data = values.to_numpy(zero_copy_only=False)
-    mask = np.isnan(data) & np.signbit(data)
-    return pa.array(mask, pa.bool_(), mask=values.is_null().to_numpy(zero_copy_only=False))
+    n = len(values)
+    if values.null_count == n:
+        return pa.nulls(n, pa.bool_())
+    data = np.frombuffer(values.buffers()[1], np.float64, n, values.offset * 8)
+    bits = np.packbits(np.isnan(data) & np.signbit(data), bitorder="little")
+    valid = pc.is_valid(values).buffers()[1] if values.null_count else None
+    return pa.Array.from_buffers(pa.bool_(), n, [valid, pa.py_buffer(bits)])
 
 
 #: The UDF telling -NaN from +NaN in float64 (Arrow has no sign-bit kernel). Registered at

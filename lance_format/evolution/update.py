@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow.compute as pc
 
+from lance_format.arrays import numbers
 from lance_format.errors import InvalidInputError
 from lance_format.evolution import rowops
 from lance_format.evolution.arguments import U32_MAX, integer, string_map
@@ -62,8 +63,8 @@ def update(ds: LanceDataset, updates: Mapping[str, str], where: str | pc.Express
         opts = ScanOptions(list(current.schema.names), expr, with_row_id=stable, with_row_address=True,
                            batch_size=rowops.SCAN_BATCH)
         rows = rowops.scan_fragments_concurrently(current, opts)
-        addr = rows.column(ROW_ADDR).to_numpy().astype(np.uint64)
-        kept_ids = rows.column(ROW_ID).to_numpy().astype(np.uint64) if stable else None
+        addr = numbers(rows.column(ROW_ADDR)).astype(np.uint64)  # to_numpy imports pandas
+        kept_ids = numbers(rows.column(ROW_ID)).astype(np.uint64) if stable else None
         data = rows.select(current.schema.names)
         if data.num_rows:
             types = {c: current.schema.field(c).type for c in updates}

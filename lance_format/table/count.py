@@ -19,6 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lance_format.arrays import arrow_array
 from lance_format.sql_program import Node, program_for
 from lance_format.table.models import FragmentMetadata
 from lance_format.table.read import REMOTE_FRAGMENT_THREADS, ROW_ADDR, ROW_ID, FragmentScan, ReadContext
@@ -76,7 +77,7 @@ def _count_fragment(ctx: ReadContext, frag: FragmentMetadata, columns: list[str]
         lo, hi = np.searchsorted(deleted, np.array([start, stop], dtype=deleted.dtype))
         if hi > lo and hits:  # matches on deleted rows do not count
             if isinstance(mask, (pa.Array, pa.ChunkedArray)):
-                gone = pa.array(deleted[lo:hi].astype(np.int64) - start)
+                gone = arrow_array(deleted[lo:hi].astype(np.int64) - start)
                 hits -= _true_count(mask.take(gone), int(hi - lo))
             else:
                 hits -= int(hi - lo)

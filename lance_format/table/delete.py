@@ -16,6 +16,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lance_format.arrays import numbers
 from lance_format.errors import CommitConflictError, InvalidInputError
 from lance_format.table import deletion as _deletion
 from lance_format.table.commit import commit_transaction
@@ -58,7 +59,7 @@ def delete_from_fragment(ctx: ReadContext, frag: FragmentMetadata, expr: pc.Expr
     """
     opts = ScanOptions(referenced_columns(expr, ctx.arrow_schema.names), expr, with_row_address=True,
                        fragments=[frag], batch_size=DELETE_SCAN_BATCH_ROWS)
-    hits = [b.column(ROW_ADDR).to_numpy() for b in Scan(ctx, opts).to_batches()]
+    hits = [numbers(b.column(ROW_ADDR)) for b in Scan(ctx, opts).to_batches()]  # to_numpy imports pandas
     new = (np.concatenate(hits) & _LOW32).astype(np.uint32) if hits else None
     return apply_deletions(ctx, frag, new)
 
@@ -99,7 +100,7 @@ def matching_offsets(ctx: ReadContext, expr: pc.Expression) -> Iterator[tuple[in
         nonlocal carry
         table = pa.Table.from_batches(pending)
         pending.clear()
-        hit = apply_filter(table, expr).column(ROW_ADDR).to_numpy()
+        hit = numbers(apply_filter(table, expr).column(ROW_ADDR))
         for fid, part in by_fragment(hit):
             if carry is not None and carry[0] != fid:
                 yield carry[0], (np.concatenate(carry[1]) & _LOW32).astype(np.uint32)

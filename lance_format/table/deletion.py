@@ -24,6 +24,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyroaring
 
+from lance_format.arrays import arrow_array
 from lance_format.errors import CorruptFileError, InvalidInputError, StorageError
 from lance_format.session import CacheKind, default_session
 from lance_format.storage.base import ObjectStore
@@ -116,7 +117,7 @@ def sorted_unique(values: npt.NDArray[np.uint32]) -> npt.NDArray[np.uint32]:
 
 def encode_arrow_deletions(offsets: npt.NDArray[np.uint32]) -> bytes:
     """Serialize row offsets as a one-batch Arrow IPC file (ZSTD body compression)."""
-    batch = pa.record_batch([pa.array(offsets, type=pa.uint32())], schema=ROW_ID_SCHEMA)
+    batch = pa.record_batch([arrow_array(offsets, pa.uint32())], schema=ROW_ID_SCHEMA)  # pa.array imports pandas
     sink = pa.BufferOutputStream()
     # One tiny batch: a thread pool only adds overhead (output bytes are identical).
     options = pa.ipc.IpcWriteOptions(compression="zstd", use_threads=False)

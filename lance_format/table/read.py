@@ -18,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from lance_format.arrays import distinct
+from lance_format.arrays import arrow_array, distinct
 from lance_format.errors import InvalidInputError, LanceError, SchemaError
 from lance_format.file import LanceFileReader
 from lance_format.schema import LanceField, LanceSchema
@@ -453,10 +453,10 @@ def take_rows(ctx: ReadContext, indices: Sequence[int] | pa.Array | npt.NDArray[
         inverse = np.empty(phys.size, dtype=np.int64)
         inverse[by_row] = np.cumsum(first) - 1
         batch = FragmentScan(ctx, frag, columns, blob_descriptions=True).take(uniq)
-        table = pa.Table.from_batches([batch]).take(pa.array(inverse))
+        table = pa.Table.from_batches([batch]).take(arrow_array(inverse))  # pa.array imports pandas
         if with_row_id:
             rid = (np.uint64(frag.id) << np.uint64(32)) | phys
-            table = table.append_column(ROW_ID, pa.array(rid, pa.uint64()))
+            table = table.append_column(ROW_ID, arrow_array(rid, pa.uint64()))
         return table
 
     if ctx.low_latency or len(wanted) < 2:
@@ -472,7 +472,7 @@ def take_rows(ctx: ReadContext, indices: Sequence[int] | pa.Array | npt.NDArray[
         pieces = [_without_dictionary_nulls(p) for p in pieces]
     result = pa.concat_tables(pieces)
     positions = np.concatenate(order)
-    return result.take(pa.array(np.argsort(positions, kind="stable")))
+    return result.take(arrow_array(np.argsort(positions, kind="stable")))
 
 
 def _without_dictionary_nulls(table: pa.Table) -> pa.Table:

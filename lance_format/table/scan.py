@@ -22,7 +22,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lance_format.arrays import pool_empty
+from lance_format.arrays import arrow_array, arrow_mask, pool_empty
 from lance_format.errors import InvalidInputError
 from lance_format.sql_fast import parse_simple  # neither imports sqlglot nor pyarrow.dataset
 from lance_format.sql_program import Node, filter_table, program_for, project_table, remember
@@ -235,9 +235,9 @@ class Scan:
                 batch = scan.read(start, stop) if whole is None else whole.slice(start - span_start, stop - start)
                 mask = masks.slice(start - span_start, stop - start) if isinstance(masks, pa.Array) else masks
                 if keep is not None:
-                    batch = batch.filter(pa.array(keep))
+                    batch = batch.filter(arrow_mask(keep))  # pa.array imports pandas
                     if isinstance(mask, pa.Array):
-                        mask = mask.filter(pa.array(keep))
+                        mask = mask.filter(arrow_mask(keep))
                 if need_ids or need_addr:  # row addresses only matter for these columns
                     addr = row_addresses(frag.id, start, stop)
                     if keep is not None:
@@ -245,9 +245,9 @@ class Scan:
                 if need_ids:
                     ids = stable_ids[(addr & np.uint64(0xFFFFFFFF)).astype(np.int64)] if stable_ids is not None \
                         else addr
-                    batch = batch.append_column(ROW_ID, pa.array(ids, pa.uint64()))
+                    batch = batch.append_column(ROW_ID, arrow_array(ids, pa.uint64()))
                 if need_addr:
-                    batch = batch.append_column(ROW_ADDR, pa.array(addr, pa.uint64()))
+                    batch = batch.append_column(ROW_ADDR, arrow_array(addr, pa.uint64()))
                 if program is not None:
                     batch = _select(batch, mask)
                 elif opts.filter is not None:

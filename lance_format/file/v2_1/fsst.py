@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lance_format.arrays import pool_empty
+from lance_format.arrays import arrow_array, pool_empty
 from lance_format.errors import CorruptFileError
 from lance_format.file.v2_1.blocks import pool_take
 from lance_format.file.workers import num_threads, run_all
@@ -254,7 +254,7 @@ def _decode(
     # Arrow's take over a 512-entry binary array (256 symbols + 256 literal bytes) writes the
     # decoded bytes contiguously: its data buffer is the output, its offsets the code boundaries.
     large = len(codes) * 8 >= 1 << 31
-    taken = pc.take(table.arrow(large), pa.array(codes))
+    taken = pc.take(table.arrow(large), arrow_array(codes))  # pa.array(ndarray) imports pandas
     bufs = taken.buffers()
     offs_all = np.frombuffer(bufs[1], np.int64 if large else np.int32)[: len(codes) + 1]
     total = int(offs_all[-1])
@@ -282,7 +282,7 @@ def _decode_pairs(
         padded[-1] = int(codes[-1]) | ESC << 8
         idx = padded
     # a uint16 index cannot leave the 65536 entries: Arrow's bounds check (~7% of the take) is moot
-    taken = pc.take(table.pairs(large), pa.array(idx), boundscheck=False)
+    taken = pc.take(table.pairs(large), arrow_array(idx), boundscheck=False)
     bufs = taken.buffers()
     offs_all = np.frombuffer(bufs[1], np.int64 if large else np.int32)[: len(idx) + 1]
     total = int(offs_all[-1])
