@@ -7,12 +7,11 @@ interpreter.
 from __future__ import annotations
 
 import ast
-import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from fresh_process import run_fresh as _fresh
 
 import lance_format
 
@@ -21,15 +20,6 @@ REPO = Path(__file__).resolve().parents[1]
 #: Modules a Spark worker reading or writing a Lance table has no use for.
 HEAVY = ("lance_format.index", "lance_format.maintenance", "lance_format.search", "lance_format.evolution",
          "lance_format.dataset", "lance_format.scanner", "lance_format.sql", "lance_dagster", "sqlglot")
-
-
-def _fresh(code: str) -> dict[str, object]:
-    """Run ``code`` in a new interpreter; it leaves its answer as JSON in the variable ``out``."""
-    script = f"import json, sys\n{code}\nprint(json.dumps(out))\n"
-    done = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    result: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
-    return result
 
 
 def _loaded(prefixes: tuple[str, ...]) -> str:

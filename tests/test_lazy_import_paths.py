@@ -8,17 +8,13 @@ what a process imports). Import state is per process, so each check runs a new i
 
 from __future__ import annotations
 
-import json
 import pickle
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pytest
-
-REPO = Path(__file__).resolve().parents[1]
+from fresh_process import run_fresh as _fresh
 
 #: Modules an open + plain / filtered / BTREE-indexed scan has no use for.
 NOT_FOR_A_SCAN = ("lance_format.index.kinds.vector", "lance_format.index.kinds.inverted",
@@ -28,18 +24,6 @@ NOT_FOR_A_SCAN = ("lance_format.index.kinds.vector", "lance_format.index.kinds.i
                   "lance_format.search.nearest", "lance_format.search.fulltext", "lance_format.maintenance.cleanup",
                   "lance_format.maintenance.compaction", "lance_format.optimize", "lance_format.sql_query",
                   "lance_format.evolution.merge_insert", "sqlglot")
-
-
-def _fresh(code: str) -> dict[str, object]:
-    """Run ``code`` in a new interpreter; it leaves its answer as JSON in the variable ``out``."""
-    script = (f"import json, sys\n{code}\n"
-              f"def loaded(prefixes):\n"
-              f"    return sorted(m for m in sys.modules if any(m == p or m.startswith(p + '.') for p in prefixes))\n"
-              f"print(json.dumps(out(loaded) if callable(out) else out))\n")
-    done = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=180)
-    assert done.returncode == 0, done.stderr
-    result: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
-    return result
 
 
 def _table(n: int) -> pa.Table:

@@ -8,25 +8,12 @@ delete each paid that import once, which was most of a small operation's CPU.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pytest
-
-REPO = Path(__file__).resolve().parents[1]
-
-
-def _fresh(code: str) -> dict[str, object]:
-    """Run ``code`` in a new interpreter; it sets ``out`` (JSON), and ``pandas`` is added to it."""
-    script = f"import json, sys\n{code}\nout['pandas'] = 'pandas' in sys.modules\nprint(json.dumps(out))\n"
-    done = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=180)
-    assert done.returncode == 0, done.stderr
-    result: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
-    return result
+from fresh_process import run_fresh
 
 
 def _table(n: int) -> pa.Table:
@@ -53,7 +40,7 @@ def test_a_scan_of_pylance_written_fsst_text_imports_no_pandas(pylance_22: str) 
     code = ("import lance_format\n"
             f"t = lance_format.dataset({pylance_22!r}).to_table(columns=['id', 'text'])\n"
             "out = {'rows': t.num_rows, 'text': t.column('text').to_pylist()[::997]}\n")
-    out = _fresh(code)
+    out = run_fresh(code + "out['pandas'] = 'pandas' in sys.modules\n")
     theirs = lance.dataset(pylance_22).to_table(columns=["text"]).column("text").to_pylist()[::997]
     assert out == {"rows": 60_000, "text": theirs, "pandas": False}
 
@@ -68,7 +55,7 @@ def test_a_take_and_float_filters_import_no_pandas(pylance_22: str) -> None:
             "       'nan': ds.count_rows(filter='x < 0.1 OR x IS NULL'),\n"
             "       'ids': ds.to_table(filter='x > 0.99 AND id < 30000', columns=['id'], with_row_id=True)"
             ".column('id').to_pylist()}\n")
-    out = _fresh(code)
+    out = run_fresh(code + "out['pandas'] = 'pandas' in sys.modules\n")
     ds = lance.dataset(pylance_22)
     assert out == {"taken": ds.take(rows, columns=["id"]).column("id").to_pylist(),
                    "count": ds.count_rows(filter="x > 0.9"), "nan": ds.count_rows(filter="x < 0.1 OR x IS NULL"),
@@ -87,7 +74,7 @@ def test_a_delete_an_update_and_a_scan_after_them_import_no_pandas(tmp_path: Pat
             "ds = lance_format.dataset(ds.uri)\n"
             "t = ds.to_table(columns=['id', 'x'])\n"
             "out = {'rows': t.num_rows, 'big': ds.count_rows(filter='x > 2'), 'version': ds.version}\n")
-    out = _fresh(code)
+    out = run_fresh(code + "out['pandas'] = 'pandas' in sys.modules\n")
     theirs = lance.dataset(uri)
     # NaN compares greater than every number in Lance filters, so the count is pylance's, not 2,000
     assert out == {"rows": 18_000, "big": theirs.count_rows(filter="x > 2"), "version": theirs.version,
