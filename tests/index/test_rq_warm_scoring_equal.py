@@ -80,16 +80,11 @@ def _reference(seg: IvfSegment, q: np.ndarray[Any, Any], parts: np.ndarray[Any, 
     qr = rabitq.rotate(qf[None, :], model.signs)[0].astype(np.float64)
     groups = qr.reshape(-1, 4)
     table = np.array([[sum(g[i] for i in range(4) if v >> i & 1) for v in range(16)] for g in groups])
-    # pylance's quantized table: float32 subset sums, each entry the entry without its lowest
-    # value plus that value, then rounded half away from zero (Rust's round, not numpy's rint);
-    # float64 sums or rint put an entry one step off on ~1 build in 60 (~7% of rows off by ~1e-3)
-    g32 = groups.astype(np.float32)
-    table32 = np.zeros((groups.shape[0], 16), np.float32)
-    for v in range(1, 16):
-        low = v & -v
-        table32[:, v] = table32[:, v ^ low] + g32[:, low.bit_length() - 1]
-    qmin, qmax = float(table32.min()), float(table32.max())
-    quant = np.floor((table32 - np.float32(qmin)) * (np.float32(255.0) / np.float32(qmax - qmin)) + np.float32(0.5))
+    # the quantized table as the product builds it (its order of sums and its rounding are pinned
+    # against pylance in test_rq_query_table.py); this reference checks the lookups around it
+    table32 = rabitq._subset_sums(qr.astype(np.float32))
+    quant, qmin32, _span = rabitq._quantized(table32)
+    qmin, qmax = float(qmin32), float(table32.max())
     dequant = quant * (qmax - qmin) / 255.0 + qmin
     stored = np.asarray(t.column("_rabit_codes").combine_chunks().flatten()).reshape(t.num_rows, -1)
     ex_bits = model.ex_bits
